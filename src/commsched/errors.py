@@ -1,0 +1,75 @@
+"""The one error hierarchy of commsched.
+
+User-facing errors carry *what* was wrong, *where* (file, line, field path) and *what was expected*,
+so that the command line can print them as one line without a traceback.
+"""
+
+from __future__ import annotations
+
+
+class CommschedError(Exception):
+    """Base class of every error commsched raises on purpose."""
+
+
+class InputError(CommschedError):
+    """Bad user input: a file, a field, a command-line value.
+
+    Parameters
+    ----------
+    what
+        What is wrong, in a few words.
+    where
+        Where it is: a file name, ``file:line``, a field path such as ``jobs[1].gpus``, or an option.
+    expected
+        What would have been accepted.
+
+    Examples
+    --------
+    >>> str(InputError("unknown topology kind 'foo'", where="s.yaml: topology.kind",
+    ...                expected="one of single_link, two_layer_clos"))
+    "s.yaml: topology.kind: unknown topology kind 'foo' (expected one of single_link, two_layer_clos)"
+    """
+
+    def __init__(self, what: str, *, where: str = "", expected: str = "") -> None:
+        self.what = what
+        self.where = where
+        self.expected = expected
+        super().__init__(self.line())
+
+    def line(self) -> str:
+        """The error as one human-readable line."""
+        text = f"{self.where}: {self.what}" if self.where else self.what
+        if self.expected:
+            text += f" (expected {self.expected})"
+        return text
+
+
+class ValidationError(InputError):
+    """A scenario or data file failed validation; ``problems`` lists every problem, one line each."""
+
+    def __init__(self, problems: list[str], *, where: str = "") -> None:
+        self.problems = list(problems)
+        what = f"{len(self.problems)} problem(s): " + "; ".join(self.problems)
+        super().__init__(what, where=where)
+
+
+class UnknownNameError(InputError):
+    """A name that is not in a registry; the message lists the valid names."""
+
+    def __init__(
+        self, family: str, name: str, valid: list[str] | tuple[str, ...], *, where: str = ""
+    ) -> None:
+        self.family = family
+        self.name = name
+        self.valid = tuple(sorted(valid))
+        super().__init__(
+            f"unknown {family} {name!r}", where=where, expected="one of " + ", ".join(self.valid)
+        )
+
+
+class TopologyError(CommschedError):
+    """A topology is inconsistent or a query on it cannot be answered (no path, unknown node)."""
+
+
+class InfeasibleError(CommschedError):
+    """A decision problem has no solution (for example, a placement that cannot fit)."""

@@ -1,0 +1,151 @@
+"""Typed frozen records of the workload: model profiles, collective schedules, jobs.
+
+Units are in the names: ``*_s`` seconds, ``*_bytes`` bytes (never bits here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import NewType
+
+JobId = NewType("JobId", str)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayerProfile:
+    """One layer of a model, as measured: forward/backward time on the profile's GPU, gradient bytes."""
+
+    name: str
+    forward_s: float
+    backward_s: float
+    param_bytes: float  # bytes of gradients this layer synchronises per iteration
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelProfile:
+    """What a model costs per training iteration on one GPU, with the provenance of every number.
+
+    Attributes
+    ----------
+    compute_s
+        Per-iteration compute time of one data-parallel worker on ``gpu`` (forward + backward).
+    sync_bytes
+        Bytes of gradients synchronised per iteration (the all-reduce size ``M``).
+    overlap
+        Fraction ``o`` of the compute after which the iteration's communication is released
+        (``o = 1``: no overlap, communication after compute).
+    layers
+        Per-layer profile in forward order, where a real per-layer profile exists (else empty).
+    flops_per_iteration
+        Floating-point operations of one iteration on one GPU, where known (else ``None``).
+    source
+        Where every number comes from (file, repository, paper section) and how it was derived.
+    """
+
+    name: str
+    gpu: str
+    compute_s: float
+    sync_bytes: float
+    overlap: float
+    source: str
+    family: str = ""
+    batch_size: int | None = None
+    flops_per_iteration: float | None = None
+    layers: tuple[LayerProfile, ...] = ()
+    aliases: tuple[str, ...] = ()
+    notes: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Transfer:
+    """One point-to-point transfer of a collective step between ranks (or PS servers)."""
+
+    src: int
+    dst: int
+    size_bytes: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Step:
+    """A synchronous step: all ``transfers`` run concurrently; the step ends when the last one ends.
+
+    ``repeat`` identical steps run back to back (a ring all-reduce is one step repeated 2(n-1) times);
+    expanding the repetitions gives the exact per-step schedule.
+    """
+
+    transfers: tuple[Transfer, ...]
+    repeat: int = 1
+    label: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectiveSchedule:
+    """An exact per-step transfer schedule of one collective operation.
+
+    Ranks are ``0..ranks-1``; parameter servers, when present, are ``ranks..ranks+servers-1``.
+    """
+
+    algorithm: str
+    ranks: int
+    size_bytes: float
+    steps: tuple[Step, ...]
+    servers: int = 0
+
+    @property
+    def endpoints(self) -> int:
+        return self.ranks + self.servers
+
+    @property
+    def n_steps(self) -> int:
+        """Number of steps once repetitions are expanded."""
+        return sum(s.repeat for s in self.steps)
+
+    def sent_bytes(self) -> tuple[float, ...]:
+        """Bytes sent by each endpoint over the whole collective."""
+        out = [0.0] * self.endpoints
+        for s in self.steps:
+            for t in s.transfers:
+                out[t.src] += t.size_bytes * s.repeat
+        return tuple(out)
+
+    def received_bytes(self) -> tuple[float, ...]:
+        """Bytes received by each endpoint over the whole collective."""
+        out = [0.0] * self.endpoints
+        for s in self.steps:
+            for t in s.transfers:
+                out[t.dst] += t.size_bytes * s.repeat
+        return tuple(out)
+
+
+class SyncKind(StrEnum):
+    """How a job synchronises its gradients."""
+
+    ALLREDUCE = "allreduce"
+    PS = "ps"
+    BYTEPS = "byteps"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobSpec:
+    """A training job as the user describes it (before placement).
+
+    Either ``model`` names a zoo profile or ``profile`` gives one explicitly. Either ``gpus`` (a count,
+    placed by a placement policy) or ``hosts``/``gpu_ids`` (explicit placement) is given. The job runs
+    ``iterations`` iterations, or for ``duration_s`` of standalone time; with neither it runs until the
+    horizon.
+    """
+
+    id: JobId
+    profile: ModelProfile
+    gpus: int
+    model: str | None = None
+    hosts: tuple[str, ...] = ()
+    gpu_ids: tuple[str, ...] = ()
+    arrival_s: float = 0.0
+    iterations: int | None = None
+    duration_s: float | None = None
+    collective: str = "ring"
+    priority: int | None = None
+    sync: SyncKind = SyncKind.ALLREDUCE
+    ps_servers: int = 0
