@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from commsched.errors import TopologyError
+from commsched.topology.paths import SWITCH_KINDS, SwitchPathIndex
 from commsched.topology.records import (
     INTRA_HOST_LINK_KINDS,
     Host,
@@ -22,7 +23,6 @@ from commsched.topology.records import (
     Path,
 )
 
-SWITCH_KINDS: frozenset[NodeKind] = frozenset({NodeKind.TOR, NodeKind.AGG, NodeKind.CORE, NodeKind.OCS})
 
 
 class Topology:
@@ -56,6 +56,7 @@ class Topology:
             self._node[n.id] = n
         self._link_between: dict[tuple[NodeId, NodeId], LinkId] = {}
         self._out: dict[NodeId, list[Link]] = {n.id: [] for n in self.nodes}
+        self._in: dict[NodeId, list[Link]] = {n.id: [] for n in self.nodes}
         for i, lk in enumerate(self.links):
             if lk.id != i:
                 raise TopologyError(f"link ids must be dense and ordered; link {i} has id {lk.id}")
@@ -65,7 +66,11 @@ class Topology:
                 raise TopologyError(f"link {lk.id} {lk.src}->{lk.dst} has non-positive capacity")
             self._link_between.setdefault((lk.src, lk.dst), lk.id)
             self._out[lk.src].append(lk)
+            self._in[lk.dst].append(lk)
+        self._link_dst: list[NodeId] = [lk.dst for lk in self.links]
+        self._switch_paths = SwitchPathIndex(self.nodes, self.links)
         self._host: dict[HostId, Host] = {}
+        self._host_label: dict[str, Host] = {h.label: h for h in self.hosts if h.label}
         self._gpu_host: dict[NodeId, Host] = {}
         self._gpu_nic: dict[NodeId, NodeId] = {}
         for h in self.hosts:
@@ -113,6 +118,11 @@ class Topology:
 
     def nodes_of_kind(self, kind: NodeKind) -> tuple[Node, ...]:
         return tuple(n for n in self.nodes if n.kind is kind)
+
+    @property
+    def switches(self) -> tuple[Node, ...]:
+        """Every switch node (ToR, Agg, Core, OCS circuit), in node order."""
+        return tuple(n for n in self.nodes if n.kind in SWITCH_KINDS)
 
     @property
     def gpus(self) -> tuple[NodeId, ...]:
@@ -175,11 +185,60 @@ class Topology:
         out.sort(key=lambda p: p.nodes)
         return out
 
+    def _ends(self, node_id: NodeId, *, outgoing: bool) -> list[tuple[LinkId | None, NodeId]]:
+        """The (access link, switch) pairs where a network path from/to ``node_id`` enters the switches."""
+        if self._switch_paths.is_switch(node_id):
+            return [(None, node_id)]
+        links = self._out[node_id] if outgoing else self._in[node_id]
+        return [
+            (lk.id, lk.dst if outgoing else lk.src)
+            for lk in links
+            if self._switch_paths.is_switch(lk.dst if outgoing else lk.src)
+        ]
+
+    def _network_link_paths(self, src: NodeId, dst: NodeId) -> list[tuple[LinkId, ...]]:
+        direct = [(lk.id,) for lk in self._out[src] if lk.dst == dst]
+        if direct:
+            return direct
+        combos = [
+            (h, a, t, b)
+            for h, a in self._ends(src, outgoing=True)
+            for t, b in self._ends(dst, outgoing=False)
+        ]
+        dists = [self._switch_paths.distance(a, b) for _, a, _, b in combos]
+        finite = [d for d in dists if d is not None]
+        if not finite:
+            return []
+        best = min(finite)
+        out: list[tuple[LinkId, ...]] = []
+        for (h, a, t, b), d in zip(combos, dists, strict=True):
+            if d != best:
+                continue
+            head: tuple[LinkId, ...] = () if h is None else (h,)
+            tail: tuple[LinkId, ...] = () if t is None else (t,)
+            out.extend(head + mid + tail for mid in self._switch_paths.link_paths(a, b))
+        if len(combos) > 1:
+            out.sort()
+        return out
+
+    def _as_path(self, start: NodeId, links: tuple[LinkId, ...]) -> Path:
+        dst = self._link_dst
+        return Path(nodes=(start, *[dst[i] for i in links]), links=links)
+
     def equal_cost_paths(self, src: NodeId | str, dst: NodeId | str) -> tuple[Path, ...]:
         """Every equal-cost shortest network path between two NICs (or endpoints), in a canonical order.
 
-        The order is deterministic (lexicographic by node ids), so a path index is stable and can be
-        used as an ECMP bucket. Cached per pair.
+        Intermediate nodes are switches only (ToR, Agg, Core, OCS). The order is deterministic
+        (lexicographic by link-id sequence, see :mod:`commsched.topology.paths`), so a path index is
+        stable and can be used as an ECMP bucket. Switch-to-switch paths are indexed once per
+        destination switch and shared by all NIC pairs; the result is cached per pair.
+
+        Examples
+        --------
+        >>> from commsched.topology.builders import two_layer_clos
+        >>> topo = two_layer_clos(tors=2, aggs=2, hosts_per_tor=1, uplinks_per_tor=2)
+        >>> [p.nodes[2] for p in topo.equal_cost_paths("h0/nic0", "h1/nic0")]
+        ['agg0', 'agg1']
         """
         key = (NodeId(src), NodeId(dst))
         hit = self._ecmp_cache.get(key)
@@ -187,11 +246,42 @@ class Topology:
             return hit
         self.node(src)
         self.node(dst)
-        paths = tuple(self._shortest_paths(key[0], key[1], SWITCH_KINDS))
+        if key[0] == key[1]:
+            raise TopologyError(f"source and destination are the same node {src!r}")
+        paths = tuple(self._as_path(key[0], ls) for ls in self._network_link_paths(key[0], key[1]))
         if not paths:
             raise TopologyError(f"no network path {src!r} -> {dst!r} in topology {self.name!r}")
         self._ecmp_cache[key] = paths
         return paths
+
+    def switch_paths(self, a: NodeId | str, b: NodeId | str) -> tuple[Path, ...]:
+        """Every shortest switch-only path between two switches (for example ToR to ToR), canonical order."""
+        na, nb = NodeId(a), NodeId(b)
+        for n in (na, nb):
+            if not self._switch_paths.is_switch(n):
+                raise TopologyError(f"{n!r} is not a switch of topology {self.name!r}")
+        return tuple(self._as_path(na, ls) for ls in self._switch_paths.link_paths(na, nb))
+
+    def index_switch_paths(self, kind: NodeKind = NodeKind.TOR) -> int:
+        """Index the shortest paths between every ordered pair of switches of ``kind``; return their number.
+
+        Later :meth:`equal_cost_paths` queries between NICs under these switches only wrap the indexed
+        paths with access links.
+        """
+        ids = [n.id for n in self.nodes_of_kind(kind)]
+        return sum(len(self._switch_paths.link_paths(a, b)) for b in ids for a in ids if a != b)
+
+    def attached_switches(self, node_id: NodeId | str) -> tuple[NodeId, ...]:
+        """The switches a NIC (or endpoint) is cabled to, in link order, without repeats."""
+        self.node(node_id)
+        return tuple(dict.fromkeys(a for _, a in self._ends(NodeId(node_id), outgoing=True)))
+
+    def host_by_label(self, label: str) -> Host:
+        """The host whose external ``label`` (e.g. the Lingjun ``ip`` hash) is ``label``."""
+        hit = self._host_label.get(label)
+        if hit is None:
+            raise TopologyError(f"no host labelled {label!r} in topology {self.name!r}")
+        return hit
 
     def intra_host_path(self, src: NodeId | str, dst: NodeId | str) -> Path:
         """The shortest route between two nodes of one host over intra-host links (NVLink/PCIe)."""

@@ -76,14 +76,20 @@ class Link:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Host:
-    """A server: its GPUs and NICs, and which NIC each GPU uses (its nearest one)."""
+    """A server: its GPUs and NICs, and which NIC each GPU uses (its nearest one).
+
+    ``tors`` lists the distinct switches the host's NICs are cabled to, in the order of first
+    attachment (NIC by NIC): one ToR for a Clos host, two for a dual-homed host, one per rail for
+    rail-style wiring. ``label`` is an external key of the host (the Lingjun ``ip`` hash), or ``""``.
+    """
 
     id: HostId
     template: str
     gpus: tuple[NodeId, ...]
     nics: tuple[NodeId, ...]
     gpu_nic: tuple[NodeId, ...]  # gpu_nic[i] is the NIC of gpus[i]
-    tors: tuple[NodeId, ...] = ()  # ToR switches the host's NICs attach to (in NIC order)
+    tors: tuple[NodeId, ...] = ()  # distinct ToRs the NICs attach to, in order of first attachment
+    label: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,169 @@
+"""What a placed job puts on which links per iteration: connections and step loads.
+
+A job's per-iteration communication is its collective schedule (``commsched.workload.collectives``)
+mapped onto its GPUs (rank ``i`` on ``gpus[i]``) and onto routes chosen by a policy. The result is a
+sequence of :class:`StepLoad` records, one per step of the schedule, each with the bytes it puts on
+every link it touches. On an abstract topology (``single_link``, no hosts) a job's traffic is one
+transfer of its ``sync_bytes`` across the link ``a -> b``: every job's traffic crosses that link.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from commsched.scheduling.state import ConnectionKey, PlacedJob
+from commsched.topology import NodeId, Topology
+from commsched.workload import CollectiveSchedule, Step
+from commsched.workload.collectives import build_collective
+
+#: the two ends of the abstract single link
+ABSTRACT_SRC = NodeId("a")
+ABSTRACT_DST = NodeId("b")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class StepLoad:
+    """One (possibly repeated) synchronous step of a job's communication, projected on links.
+
+    The step's transfers progress in lockstep (a ring's flows move at the pace of its slowest edge):
+    when the step runs at pace ``r`` bytes/s for its largest transfer, link ``links[i]`` carries
+    ``r * share[i]`` bytes/s where ``share = bytes_per_rep / max_flow_bytes`` counts "flow
+    equivalents". Each repetition also costs ``latency_s`` (the longest path latency of its transfers).
+    """
+
+    links: NDArray[np.int64]
+    bytes_per_rep: NDArray[np.float64]
+    max_flow_bytes: float
+    repeat: int
+    latency_s: float
+
+    @property
+    def share(self) -> NDArray[np.float64]:
+        return self.bytes_per_rep / self.max_flow_bytes
+
+    @property
+    def total_bytes(self) -> float:
+        return float(self.bytes_per_rep.sum()) * self.repeat
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class JobTraffic:
+    """A job's per-iteration traffic: its steps in order, and bytes per link per iteration."""
+
+    steps: tuple[StepLoad, ...]
+    link_ids: NDArray[np.int64]
+    link_bytes: NDArray[np.float64]
+
+    def bottleneck_time_s(
+        self, capacity_bps: NDArray[np.float64], links: NDArray[np.int64] | None = None
+    ) -> float:
+        """``t_j = max_e M_{j,e} / B_e`` over the given links (default: all links it uses).
+
+        ``capacity_bps`` is in bits/s; ``M`` in bytes, hence the factor 8.
+        """
+        if self.link_ids.size == 0:
+            return 0.0
+        mask = np.ones(self.link_ids.size, dtype=bool) if links is None else np.isin(self.link_ids, links)
+        if not mask.any():
+            return 0.0
+        return float(np.max(self.link_bytes[mask] * 8.0 / capacity_bps[self.link_ids[mask]]))
+
+
+def job_schedule(topology: Topology, job: PlacedJob) -> CollectiveSchedule:
+    """The collective schedule a job runs each iteration (its ``collective`` over its ranks)."""
+    spec = job.spec
+    ranks = len(job.gpus)
+    params: dict[str, object] = {}
+    if spec.collective == "hierarchical_ring" and job.gpus:
+        hosts = {topology.host_of(g).id for g in job.gpus}
+        params["ranks_per_host"] = max(1, ranks // max(1, len(hosts)))
+    return build_collective(spec.collective, ranks=ranks, size_bytes=spec.profile.sync_bytes, **params)
+
+
+def job_connections(topology: Topology, job: PlacedJob) -> dict[ConnectionKey, float]:
+    """Every directed connection of a job with its bytes per iteration (insertion order = first use)."""
+    out: dict[ConnectionKey, float] = {}
+    if not job.gpus:
+        if job.spec.profile.sync_bytes > 0:
+            out[ConnectionKey(job=job.id, src=ABSTRACT_SRC, dst=ABSTRACT_DST)] = job.spec.profile.sync_bytes
+        return out
+    if len(job.gpus) < 2:
+        return out
+    sched = job_schedule(topology, job)
+    for step in sched.steps:
+        for t in step.transfers:
+            key = ConnectionKey(job=job.id, src=job.gpus[t.src], dst=job.gpus[t.dst])
+            out[key] = out.get(key, 0.0) + t.size_bytes * step.repeat
+    return out
+
+
+RouteFn = Callable[[ConnectionKey], int]
+
+
+def _step_load(topology: Topology, job: PlacedJob, step: Step, route: RouteFn) -> StepLoad | None:
+    acc: dict[int, float] = {}
+    max_flow = 0.0
+    latency = 0.0
+    for t in step.transfers:
+        if t.size_bytes <= 0:
+            continue
+        a, b = job.gpus[t.src], job.gpus[t.dst]
+        path = topology.gpu_route(a, b, route(ConnectionKey(job=job.id, src=a, dst=b)))
+        for lid in path.links:
+            acc[lid] = acc.get(lid, 0.0) + t.size_bytes
+        max_flow = max(max_flow, t.size_bytes)
+        latency = max(latency, float(topology.latency_s[list(path.links)].sum()) if path.links else 0.0)
+    if not acc or max_flow <= 0:
+        return None
+    ids = np.fromiter(acc.keys(), dtype=np.int64, count=len(acc))
+    vals = np.fromiter(acc.values(), dtype=float, count=len(acc))
+    order = np.argsort(ids)
+    return StepLoad(
+        links=ids[order],
+        bytes_per_rep=vals[order],
+        max_flow_bytes=max_flow,
+        repeat=step.repeat,
+        latency_s=latency,
+    )
+
+
+def job_traffic(
+    topology: Topology, job: PlacedJob, routes: Mapping[ConnectionKey, int] | None = None
+) -> JobTraffic:
+    """Project a placed job's per-iteration collective onto links under the given route choices."""
+    chosen = routes or {}
+
+    def route(key: ConnectionKey) -> int:
+        return chosen.get(key, 0)
+
+    steps: list[StepLoad] = []
+    if not job.gpus:
+        if job.spec.profile.sync_bytes > 0:
+            lid = topology.link_id(ABSTRACT_SRC, ABSTRACT_DST)
+            size = job.spec.profile.sync_bytes
+            steps.append(
+                StepLoad(
+                    links=np.array([lid], dtype=np.int64),
+                    bytes_per_rep=np.array([size]),
+                    max_flow_bytes=size,
+                    repeat=1,
+                    latency_s=float(topology.latency_s[lid]),
+                )
+            )
+    elif len(job.gpus) >= 2:
+        for step in job_schedule(topology, job).steps:
+            load = _step_load(topology, job, step, route)
+            if load is not None:
+                steps.append(load)
+    totals: dict[int, float] = {}
+    for s in steps:
+        for lid, b in zip(s.links.tolist(), s.bytes_per_rep.tolist(), strict=True):
+            totals[lid] = totals.get(lid, 0.0) + b * s.repeat
+    ids = np.array(sorted(totals), dtype=np.int64)
+    return JobTraffic(
+        steps=tuple(steps), link_ids=ids, link_bytes=np.array([totals[i] for i in ids.tolist()], dtype=float)
+    )

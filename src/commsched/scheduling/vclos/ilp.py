@@ -1,0 +1,270 @@
+"""The integer programs of vClos stage 2 and OCS-vClos stage 3, solved with HiGHS (``scipy.optimize.milp``).
+
+Both take a small problem record built from the fabric state and return the chosen leaves/spines, or
+``None`` when the program is infeasible. :func:`brute_force_clos` solves the vClos problem exactly by
+enumeration; tests and the benchmark use it as the reference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse import coo_matrix
+
+from commsched.errors import InputError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClosProblem:
+    """vClos-ILP inputs (Appendix A.2) for one shape: ``l`` virtual leaves of ``s`` GPUs, ``s`` planes.
+
+    ``free[n, p]`` says whether leaf ``n``'s cable in plane ``p`` is unused (C_{n,m});
+    ``leaf_ok[n]`` whether leaf ``n`` has the ``s / T`` idle servers a virtual leaf needs (5);
+    ``leaf_cost``/``plane_cost`` are RSN(L_n)*T and RPN(S_m) of objective (6).
+    """
+
+    free: NDArray[np.bool_]
+    leaf_ok: NDArray[np.bool_]
+    leaf_cost: NDArray[np.float64]
+    plane_cost: NDArray[np.float64]
+    l: int
+    s: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClosSolution:
+    """Chosen leaves and planes (sorted), and the objective value."""
+
+    leaves: tuple[int, ...]
+    planes: tuple[int, ...]
+    cost: float
+
+
+def _prune(p: ClosProblem) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """Leaves and planes that can take part: a leaf needs s free cables into usable planes, a plane
+    l free cables from usable leaves (repeated to a fixed point)."""
+    leaf = p.leaf_ok.copy()
+    plane = np.ones(p.free.shape[1], dtype=bool)
+    while True:
+        sub = p.free & leaf[:, None] & plane[None, :]
+        new_leaf = leaf & (sub.sum(axis=1) >= p.s)
+        new_plane = plane & (sub.sum(axis=0) >= p.l)
+        if (new_leaf == leaf).all() and (new_plane == plane).all():
+            return leaf, plane
+        leaf, plane = new_leaf, new_plane
+
+
+def solve_clos_ilp(problem: ClosProblem, *, presolve: bool = True, time_limit_s: float = 60.0) -> ClosSolution | None:
+    """Solve the vClos-ILP: choose ``l`` leaves and ``s`` planes whose cables are all free.
+
+    Variables are x_n (leaf n hosts a virtual leaf), y_p (plane p is a virtual spine) and c_{n,p}
+    (cable reserved), binary. Constraints (2)-(5): sum x = l, sum y = s, sum_p c_{n,p} = s x_n,
+    sum_n c_{n,p} = l y_p, c_{n,p} <= y_p, c_{n,p} = 0 where the cable is busy, x_n = 0 where the leaf
+    lacks idle servers. Objective (6): min sum RPN*y + sum RSN*T*x.
+
+    Examples
+    --------
+    >>> free = np.ones((3, 2), dtype=bool); free[0, 1] = False
+    >>> pr = ClosProblem(free=free, leaf_ok=np.ones(3, dtype=bool), leaf_cost=np.zeros(3),
+    ...                  plane_cost=np.zeros(2), l=2, s=2)
+    >>> solve_clos_ilp(pr).leaves
+    (1, 2)
+
+    References
+    ----------
+    vClos Appendix A.2, equations (2)-(6); Algorithm 3.
+    """
+    L, U = problem.free.shape
+    if problem.l < 1 or problem.s < 1:
+        raise InputError("a virtual Clos needs l >= 1 and s >= 1", where="ClosProblem")
+    leaf, plane = _prune(problem)
+    if leaf.sum() < problem.l or plane.sum() < problem.s:
+        return None
+    edges = np.argwhere(problem.free & leaf[:, None] & plane[None, :])
+    E = len(edges)
+    nv = L + U + E
+    ci = np.arange(E) + L + U
+    rows: list[NDArray[np.int64]] = []
+    cols: list[NDArray[np.int64]] = []
+    vals: list[NDArray[np.float64]] = []
+    lo: list[float] = []
+    hi: list[float] = []
+    r = 0
+
+    def add(rr: NDArray[np.int64], cc: NDArray[np.int64], vv: NDArray[np.float64], n_rows: int,
+            bounds: tuple[float, float]) -> None:
+        nonlocal r
+        rows.append(rr + r)
+        cols.append(cc)
+        vals.append(vv)
+        lo.extend([bounds[0]] * n_rows)
+        hi.extend([bounds[1]] * n_rows)
+        r += n_rows
+
+    one = np.ones
+    add(np.zeros(L, np.int64), np.arange(L), one(L), 1, (problem.l, problem.l))  # (2) sum x = l
+    add(np.zeros(U, np.int64), L + np.arange(U), one(U), 1, (problem.s, problem.s))  # (2) sum y = s
+    # (3) sum_p c_{n,p} - s x_n = 0, per leaf
+    add(np.concatenate([edges[:, 0], np.arange(L)]), np.concatenate([ci, np.arange(L)]),
+        np.concatenate([one(E), -problem.s * one(L)]), L, (0.0, 0.0))
+    # (3) sum_n c_{n,p} - l y_p = 0, per plane
+    add(np.concatenate([edges[:, 1], np.arange(U)]), np.concatenate([ci, L + np.arange(U)]),
+        np.concatenate([one(E), -problem.l * one(U)]), U, (0.0, 0.0))
+    # (4) c_{n,p} <= y_p
+    add(np.concatenate([np.arange(E), np.arange(E)]), np.concatenate([ci, L + edges[:, 1]]),
+        np.concatenate([one(E), -one(E)]), E, (-np.inf, 0.0))
+    a = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, nv))
+    cost = np.concatenate([problem.leaf_cost, problem.plane_cost, np.zeros(E)])
+    ub = np.concatenate([leaf.astype(float), plane.astype(float), one(E)])
+    res = milp(
+        cost,
+        constraints=LinearConstraint(a.tocsr(), np.array(lo), np.array(hi)),
+        integrality=np.ones(nv),
+        bounds=Bounds(np.zeros(nv), ub),
+        options={"presolve": presolve, "time_limit": time_limit_s, "disp": False},
+    )
+    if res.x is None or res.status not in (0, 1):  # 0 optimal, 1 limit reached with a solution
+        return None
+    x = np.round(res.x).astype(np.int64)
+    leaves = tuple(int(n) for n in np.flatnonzero(x[:L]))
+    planes = tuple(int(p) for p in np.flatnonzero(x[L : L + U]))
+    return ClosSolution(leaves=leaves, planes=planes, cost=float(res.fun))
+
+
+def brute_force_clos(problem: ClosProblem) -> ClosSolution | None:
+    """Exact reference for :func:`solve_clos_ilp` by enumerating every set of ``l`` usable leaves.
+
+    For a leaf set the best planes are the ``s`` cheapest planes free on all of them, so the
+    enumeration is exact. Exponential in ``l``: for small fabrics, tests and benchmarks only.
+    """
+    leaf, _ = _prune(problem)
+    best: ClosSolution | None = None
+    for combo in combinations(np.flatnonzero(leaf).tolist(), problem.l):
+        common = np.flatnonzero(problem.free[list(combo)].all(axis=0))
+        if len(common) < problem.s:
+            continue
+        order = common[np.argsort(problem.plane_cost[common], kind="stable")][: problem.s]
+        cost = float(problem.leaf_cost[list(combo)].sum() + problem.plane_cost[order].sum())
+        if best is None or cost < best.cost - 1e-9:
+            best = ClosSolution(leaves=tuple(combo), planes=tuple(sorted(int(p) for p in order)), cost=cost)
+    return best
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OcsProblem:
+    """OCS-vClos-ILP inputs (Appendix A.3) for one shape ``(l, s)``.
+
+    ``leaf_slots[n]`` is how many virtual leaves leaf ``n`` can host (idle servers // (s/T));
+    ``leaf_free[n, k]`` and ``spine_free[m, k]`` count idle leaf up ports and spine ports on OCS ``k``
+    (C_n^k, C_m^k); ``leaf_cost`` is RSN(L_n)*T per virtual leaf, ``spine_cost`` RPN(S_m) per virtual
+    spine.
+    """
+
+    leaf_slots: NDArray[np.int64]
+    leaf_free: NDArray[np.int64]
+    spine_free: NDArray[np.int64]
+    leaf_cost: NDArray[np.float64]
+    spine_cost: NDArray[np.float64]
+    l: int
+    s: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OcsSolution:
+    """Virtual leaves per leaf, virtual spines per spine, circuits ``circuits[n, a, m, k]``."""
+
+    vleaves: NDArray[np.int64]
+    vspines: NDArray[np.int64]
+    circuits: NDArray[np.int64]
+
+
+def solve_ocs_ilp(problem: OcsProblem, *, presolve: bool = True, time_limit_s: float = 60.0) -> OcsSolution | None:
+    """Solve the OCS-vClos-ILP for one shape.
+
+    Variables: L_{n,a} binary (a-th virtual leaf on leaf n, monotone in a), y_m integer (virtual
+    spines on spine m), w_{n,a,m} = L_{n,a} * y_m (linearised), c_{n,a,m,k} circuits through OCS k with
+    sum_k c = w. Constraints (7)-(11): sum L = l, sum y = s, per-OCS port budgets of every leaf and
+    spine. Objective (12).
+
+    References
+    ----------
+    vClos Appendix A.3, equations (7)-(12); Algorithm 4.
+    """
+    L, K = problem.leaf_free.shape
+    S = problem.spine_free.shape[0]
+    A = int(max(1, problem.leaf_slots.max(initial=0)))
+    ymax = np.minimum(problem.spine_free.sum(axis=1) // problem.l, problem.s).astype(np.int64)
+    nL, nY, nW, nC = L * A, S, L * A * S, L * A * S * K
+    oY, oW, oC = nL, nL + nY, nL + nY + nW
+    nv = oC + nC
+
+    def iL(n: int, a: int) -> int:
+        return n * A + a
+
+    def iW(n: int, a: int, m: int) -> int:
+        return oW + (n * A + a) * S + m
+
+    def iC(n: int, a: int, m: int, k: int) -> int:
+        return oC + ((n * A + a) * S + m) * K + k
+
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    lo: list[float] = []
+    hi: list[float] = []
+
+    def row(entries: list[tuple[int, float]], b: tuple[float, float]) -> None:
+        r = len(lo)
+        for c, v in entries:
+            rows.append(r)
+            cols.append(c)
+            vals.append(v)
+        lo.append(b[0])
+        hi.append(b[1])
+
+    row([(iL(n, a), 1.0) for n in range(L) for a in range(A)], (problem.l, problem.l))
+    row([(oY + m, 1.0) for m in range(S)], (problem.s, problem.s))
+    for n in range(L):
+        for a in range(1, A):
+            row([(iL(n, a), 1.0), (iL(n, a - 1), -1.0)], (-np.inf, 0.0))
+        for a in range(A):
+            for m in range(S):
+                w, y, lv, big = iW(n, a, m), oY + m, iL(n, a), float(ymax[m])
+                row([(w, 1.0), (y, -1.0)], (-np.inf, 0.0))
+                row([(w, 1.0), (lv, -big)], (-np.inf, 0.0))
+                row([(w, 1.0), (y, -1.0), (lv, -big)], (-big, np.inf))
+                row([(w, -1.0)] + [(iC(n, a, m, k), 1.0) for k in range(K)], (0.0, 0.0))
+        for k in range(K):
+            row([(iC(n, a, m, k), 1.0) for a in range(A) for m in range(S)], (-np.inf, problem.leaf_free[n, k]))
+    for m in range(S):
+        for k in range(K):
+            row([(iC(n, a, m, k), 1.0) for n in range(L) for a in range(A)], (-np.inf, problem.spine_free[m, k]))
+    ub = np.zeros(nv)
+    for n in range(L):
+        ub[n * A : n * A + min(A, int(problem.leaf_slots[n]))] = 1.0
+    ub[oY : oY + S] = ymax
+    ub[oW : oW + nW] = np.repeat(np.tile(ymax, L * A), 1)
+    ub[oC:] = np.repeat(np.tile(ymax, L * A), K)
+    cost = np.zeros(nv)
+    cost[:nL] = np.repeat(problem.leaf_cost, A)
+    cost[oY : oY + S] = problem.spine_cost
+    a_mat = coo_matrix((vals, (rows, cols)), shape=(len(lo), nv)).tocsr()
+    res = milp(
+        cost,
+        constraints=LinearConstraint(a_mat, np.array(lo), np.array(hi)),
+        integrality=np.ones(nv),
+        bounds=Bounds(np.zeros(nv), ub),
+        options={"presolve": presolve, "time_limit": time_limit_s, "disp": False},
+    )
+    if res.x is None or res.status not in (0, 1):
+        return None
+    x = np.round(res.x).astype(np.int64)
+    return OcsSolution(
+        vleaves=x[:nL].reshape(L, A),
+        vspines=x[oY : oY + S],
+        circuits=x[oC:].reshape(L, A, S, K),
+    )

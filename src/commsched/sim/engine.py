@@ -1,0 +1,756 @@
+"""The flow-level simulation engine: one ``Simulation`` owns the clock, the event heap, the RNG and all state.
+
+Modelling contract (see ``docs/simulator.md``)
+----------------------------------------------
+* Fluid, flow-level; directed links with capacity (bits/s) and latency.
+* Strict priority between classes, max-min fair within a class (:mod:`commsched.sim.rates`).
+* A job iterates: compute ``c`` seconds; its communication (the steps of its collective, in order) is
+  released after ``o * c``; the next iteration starts when both are done. GPU busy time is compute time.
+* A step runs its transfers in lockstep at the pace of its slowest edge and costs, per repetition, the
+  longest path latency ``alpha`` of its transfers plus its largest transfer over the pace.
+* Decisions (routes, classes) are recomputed on every arrival and departure. New classes apply at once;
+  new routes apply from the job's next communication release (a step in flight keeps its links).
+* ``exact`` mode simulates every iteration; ``fast`` mode detects the periodic steady state of each
+  group of jobs that share links and repeats it until the next arrival, departure or horizon.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
+
+from commsched.errors import InputError
+from commsched.scheduling.state import ClusterState, Decisions, PlacedJob
+from commsched.scheduling.traffic import JobTraffic, job_traffic
+from commsched.sim.accounting import Jump, Sampler
+from commsched.sim.policy import PlacementFn, PlacementRequest, PolicyContext, PolicyFn
+from commsched.sim.rates import max_min_rates
+from commsched.sim.records import JobResult, Mode, SimConfig, SimResult, TimeSeries
+from commsched.sim.steady import Signature, best_match
+from commsched.topology import NodeId, Topology
+from commsched.workload import JobSpec
+
+
+class _Ev(IntEnum):
+    """Event kinds; the value orders simultaneous events."""
+
+    STEP_END = 0
+    COMPUTE_END = 1
+    RELEASE = 2
+    ARRIVAL = 3
+    SAMPLE = 4
+    HORIZON = 5
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimJob:
+    """A job handed to the simulator: its spec and, optionally, an explicit placement (rank order)."""
+
+    spec: JobSpec
+    gpus: tuple[NodeId, ...] = ()
+
+
+class _Run:
+    """Mutable run state of one job (owned by the Simulation)."""
+
+    __slots__ = (
+        "ahead_until",
+        "busy",
+        "cls",
+        "comm_done",
+        "comp",
+        "compute_end",
+        "computing",
+        "done",
+        "end_s",
+        "finished",
+        "gpus",
+        "idx",
+        "intensity",
+        "it_start",
+        "last_end",
+        "last_t",
+        "next_traffic",
+        "pace",
+        "placed",
+        "progress",
+        "release",
+        "released",
+        "shift",
+        "spec",
+        "standalone",
+        "start_s",
+        "step",
+        "sver",
+        "target",
+        "traffic",
+        "version",
+        "weight",
+    )
+
+    def __init__(self, idx: int, spec: JobSpec) -> None:
+        self.idx = idx
+        self.spec = spec
+        self.placed: PlacedJob | None = None
+        self.gpus = spec.gpus
+        self.traffic: JobTraffic | None = None
+        self.next_traffic: JobTraffic | None = None
+        self.cls = 0
+        self.intensity = 0.0
+        self.standalone = 0.0
+        self.target: float | None = None
+        self.done = 0.0
+        self.busy = 0.0
+        self.start_s: float | None = None
+        self.end_s: float | None = None
+        self.finished = False
+        self.it_start = 0.0
+        self.compute_end = 0.0
+        self.release = 0.0
+        self.computing = False
+        self.released = False
+        self.comm_done = False
+        self.step = -1
+        self.progress = 0.0
+        self.pace = 0.0
+        self.last_t = 0.0
+        self.version = 0
+        self.sver = 0
+        self.ahead_until = 0.0
+        self.comp = -1
+        self.last_end = 0.0
+        self.shift = 0.0
+        self.weight = float(spec.gpus)
+
+
+class Simulation:
+    """Plays decisions forward in time and measures GPU utilisation, JCT and link load.
+
+    Parameters
+    ----------
+    topology
+        The cluster.
+    jobs
+        The jobs, with explicit placements where given.
+    policy
+        Communication policy called on every arrival and departure.
+    placement
+        Placement policy for jobs without an explicit placement (FIFO queue when nothing fits).
+    config
+        Horizon, mode, seed, sampling.
+    policy_name
+        Name reported in the results.
+    priority_levels
+        Hardware priority classes available to the policy.
+    """
+
+    def __init__(
+        self,
+        *,
+        topology: Topology,
+        jobs: Sequence[SimJob],
+        policy: PolicyFn,
+        placement: PlacementFn,
+        config: SimConfig,
+        policy_name: str = "",
+        priority_levels: int = 8,
+    ) -> None:
+        if config.horizon_s <= 0 or not math.isfinite(config.horizon_s):
+            raise InputError("horizon must be a positive finite number of seconds", where="horizon_s")
+        self.topology = topology
+        self.config = config
+        self.policy = policy
+        self.placement = placement
+        self.policy_name = policy_name
+        self.priority_levels = priority_levels
+        self.rng = np.random.default_rng(config.seed)
+        self.now = 0.0
+        self._seq = 0
+        self._heap: list[tuple[float, int, int, int, int]] = []
+        self._runs = [_Run(i, sj.spec) for i, sj in enumerate(jobs)]
+        self._explicit = [sj.gpus for sj in jobs]
+        self._abstract = len(topology.hosts) == 0
+        self.cluster_gpus = topology.n_gpus if not self._abstract else sum(j.spec.gpus for j in jobs)
+        self._free: set[NodeId] = set(topology.gpus)
+        self._queue: list[int] = []
+        self._running: list[int] = []
+        self._cap_Bps = topology.capacity_bps / 8.0  # bits/s -> bytes/s
+        n_links = len(topology.links)
+        self._link_bytes = np.zeros(n_links)
+        self._link_iw = np.zeros(n_links)
+        self._alloc_gpus = 0
+        self._alloc_gpu_s = 0.0
+        self._alloc_t = 0.0
+        self._busy_done = 0.0
+        self._epoch = 0
+        self._events = 0
+        self._sampler = Sampler()
+        self._comp_jobs: dict[int, list[int]] = {}
+        self._history: dict[int, list[Signature]] = {}
+        self._anchor: dict[int, int] = {}
+        self._routes_cache: dict[int, tuple[tuple[tuple[str, str], int], ...]] = {}
+        self._arrivals: list[float] = []
+        self._check_jobs()
+
+    # ------------------------------------------------------------------ setup
+    def _check_jobs(self) -> None:
+        seen: set[str] = set()
+        for r, gpus in zip(self._runs, self._explicit, strict=True):
+            if r.spec.id in seen:
+                raise InputError(f"duplicate job id {r.spec.id!r}", where="jobs")
+            seen.add(r.spec.id)
+            if not self._abstract and r.spec.gpus > self.cluster_gpus:
+                raise InputError(
+                    f"job {r.spec.id!r} asks for {r.spec.gpus} GPUs but the cluster has {self.cluster_gpus}",
+                    where=f"jobs.{r.spec.id}.gpus",
+                )
+            for g in gpus:
+                self.topology.host_of(g)
+
+    def _push(self, t: float, kind: _Ev, job: int = -1, version: int = 0) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, int(kind), self._seq, job, version))
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> SimResult:
+        """Run to the horizon (or until every job is done) and return the results."""
+        cfg = self.config
+        for r in self._runs:
+            self._push(max(0.0, r.spec.arrival_s), _Ev.ARRIVAL, r.idx)
+        self._arrivals = sorted(max(0.0, r.spec.arrival_s) for r in self._runs)
+        self._push(cfg.horizon_s, _Ev.HORIZON)
+        sample_s = cfg.sample_s or cfg.horizon_s / 200.0
+        times = set(np.arange(sample_s, cfg.horizon_s, sample_s).tolist())
+        if 0 < cfg.warmup_s < cfg.horizon_s:
+            times.add(cfg.warmup_s)
+        for t in sorted(times):
+            self._push(t, _Ev.SAMPLE)
+        self._record_sample()  # t = 0
+        end = cfg.horizon_s
+        while self._heap:
+            t, kind, _, job, version = heapq.heappop(self._heap)
+            if kind == _Ev.SAMPLE and not self._active_work():
+                continue
+            self.now = t
+            self._events += 1
+            if kind == _Ev.HORIZON:
+                end = t
+                break
+            self._dispatch(_Ev(kind), job, version)
+            if not self._active_work():
+                end = self.now
+                break
+        self.now = end
+        self._settle_all()
+        self._record_sample()
+        return self._result(end)
+
+    def _active_work(self) -> bool:
+        return bool(self._running or self._queue or self._arrivals)
+
+    def _dispatch(self, kind: _Ev, job: int, version: int) -> None:
+        if kind == _Ev.SAMPLE:
+            self._settle_all()
+            self._record_sample()
+            return
+        if kind == _Ev.ARRIVAL:
+            self._arrivals.pop(0)
+            self._queue.append(job)
+            self._schedule_queue()
+            return
+        r = self._runs[job]
+        if r.finished or version != (r.sver if kind == _Ev.STEP_END else r.version):
+            return
+        if kind == _Ev.COMPUTE_END:
+            self._on_compute_end(r)
+        elif kind == _Ev.RELEASE:
+            self._on_release(r)
+        elif kind == _Ev.STEP_END:
+            self._on_step_end(r)
+
+    # ------------------------------------------------------------------ placement and decisions
+    def _schedule_queue(self, *, decide: bool = True) -> None:
+        placed_any = False
+        while self._queue:
+            r = self._runs[self._queue[0]]
+            gpus = self._place(r)
+            if gpus is None:
+                break  # FIFO: the head blocks the queue
+            self._queue.pop(0)
+            self._start_job(r, gpus)
+            placed_any = True
+        if placed_any and decide:
+            self._decide()
+
+    def _place(self, r: _Run) -> tuple[NodeId, ...] | None:
+        if self._abstract:
+            return ()
+        explicit = self._explicit[r.idx]
+        if explicit:
+            return explicit if all(g in self._free for g in explicit) else None
+        if r.spec.gpus > len(self._free):
+            return None
+        return self.placement(
+            PlacementRequest(topology=self.topology, job=r.spec, free_gpus=frozenset(self._free))
+        )
+
+    def _start_job(self, r: _Run, gpus: tuple[NodeId, ...]) -> None:
+        self._advance_alloc()
+        for g in gpus:
+            self._free.discard(g)
+        r.placed = PlacedJob(spec=r.spec, gpus=gpus)
+        r.gpus = len(gpus) if gpus else r.spec.gpus
+        r.weight = float(r.gpus)
+        self._alloc_gpus += r.gpus
+        r.start_s = self.now
+        r.last_end = self.now
+        self._running.append(r.idx)
+
+    def _decide(self) -> None:
+        """Ask the policy for decisions on the running jobs and apply them."""
+        self._settle_all()
+        state = ClusterState(
+            topology=self.topology,
+            jobs=tuple(self._runs[i].placed for i in self._running if self._runs[i].placed is not None),
+            priority_levels=self.priority_levels,
+        )
+        ctx = PolicyContext(seed=self.config.seed, now_s=self.now, epoch=self._epoch)
+        self._epoch += 1
+        decisions = self.policy(state, ctx)
+        self._apply(decisions)
+
+    def _apply(self, d: Decisions) -> None:
+        for i in self._running:
+            r = self._runs[i]
+            assert r.placed is not None
+            r.cls = d.class_of(r.spec.id)
+            key = tuple(
+                sorted(((str(k.src), str(k.dst)), v) for k, v in d.routes.items() if k.job == r.spec.id)
+            )
+            if r.next_traffic is None or self._routes_cache.get(i) != key:
+                r.next_traffic = job_traffic(self.topology, r.placed, {k: v for k, v in d.routes.items()})
+                self._routes_cache[i] = key
+            new_job = r.traffic is None
+            if new_job:
+                r.traffic = r.next_traffic
+                self._init_job(r)
+            r.shift = float(d.time_shift_s.get(r.spec.id, 0.0))
+        self._rebuild_components()
+        for comp in self._comp_jobs:
+            self._reallocate(comp)
+        for i in list(self._running):
+            r = self._runs[i]
+            if r.start_s == self.now and r.done == 0 and not r.computing and not r.released:
+                self._start_iteration(r, self.now + r.shift)
+
+    def _init_job(self, r: _Run) -> None:
+        """Standalone iteration time, intensity and iteration target of a newly started job."""
+        assert r.traffic is not None
+        p = r.spec.profile
+        comm = 0.0
+        for s in r.traffic.steps:
+            pace = float(np.min(self._cap_Bps[s.links] / s.share))
+            comm += s.repeat * (s.latency_s + s.max_flow_bytes / pace)
+        r.standalone = max(p.compute_s, p.overlap * p.compute_s + comm)
+        t_j = r.traffic.bottleneck_time_s(self.topology.capacity_bps)
+        w_j = r.gpus * p.compute_s  # GPU-seconds of compute per iteration
+        r.intensity = w_j / t_j if t_j > 0 else 0.0
+        if r.spec.iterations is not None:
+            r.target = float(r.spec.iterations)
+        elif r.spec.duration_s is not None:
+            r.target = float(max(1, round(r.spec.duration_s / max(r.standalone, 1e-12))))
+
+    # ------------------------------------------------------------------ iteration dynamics
+    def _start_iteration(self, r: _Run, t: float) -> None:
+        c = r.spec.profile.compute_s
+        r.it_start = t
+        r.compute_end = t + c
+        r.computing = True
+        r.released = False
+        tr = r.next_traffic or r.traffic
+        assert tr is not None
+        r.comm_done = not tr.steps
+        r.step = -1
+        r.progress = 0.0
+        r.version += 1
+        self._push(r.compute_end, _Ev.COMPUTE_END, r.idx, r.version)
+        if not r.comm_done:
+            r.release = t + r.spec.profile.overlap * c
+            self._push(r.release, _Ev.RELEASE, r.idx, r.version)
+        if self.config.mode is Mode.FAST and self._anchor.get(r.comp) == r.idx and self.now == t:
+            self._maybe_jump(r.comp)
+
+    def _on_compute_end(self, r: _Run) -> None:
+        r.computing = False
+        r.busy += r.gpus * r.spec.profile.compute_s
+        self._busy_done += r.gpus * r.spec.profile.compute_s
+        if r.comm_done:
+            self._end_iteration(r)
+
+    def _on_release(self, r: _Run) -> None:
+        r.released = True
+        if r.next_traffic is not None and r.next_traffic is not r.traffic:
+            r.traffic = r.next_traffic
+        assert r.traffic is not None
+        if not r.traffic.steps:
+            r.comm_done = True
+            if not r.computing:
+                self._end_iteration(r)
+            return
+        r.step = 0
+        r.progress = 0.0
+        r.last_t = self.now
+        r.pace = 0.0
+        self._reallocate(r.comp)
+
+    def _on_step_end(self, r: _Run) -> None:
+        self._settle(r)
+        assert r.traffic is not None
+        r.step += 1
+        r.progress = 0.0
+        if r.step >= len(r.traffic.steps):
+            r.step = -1
+            r.comm_done = True
+            r.pace = 0.0
+            self._reallocate(r.comp)
+            if not r.computing:
+                self._end_iteration(r)
+            return
+        self._reallocate(r.comp)
+
+    def _end_iteration(self, r: _Run) -> None:
+        r.done += 1.0
+        r.last_end = self.now
+        if r.target is not None and r.done >= r.target - 1e-9:
+            self._depart(r)
+            return
+        self._start_iteration(r, self.now)
+
+    def _depart(self, r: _Run) -> None:
+        self._advance_alloc()
+        r.finished = True
+        r.end_s = self.now
+        r.version += 1
+        self._running.remove(r.idx)
+        self._alloc_gpus -= r.gpus
+        if r.placed is not None:
+            self._free.update(r.placed.gpus)
+        self._schedule_queue(decide=False)
+        if self._running:
+            self._decide()
+
+    # ------------------------------------------------------------------ rates
+    def _active(self, r: _Run) -> bool:
+        return r.released and r.step >= 0 and not r.comm_done and not r.finished
+
+    def _settle(self, r: _Run) -> None:
+        """Advance an active step's progress and byte counters to ``now`` at its current pace."""
+        if not self._active(r) or r.traffic is None:
+            r.last_t = max(r.last_t, self.now)
+            return
+        dt = self.now - r.last_t
+        if dt <= 0:
+            return
+        r.last_t = self.now
+        if r.pace <= 0:
+            return
+        s = r.traffic.steps[r.step]
+        prate = self._progress_rate(r)
+        dp = min(dt * prate, 1.0 - r.progress)
+        r.progress += dp
+        moved = dp * s.repeat * s.bytes_per_rep
+        self._link_bytes[s.links] += moved
+        self._link_iw[s.links] += moved * r.intensity
+
+    def _progress_rate(self, r: _Run) -> float:
+        assert r.traffic is not None
+        s = r.traffic.steps[r.step]
+        if r.pace <= 0:
+            return 0.0
+        return 1.0 / (s.repeat * (s.latency_s + s.max_flow_bytes / r.pace))
+
+    def _settle_all(self) -> None:
+        for i in self._running:
+            self._settle(self._runs[i])
+
+    def _reallocate(self, comp: int) -> None:
+        """Recompute the paces of the active steps of one component and reschedule their ends."""
+        members = [self._runs[i] for i in self._comp_jobs.get(comp, ()) if self._active(self._runs[i])]
+        for r in members:
+            self._settle(r)
+        if not members:
+            return
+        rows, cols, vals = [], [], []
+        for k, r in enumerate(members):
+            assert r.traffic is not None
+            s = r.traffic.steps[r.step]
+            rows.append(np.full(s.links.size, k))
+            cols.append(s.links)
+            vals.append(s.share)
+        share = sparse.csr_matrix(
+            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(len(members), self._cap_Bps.size),
+        )
+        classes = np.array([r.cls for r in members], dtype=np.int64)
+        paces = max_min_rates(share, self._cap_Bps, classes)
+        for r, pace in zip(members, paces.tolist(), strict=True):
+            r.pace = pace
+            r.last_t = max(r.last_t, self.now)
+            self._reschedule_step(r)
+
+    def _reschedule_step(self, r: _Run) -> None:
+        """Invalidate the pending end of the job's step and schedule it at the current pace."""
+        r.sver += 1
+        prate = self._progress_rate(r)
+        if prate > 0:
+            self._push(r.last_t + (1.0 - r.progress) / prate, _Ev.STEP_END, r.idx, r.sver)
+
+    def _rebuild_components(self) -> None:
+        """Group the running jobs into components of jobs that share links (current or next routes)."""
+        running = self._running
+        if not running:
+            self._comp_jobs = {}
+            return
+        rows, cols = [], []
+        for k, i in enumerate(running):
+            r = self._runs[i]
+            links = set()
+            for tr in (r.traffic, r.next_traffic):
+                if tr is not None:
+                    links.update(tr.link_ids.tolist())
+            rows.extend([k] * len(links))
+            cols.extend(sorted(links))
+        n_jobs, n_links = len(running), self._cap_Bps.size
+        adj = sparse.coo_matrix(
+            (np.ones(len(rows)), (np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64) + n_jobs)),
+            shape=(n_jobs + n_links, n_jobs + n_links),
+        )
+        _, labels = connected_components(adj, directed=False)
+        comps: dict[int, list[int]] = {}
+        for k, i in enumerate(running):
+            comps.setdefault(int(labels[k]), []).append(i)
+        self._comp_jobs = comps
+        self._history = {}
+        self._anchor = {}
+        for c, idxs in comps.items():
+            for i in idxs:
+                self._runs[i].comp = c
+            self._anchor[c] = max(idxs, key=lambda i: (self._runs[i].standalone, -i))
+
+    # ------------------------------------------------------------------ fast mode
+    def _signature(self, comp: int) -> tuple[Signature, NDArray[np.int64]]:
+        runs = [self._runs[i] for i in self._comp_jobs[comp]]
+        for r in runs:
+            self._settle(r)
+        links = np.unique(
+            np.concatenate(
+                [r.traffic.link_ids for r in runs if r.traffic is not None] or [np.zeros(0, np.int64)]
+            )
+        ).astype(np.int64)
+        sig = Signature(
+            t=self.now,
+            phase=np.array([(self.now - r.it_start) / max(r.standalone, 1e-12) for r in runs]),
+            step=np.array(
+                [
+                    (r.step + r.progress) if self._active(r) else (-1.0 if not r.released else -2.0)
+                    for r in runs
+                ]
+            ),
+            done=np.array([r.done for r in runs]),
+            busy=np.array([r.busy for r in runs]),
+            last_end=np.array([r.last_end for r in runs]),
+            link_bytes=self._link_bytes[links].copy(),
+            link_iw_bytes=self._link_iw[links].copy(),
+        )
+        return sig, links
+
+    def _maybe_jump(self, comp: int) -> None:
+        """At an anchor iteration start: look for a period and, if found, repeat it as often as allowed."""
+        runs = [self._runs[i] for i in self._comp_jobs[comp]]
+        if any(r.next_traffic is not None and r.next_traffic is not r.traffic for r in runs):
+            return  # routes about to change: not a steady state yet
+        sig, links = self._signature(comp)
+        hist = self._history.setdefault(comp, [])
+        idx, dist = best_match(hist, sig)
+        exact = idx >= 0 and dist <= self.config.fast_tolerance
+        if not exact and (len(hist) < self.config.fast_max_history or idx < 0):
+            hist.append(sig)
+            return
+        then = hist[idx]
+        m = self._jump_count(runs, sig.t - then.t, sig.done - then.done)
+        if m < 1:
+            hist.append(sig)
+            return
+        self._apply_jump(runs, links, then, sig, m)
+        # the regime goes on: keep the matched stretch of history, moved forward, for the next jump
+        shift = m * (sig.t - then.t)
+        self._history[comp] = [self._shifted(h, then, sig, m, shift) for h in hist[idx:]]
+
+    @staticmethod
+    def _shifted(h: Signature, then: Signature, now: Signature, m: int, shift: float) -> Signature:
+        return Signature(
+            t=h.t + shift,
+            phase=h.phase,
+            step=h.step,
+            done=h.done + m * (now.done - then.done),
+            busy=h.busy + m * (now.busy - then.busy),
+            last_end=h.last_end + shift,
+            link_bytes=h.link_bytes + m * (now.link_bytes - then.link_bytes),
+            link_iw_bytes=h.link_iw_bytes + m * (now.link_iw_bytes - then.link_iw_bytes),
+        )
+
+    def _jump_count(self, runs: list[_Run], period: float, d_done: NDArray[np.float64]) -> int:
+        """How many periods can be skipped before anything outside the component may happen."""
+        bound = self.config.horizon_s
+        if self._arrivals:
+            bound = min(bound, self._arrivals[0])
+        mine = {r.idx for r in runs}
+        for i in self._running:
+            o = self._runs[i]
+            if i in mine or o.target is None:
+                continue
+            # earliest possible departure: no job iterates faster than when it is alone
+            earliest = max(self.now, o.ahead_until) + max(0.0, o.target - o.done - 1.0) * o.standalone
+            bound = min(bound, earliest)
+        m = math.floor((bound - self.now) / period) - 1
+        for r, dn in zip(runs, d_done.tolist(), strict=True):
+            if r.target is not None and dn > 0:
+                m = min(m, math.floor((r.target - r.done - 1.0) / dn) - 1)
+        return m
+
+    def _apply_jump(
+        self, runs: list[_Run], links: NDArray[np.int64], then: Signature, now: Signature, m: int
+    ) -> None:
+        """Move the component ``m`` periods forward: same state, counters credited ``m`` times."""
+        shift = m * (now.t - then.t)
+        busy_inc = 0.0
+        for k, r in enumerate(runs):
+            db = float(now.busy[k] - then.busy[k])
+            r.done += m * float(now.done[k] - then.done[k])
+            r.busy += m * db
+            busy_inc += m * db
+            r.last_end += shift
+            r.it_start += shift
+            r.compute_end += shift
+            r.release += shift
+            r.ahead_until = self.now + shift
+            r.version += 1
+            if r.computing:
+                self._push(r.compute_end, _Ev.COMPUTE_END, r.idx, r.version)
+            if not r.released and not r.comm_done:
+                self._push(r.release, _Ev.RELEASE, r.idx, r.version)
+            if self._active(r):
+                r.last_t = self.now + shift
+                self._reschedule_step(r)
+        self._busy_done += busy_inc
+        lb = m * (now.link_bytes - then.link_bytes)
+        liw = m * (now.link_iw_bytes - then.link_iw_bytes)
+        self._link_bytes[links] += lb
+        self._link_iw[links] += liw
+        self._sampler.add_jump(
+            Jump(
+                t0=self.now,
+                t1=self.now + shift,
+                busy_gpu_s=busy_inc,
+                links=links,
+                link_bytes=lb,
+                link_iw_bytes=liw,
+            )
+        )
+
+    # ------------------------------------------------------------------ accounting
+    def _advance_alloc(self) -> None:
+        self._alloc_gpu_s += self._alloc_gpus * (self.now - self._alloc_t)
+        self._alloc_t = self.now
+
+    def _busy_now(self) -> float:
+        partial = 0.0
+        for i in self._running:
+            r = self._runs[i]
+            if r.computing:
+                partial += r.gpus * max(0.0, min(self.now, r.compute_end) - r.it_start)
+        return self._busy_done + partial
+
+    def _record_sample(self) -> None:
+        self._advance_alloc()
+        self._sampler.record(self.now, self._busy_now(), self._alloc_gpu_s, self._link_bytes, self._link_iw)
+
+    def _result(self, end: float) -> SimResult:
+        from commsched.sim.summary import summarise
+
+        return summarise(self, end)
+
+    # read-only views for the summary module
+    @property
+    def runs(self) -> tuple[_Run, ...]:
+        return tuple(self._runs)
+
+    @property
+    def sampler(self) -> Sampler:
+        return self._sampler
+
+    @property
+    def events(self) -> int:
+        return self._events
+
+    def job_results(self, end: float) -> tuple[JobResult, ...]:
+        out = []
+        for r in self._runs:
+            start = r.start_s
+            stop = r.end_s if r.finished else (end if start is not None else None)
+            mean_it = (r.last_end - start) / r.done if (start is not None and r.done > 0) else float("nan")
+            out.append(
+                JobResult(
+                    id=r.spec.id,
+                    gpus=r.gpus,
+                    arrival_s=r.spec.arrival_s,
+                    start_s=start,
+                    end_s=stop,
+                    iterations=r.done,
+                    target_iterations=r.target,
+                    standalone_iteration_s=r.standalone,
+                    mean_iteration_s=mean_it,
+                    busy_gpu_s=r.busy,
+                    finished=r.finished,
+                    priority_class=r.cls,
+                    intensity=r.intensity,
+                )
+            )
+        return tuple(out)
+
+    def series(self) -> TimeSeries:
+        s = self._sampler.samples
+        t = np.array([x.t for x in s])
+        dt = np.diff(t)
+        busy = np.diff([x.busy_gpu_s for x in s])
+        alloc = np.diff([x.alloc_gpu_s for x in s])
+        ok = dt > 0
+        util = np.where(ok, busy / np.where(ok, dt * max(self.cluster_gpus, 1), 1.0), np.nan)
+        a_util = np.where(alloc > 0, busy / np.where(alloc > 0, alloc, 1.0), np.nan)
+        links = np.arange(self._cap_Bps.size, dtype=np.int64)
+        lb = np.diff(np.array([x.link_bytes for x in s]), axis=0) if len(s) > 1 else np.zeros((0, links.size))
+        liw = (
+            np.diff(np.array([x.link_iw_bytes for x in s]), axis=0)
+            if len(s) > 1
+            else np.zeros((0, links.size))
+        )
+        cap = self._cap_Bps[None, :] * np.where(ok, dt, 1.0)[:, None]
+        l_util = lb / cap
+        with np.errstate(invalid="ignore", divide="ignore"):
+            l_int = np.where(lb > 0, liw / np.where(lb > 0, lb, 1.0), np.nan)
+        return TimeSeries(
+            t=t[1:],
+            gpu_utilization=util,
+            allocated_gpu_utilization=a_util,
+            link_ids=links,
+            link_utilization=l_util,
+            link_intensity=l_int,
+        )

@@ -1,0 +1,126 @@
+"""Inputs and outputs of a simulation run (typed frozen records)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+from numpy.typing import NDArray
+
+from commsched.workload import JobId
+
+
+class Mode(StrEnum):
+    """``exact`` simulates every iteration; ``fast`` extrapolates periodic steady states."""
+
+    EXACT = "exact"
+    FAST = "fast"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimConfig:
+    """How to run a simulation.
+
+    Attributes
+    ----------
+    horizon_s
+        Simulated time at which every job still running is stopped.
+    mode
+        ``exact`` or ``fast``.
+    seed
+        Seed of the simulation's own random generator (ECMP source ports and other draws).
+    sample_s
+        Spacing of the time series; ``None`` picks about 200 samples over the run.
+    warmup_s
+        Start of the window over which averages are taken (the time series always start at 0).
+    fast_tolerance
+        Largest phase mismatch (fraction of an iteration) accepted as "the same state" when the fast
+        mode looks for a period before extrapolating.
+    fast_max_history
+        Iterations of a component's anchor job after which the fast mode extrapolates with the best
+        match it has seen even if no exact period was found.
+    """
+
+    horizon_s: float
+    mode: Mode = Mode.EXACT
+    seed: int = 0
+    sample_s: float | None = None
+    warmup_s: float = 0.0
+    fast_tolerance: float = 1e-6
+    fast_max_history: int = 24
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobResult:
+    """What happened to one job."""
+
+    id: JobId
+    gpus: int
+    arrival_s: float
+    start_s: float | None
+    end_s: float | None
+    iterations: float
+    target_iterations: float | None
+    standalone_iteration_s: float
+    mean_iteration_s: float
+    busy_gpu_s: float
+    finished: bool
+    priority_class: int
+    intensity: float
+
+    @property
+    def wait_s(self) -> float:
+        return (self.start_s - self.arrival_s) if self.start_s is not None else float("nan")
+
+    @property
+    def jct_s(self) -> float:
+        """Completion time: end - arrival (``nan`` while unfinished)."""
+        return (self.end_s - self.arrival_s) if (self.end_s is not None and self.finished) else float("nan")
+
+    @property
+    def run_s(self) -> float:
+        return (
+            (self.end_s - self.start_s)
+            if (self.end_s is not None and self.start_s is not None)
+            else float("nan")
+        )
+
+    @property
+    def slowdown(self) -> float:
+        if self.standalone_iteration_s <= 0 or not np.isfinite(self.mean_iteration_s):
+            return float("nan")
+        return self.mean_iteration_s / self.standalone_iteration_s
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class TimeSeries:
+    """Sampled series. ``t`` are the interval ends; every other array has one row per interval."""
+
+    t: NDArray[np.float64]
+    gpu_utilization: NDArray[np.float64]
+    allocated_gpu_utilization: NDArray[np.float64]
+    link_ids: NDArray[np.int64]
+    link_utilization: NDArray[np.float64]  # intervals x links
+    link_intensity: NDArray[np.float64]  # intervals x links, traffic-weighted GPU intensity (nan if idle)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class SimResult:
+    """The outcome of one simulation."""
+
+    policy: str
+    mode: Mode
+    seed: int
+    cluster_gpus: int
+    sim_time_s: float
+    window_s: tuple[float, float]
+    gpu_utilization: float
+    allocated_gpu_utilization: float
+    jobs: tuple[JobResult, ...]
+    series: TimeSeries
+    busy_gpu_s: float
+    events: int
+    link_bytes: NDArray[np.float64]
+    link_intensity_bytes: NDArray[np.float64]
+    wall_time_s: float = 0.0

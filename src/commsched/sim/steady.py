@@ -1,0 +1,51 @@
+"""Periodic steady states of a group of contending jobs (the fast mode's detector).
+
+Between job arrivals and departures a set of contending jobs tends to a periodic regime. At each
+iteration start of the component's *anchor* job (its slowest job) the engine takes a signature: for
+every job of the component, where it is in its iteration. Two signatures whose phases agree within a
+tolerance delimit a period; the counters' increments over it can be repeated ``m`` times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Signature:
+    """The state of a component at an anchor iteration start, and its cumulative counters."""
+
+    t: float
+    phase: NDArray[np.float64]  # per job: time since its iteration start / its standalone iteration time
+    step: NDArray[np.float64]  # per job: communication step index + progress (or -1 before release)
+    done: NDArray[np.float64]  # per job: iterations completed
+    busy: NDArray[np.float64]  # per job: busy GPU-seconds (completed iterations only)
+    last_end: NDArray[np.float64]  # per job: end of its last completed iteration
+    link_bytes: NDArray[np.float64]  # component links: cumulative bytes
+    link_iw_bytes: NDArray[np.float64]
+
+
+def distance(a: Signature, b: Signature) -> float:
+    """Largest phase mismatch between two signatures (fractions of an iteration)."""
+    if a.phase.shape != b.phase.shape:
+        return float("inf")
+    d_phase = float(np.max(np.abs(a.phase - b.phase))) if a.phase.size else 0.0
+    d_step = float(np.max(np.abs(a.step - b.step))) if a.step.size else 0.0
+    return max(d_phase, d_step)
+
+
+def best_match(history: list[Signature], now: Signature) -> tuple[int, float]:
+    """Index and distance of the earlier signature closest to ``now`` (latest wins ties)."""
+    best, best_d = -1, float("inf")
+    for i, h in enumerate(history):
+        if h.t >= now.t:
+            continue
+        if not np.all(now.done - h.done >= 1):  # every job must have advanced by a whole iteration
+            continue
+        d = distance(h, now)
+        if d <= best_d:
+            best, best_d = i, d
+    return best, best_d
