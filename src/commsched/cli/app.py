@@ -13,7 +13,7 @@ import typer
 from commsched import __version__
 
 #: command modules, each exposing ``register(app: typer.Typer) -> None``
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = ("cmd_simulate",)
 
 app = typer.Typer(
     name="commsched",

@@ -23,7 +23,7 @@ EXIT_FAILURE = 1
 
 
 def stderr_console() -> Console:
-    return Console(stderr=True, highlight=False)
+    return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def stdout_console() -> Console:

@@ -24,7 +24,8 @@ BITS_PER_BYTE = 8.0
 
 
 def _vector(values: Sequence[float] | FloatArray | float, n: int, field: str) -> FloatArray:
-    arr = np.array(np.broadcast_to(np.asarray(values, dtype=np.float64), (n,)), dtype=np.float64)
+    raw = np.asarray(values, dtype=np.float64)
+    arr = np.full(n, float(raw)) if raw.ndim == 0 else np.array(raw, dtype=np.float64)
     if arr.shape != (n,):
         raise InputError(f"has {arr.size} values", where=field, expected=f"{n} values, one per layer")
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):

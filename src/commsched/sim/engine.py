@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -31,7 +31,7 @@ from commsched.errors import InputError
 from commsched.scheduling.state import ClusterState, Decisions, PlacedJob
 from commsched.scheduling.traffic import JobTraffic, job_traffic
 from commsched.sim.accounting import Jump, Sampler
-from commsched.sim.policy import PlacementFn, PlacementRequest, PolicyContext, PolicyFn
+from commsched.scheduling.interfaces import PlacementFn, PlacementRequest, PolicyContext, PolicyFn
 from commsched.sim.rates import max_min_rates
 from commsched.sim.records import JobResult, Mode, SimConfig, SimResult, TimeSeries
 from commsched.sim.steady import Signature, best_match
@@ -150,6 +150,8 @@ class Simulation:
         Name reported in the results.
     priority_levels
         Hardware priority classes available to the policy.
+    progress
+        Called with the simulated time at every sample (progress bars live at the edges).
     """
 
     def __init__(
@@ -162,6 +164,7 @@ class Simulation:
         config: SimConfig,
         policy_name: str = "",
         priority_levels: int = 8,
+        progress: Callable[[float], None] | None = None,
     ) -> None:
         if config.horizon_s <= 0 or not math.isfinite(config.horizon_s):
             raise InputError("horizon must be a positive finite number of seconds", where="horizon_s")
@@ -171,6 +174,7 @@ class Simulation:
         self.placement = placement
         self.policy_name = policy_name
         self.priority_levels = priority_levels
+        self._progress = progress
         self.rng = np.random.default_rng(config.seed)
         self.now = 0.0
         self._seq = 0
@@ -260,6 +264,8 @@ class Simulation:
         if kind == _Ev.SAMPLE:
             self._settle_all()
             self._record_sample()
+            if self._progress is not None:
+                self._progress(self.now)
             return
         if kind == _Ev.ARRIVAL:
             self._arrivals.pop(0)

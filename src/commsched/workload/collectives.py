@@ -54,8 +54,9 @@ def _compact(steps: Iterable[Step]) -> tuple[Step, ...]:
             continue
         if out and out[-1].transfers == s.transfers and out[-1].label == s.label:
             prev = out.pop()
-            s = Step(transfers=s.transfers, repeat=prev.repeat + s.repeat, label=s.label)
-        out.append(s)
+            out.append(Step(transfers=s.transfers, repeat=prev.repeat + s.repeat, label=s.label))
+        else:
+            out.append(s)
     return tuple(out)
 
 
@@ -72,7 +73,9 @@ def _check_size(size_bytes: object) -> float:
         )
     if not math.isfinite(size_bytes) or size_bytes < 0:
         raise InputError(
-            f"size_bytes must be finite and >= 0, got {size_bytes!r}", where="size_bytes", expected="float >= 0"
+            f"size_bytes must be finite and >= 0, got {size_bytes!r}",
+            where="size_bytes",
+            expected="float >= 0",
         )
     return float(size_bytes)
 
@@ -148,11 +151,13 @@ def halving_doubling_allreduce(*, ranks: int, size_bytes: float) -> CollectiveSc
     return CollectiveSchedule(algorithm="halving_doubling", ranks=n, size_bytes=m, steps=_compact(steps))
 
 
-def hierarchical_ring_allreduce(*, ranks: int, size_bytes: float, ranks_per_host: int = 8) -> CollectiveSchedule:
+def hierarchical_ring_allreduce(
+    *, ranks: int, size_bytes: float, ranks_per_host: int | None = None
+) -> CollectiveSchedule:
     """Hierarchical (2D, rail-wise) ring all-reduce.
 
     Ranks ``j*g .. j*g+g-1`` share host ``j`` (``g = ranks_per_host``, which must divide ``ranks``;
-    ``h = ranks / g`` hosts). Three phases: (1) intra-host ring reduce-scatter, one step of ``n`` transfers
+    default ``gcd(ranks, 8)``, i.e. 8-GPU hosts; ``h = ranks / g`` hosts). Three phases: (1) intra-host ring reduce-scatter, one step of ``n`` transfers
     of ``M/g`` repeated ``g-1`` times; (2) inter-host ring all-reduce of each rank's ``M/g`` shard among the
     ranks with the same local index (one ring per rail), ``n`` transfers of ``M/(g h)`` repeated ``2(h-1)``
     times; (3) intra-host ring all-gather, as (1). Each rank sends ``2(g-1)M/g + 2(h-1)M/(g h)`` bytes.
@@ -169,7 +174,7 @@ def hierarchical_ring_allreduce(*, ranks: int, size_bytes: float, ranks_per_host
     all-reduce); NCCL rail-optimised rings.
     """
     n, m = _check_positive_int(ranks, "ranks"), _check_size(size_bytes)
-    g = _check_positive_int(ranks_per_host, "ranks_per_host")
+    g = math.gcd(n, 8) if ranks_per_host is None else _check_positive_int(ranks_per_host, "ranks_per_host")
     if n % g:
         raise InputError(
             f"ranks_per_host={g} does not divide ranks={n}",
@@ -275,7 +280,9 @@ def double_binary_tree_allreduce(*, ranks: int, size_bytes: float, chunks: int =
     piece = m / 2 / c
     trees = [(p, *_tree_levels(p)) for p in double_binary_tree_parents(n)]
     reduce_steps = [max(h) + c for _, h, _ in trees]
-    bcast_steps = [max((d[r] for r in range(n) if any(q == r for q in p)), default=-1) + c for p, _, d in trees]
+    bcast_steps = [
+        max((d[r] for r in range(n) if any(q == r for q in p)), default=-1) + c for p, _, d in trees
+    ]
     steps: list[Step] = []
     for s in range(max(reduce_steps) if n > 1 else 0):
         tr = [
@@ -345,7 +352,9 @@ def pipeline_sendrecv(*, ranks: int, size_bytes: float, micro_batches: int = 1) 
     nsteps = n - 2 + mb if n > 1 else 0
     steps = [
         Step(
-            transfers=tuple(Transfer(src=s, dst=s + 1, size_bytes=a) for s in range(n - 1) if 0 <= t - s < mb),
+            transfers=tuple(
+                Transfer(src=s, dst=s + 1, size_bytes=a) for s in range(n - 1) if 0 <= t - s < mb
+            ),
             label="forward",
         )
         for t in range(nsteps)
@@ -353,7 +362,9 @@ def pipeline_sendrecv(*, ranks: int, size_bytes: float, micro_batches: int = 1) 
     steps += [
         Step(
             transfers=tuple(
-                Transfer(src=s, dst=s - 1, size_bytes=a) for s in range(n - 1, 0, -1) if 0 <= t - (n - 1 - s) < mb
+                Transfer(src=s, dst=s - 1, size_bytes=a)
+                for s in range(n - 1, 0, -1)
+                if 0 <= t - (n - 1 - s) < mb
             ),
             label="backward",
         )
@@ -446,4 +457,4 @@ def build_collective(name: str, *, ranks: int, size_bytes: float, **params: Any)
         if key not in allowed:
             exp = ", ".join(allowed) if allowed else "no parameters"
             raise InputError(f"unknown parameter of collective {name!r}", where=key, expected=exp)
-    return fn(ranks=ranks, size_bytes=size_bytes, **params)  # type: ignore[no-any-return]
+    return fn(ranks=ranks, size_bytes=size_bytes, **params)

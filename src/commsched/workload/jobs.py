@@ -90,7 +90,9 @@ def job_from_model(
     ('gpt3-crux', 'GPT', 64)
     """
     if not isinstance(gpus, int) or isinstance(gpus, bool):
-        raise InputError(f"gpus must be an integer, got {gpus!r}", where=f"job {id}: gpus", expected="int >= 1")
+        raise InputError(
+            f"gpus must be an integer, got {gpus!r}", where=f"job {id}: gpus", expected="int >= 1"
+        )
     profile = get_model(model, where=f"job {id}: model") if isinstance(model, str) else model
     job = JobSpec(
         id=JobId(id),

@@ -80,7 +80,9 @@ def read_pipedream_graph(path: str | Path) -> tuple[GraphNode, ...]:
             continue
         n = _NODE_RE.match(line)
         if n is None:
-            raise InputError("unparsable line", where=f"{path}:{lineno}", expected="a PipeDream node or edge line")
+            raise InputError(
+                "unparsable line", where=f"{path}:{lineno}", expected="a PipeDream node or edge line"
+            )
         nodes[n.group(1)] = GraphNode(
             node_id=n.group(1),
             module=n.group(2).strip(),
@@ -266,17 +268,23 @@ def profile_from_dict(d: dict[str, Any], *, where: str = "") -> ModelProfile:
             overlap=float(d["overlap"]),
             family=str(d.get("family", "")),
             batch_size=None if d.get("batch_size") is None else int(d["batch_size"]),
-            flops_per_iteration=None if d.get("flops_per_iteration") is None else float(d["flops_per_iteration"]),
+            flops_per_iteration=None
+            if d.get("flops_per_iteration") is None
+            else float(d["flops_per_iteration"]),
             aliases=tuple(str(a) for a in d.get("aliases", ())),
             source=str(d["source"]),
             notes=str(d.get("notes", "")),
             layers=tuple(
-                LayerProfile(name=str(r[0]), forward_s=float(r[1]), backward_s=float(r[2]), param_bytes=float(r[3]))
+                LayerProfile(
+                    name=str(r[0]), forward_s=float(r[1]), backward_s=float(r[2]), param_bytes=float(r[3])
+                )
                 for r in d.get("layers", ())
             ),
         )
     except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise InputError(f"malformed model profile ({exc})", where=where, expected="a model-zoo entry") from None
+        raise InputError(
+            f"malformed model profile ({exc})", where=where, expected="a model-zoo entry"
+        ) from None
 
 
 def read_zoo_json(path: str | Path) -> tuple[ModelProfile, ...]:

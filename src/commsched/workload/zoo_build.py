@@ -82,12 +82,22 @@ def transformer_layers(shape: TransformerShape, flop_rate: float) -> tuple[Layer
     block_fwd = (24 * b * s * h * h + 4 * b * s * s * h) / flop_rate
     head_fwd = 2 * b * s * h * v / flop_rate
     block_params = 12 * h * h + 13 * h
-    out = [LayerProfile(name="embedding", forward_s=0.0, backward_s=0.0, param_bytes=shape.embedding_params * 4.0)]
+    out = [
+        LayerProfile(
+            name="embedding", forward_s=0.0, backward_s=0.0, param_bytes=shape.embedding_params * 4.0
+        )
+    ]
     out += [
-        LayerProfile(name=f"block{i}", forward_s=block_fwd, backward_s=2 * block_fwd, param_bytes=block_params * 4.0)
+        LayerProfile(
+            name=f"block{i}", forward_s=block_fwd, backward_s=2 * block_fwd, param_bytes=block_params * 4.0
+        )
         for i in range(shape.layers)
     ]
-    out.append(LayerProfile(name="head", forward_s=head_fwd, backward_s=2 * head_fwd, param_bytes=shape.head_params * 4.0))
+    out.append(
+        LayerProfile(
+            name="head", forward_s=head_fwd, backward_s=2 * head_fwd, param_bytes=shape.head_params * 4.0
+        )
+    )
     return tuple(out)
 
 
@@ -116,7 +126,9 @@ def _gpt3_crux(rate: float) -> ModelProfile:
         embedding_params=(vocab + 2048) * 1024, head_params=2 * 1024,
     )  # fmt: skip
     layers = transformer_layers(shape, rate)
-    flops = 3 * (shape.layers * (24 * 16 * 2048 * 1024**2 + 4 * 16 * 2048**2 * 1024) + 2 * 16 * 2048 * 1024 * vocab)
+    flops = 3 * (
+        shape.layers * (24 * 16 * 2048 * 1024**2 + 4 * 16 * 2048**2 * 1024) + 2 * 16 * 2048 * 1024 * vocab
+    )
     return profile_from_layers(
         name="gpt3-crux",
         gpu="A100",
@@ -126,10 +138,12 @@ def _gpt3_crux(rate: float) -> ModelProfile:
         flops_per_iteration=float(flops),
         aliases=("gpt", "gpt3", "gpt-3", "gpt3-24l"),
         source=(
-            "Crux SIGCOMM'24 §6.1 GPT-3 variant: Megatron GPT-3 config with 24 layers and hidden 1024 (16 heads, "
-            "seq 2048, vocab 50257 padded to 50304, learned positions, tied output embedding). Parameters "
+            "Crux SIGCOMM'24 §6.1 GPT-3 variant: Megatron GPT-3 config with 24 layers and hidden 1024 "
+            "(16 heads, seq 2048, vocab 50257 padded to 50304, learned positions, tied output embedding). "
+            "Parameters "
             "24*(12h^2+13h) + (V+s)h + 2h = 355,919,872; sync_bytes = 4 B each (fp32 gradients). Compute: "
-            "FLOPs per GPU per iteration at 16 sequences/GPU (assumed batch) = 3*(L*(24Bsh^2+4Bs^2h) + 2BshV) "
+            "FLOPs per GPU per iteration at 16 sequences/GPU (assumed batch) = "
+            "3*(L*(24Bsh^2+4Bs^2h) + 2BshV) "
             "(Narayanan et al. SC'21) divided by the achieved A100 rate measured from "
             f"{AICB_GPT13B} (40 GPT-13B layers, fwd+ig+wg compute in ns): {rate / 1e12:.2f} TFLOP/s "
             f"(= {rate / 312e12:.3f} of the 312 TFLOP/s bf16 peak). Layers analytic (embedding, 24 blocks, "
@@ -158,18 +172,37 @@ def _bert(name: str, layers_n: int, hidden: int, published: str, rate: float) ->
         flops_per_iteration=float(flops),
         aliases=("bert",) if name == "bert-base" else (),
         source=(
-            f"No per-layer BERT profile exists in the data: analytic profile of {name} (Devlin et al. NAACL'19: "
+            "No per-layer BERT profile exists in the data: analytic profile of "
+            f"{name} (Devlin et al. NAACL'19: "
             f"L={layers_n}, h={hidden}, vocab 30522, seq 512, published {published} parameters; this count "
             f"(embeddings, blocks, pooler, MLM head, tied decoder) = {params:,.0f}); sync_bytes = 4 B per "
             "parameter (fp32 gradients). Compute: 32 sequences of 512 tokens per GPU (assumed batch), FLOPs "
             "3*(L*(24Bsh^2+4Bs^2h) + 2BshV) at the achieved A100 rate of the AICB GPT-13B workload "
             f"({rate / 1e12:.2f} TFLOP/s, see gpt3-crux). Overlap = forward/compute = 1/3."
         ),
-        notes="Assumes BERT reaches the same FLOP rate as GPT-13B layers (optimistic for small hidden sizes).",
+        notes="Assumes BERT reaches the FLOP rate of GPT-13B layers (optimistic for small hidden sizes).",
     )
 
 
-def _pipedream(data: Path, file: str, name: str, batch: int | None, aliases: tuple[str, ...], extra: str) -> ModelProfile:
+#: PipeDream profiles: (file stem = model name, batch per GPU, aliases, how the batch was inferred)
+PIPEDREAM_MODELS: tuple[tuple[str, int | None, tuple[str, ...], str], ...] = (
+    ("resnet50", 128, ("ResNet-50", "resnet", "imagenet"),
+     "conv1 activation 411,041,792 B = 128 x 64x112x112 fp32; upstream README uses -b 128"),
+    ("resnet18", 256, ("ResNet-18",), "conv1 activation 822,083,584 B = 256 x 64x112x112 fp32"),
+    ("resnet101", 64, ("ResNet-101",), "conv1 activation 205,520,896 B = 64 x 64x112x112 fp32"),
+    ("vgg16", 128, ("VGG-16",), "conv1 activation 1,644,167,168 B = 128 x 64x224x224 fp32"),
+    ("alexnet", 256, ("AlexNet",), "conv1 activation 198,246,400 B = 256 x 64x55x55 fp32"),
+    ("inception_v3", None, ("inception3", "inceptionv3", "googlenet"),
+     "batch not recorded; googlenet aliases here as in the Tiresias simulator"),
+    ("gnmt", 64, ("nmt", "GNMT-8"),
+     "upstream README: GNMT profiled with batch 64; Σparameter_size is 775,063,808 B, "
+     "the data README's 464.5 MB does not match it"),
+)  # fmt: skip
+
+
+def _pipedream(data: Path, spec: tuple[str, int | None, tuple[str, ...], str]) -> ModelProfile:
+    file, batch, aliases, extra = spec
+    name = file
     layers = pipedream_layers(read_pipedream_graph(data / "pipedream-profiles" / f"{file}.graph.txt"))
     return profile_from_layers(
         name=name,
@@ -180,8 +213,9 @@ def _pipedream(data: Path, file: str, name: str, batch: int | None, aliases: tup
         family="cnn" if file != "gnmt" else "rnn",
         source=(
             f"pipedream-profiles/{file}.graph.txt (PipeDream, msr-fiddle/pipedream@7db6a1c): layers in "
-            "topological order, forward/backward_compute_time ms -> s, parameter_size (fp32 bytes) = gradient "
-            f"bytes; compute_s = sum of fwd+bwd, sync_bytes = sum of parameter_size, overlap = sum fwd / "
+            "topological order, forward/backward_compute_time ms -> s, parameter_size (fp32 bytes) = "
+            "gradient bytes; compute_s = sum of fwd+bwd, sync_bytes = sum of parameter_size, "
+            "overlap = sum fwd / "
             f"compute. Batch {batch or 'unknown'} per GPU ({extra}). {PIPEDREAM_GPU_NOTE}"
         ),
     )
@@ -208,8 +242,9 @@ def _vgg19(data: Path, vgg16: ModelProfile) -> ModelProfile:
         aliases=("VGG-19",),
         family="cnn",
         source=(
-            "Derived from pipedream-profiles/vgg16.graph.txt: VGG-19 = VGG-16 plus one more 3x3 conv (same shape "
-            "as the block's last conv) in blocks 3, 4 and 5 (Simonyan & Zisserman ICLR'15, configs D/E), so "
+            "Derived from pipedream-profiles/vgg16.graph.txt: VGG-19 = VGG-16 plus one more 3x3 conv "
+            "(same shape as the block's last conv) in blocks 3, 4 and 5 (Simonyan & Zisserman ICLR'15, "
+            "configs D/E), so "
             "those conv+ReLU layers are repeated with their measured times and parameter bytes: "
             "143,667,240 params x 4 B. Cross-check: tiresias/model_tensor_sizes_mb.csv lists the large vgg19 "
             f"gradient tensors, {tiresias:,.0f} B in total (within 1 % of sync_bytes). {PIPEDREAM_GPU_NOTE}"
@@ -217,7 +252,17 @@ def _vgg19(data: Path, vgg16: ModelProfile) -> ModelProfile:
     )
 
 
-def _astra(data: Path, file: str, name: str, family: str, aliases: tuple[str, ...], note: str) -> ModelProfile:
+#: ASTRA-sim workloads: (file, model name, family, aliases, note)
+ASTRA_MODELS: tuple[tuple[str, str, str, tuple[str, ...], str], ...] = (
+    ("Transformer_HybridParallel.txt", "transformer", "transformer", ("Transformer",),
+     "Hybrid-parallel (tensor-parallel group 4) Transformer; per-NPU numbers."),
+    ("DLRM_HybridParallel.txt", "dlrm", "recommendation", ("DLRM",),
+     "Toy-scale ASTRA-sim DLRM (8 layers; compute tens of microseconds)."),
+)  # fmt: skip
+
+
+def _astra(data: Path, spec: tuple[str, str, str, tuple[str, ...], str]) -> ModelProfile:
+    file, name, family, aliases, note = spec
     wl = read_workload(data / "astra-sim-v1-workloads" / file)
     layers = tuple(
         LayerProfile(
@@ -229,7 +274,10 @@ def _astra(data: Path, file: str, name: str, family: str, aliases: tuple[str, ..
         for ly in wl.layers
     )
     a2a = sum(
-        b for ly in wl.layers for c, b in ((ly.fwd_comm, ly.fwd_bytes), (ly.ig_comm, ly.ig_bytes)) if c == "ALLTOALL"
+        b
+        for ly in wl.layers
+        for c, b in ((ly.fwd_comm, ly.fwd_bytes), (ly.ig_comm, ly.ig_bytes))
+        if c == "ALLTOALL"
     )
     return profile_from_layers(
         name=name,
@@ -244,7 +292,8 @@ def _astra(data: Path, file: str, name: str, family: str, aliases: tuple[str, ..
             "weight-grad compute; param_bytes = weight-grad ALLREDUCE bytes (data-parallel gradient of one "
             "NPU); overlap = sum fwd / compute."
         ),
-        notes=note + (f" All-to-all bytes per iteration (fwd+bwd, not in sync_bytes): {a2a:,.0f}." if a2a else ""),
+        notes=note
+        + (f" All-to-all bytes per iteration (fwd+bwd, not in sync_bytes): {a2a:,.0f}." if a2a else ""),
     )
 
 
@@ -253,7 +302,10 @@ def _moe(data: Path) -> ModelProfile:
     compute_s = sum(ly.fwd_compute + ly.ig_compute + ly.wg_compute for ly in wl.layers) * 1e-9  # ns -> s
     rs = {ly.name: ly.wg_bytes for ly in wl.layers if ly.wg_comm.startswith("REDUCESCATTER")}
     a2a = sum(
-        b for ly in wl.layers for c, b in ((ly.fwd_comm, ly.fwd_bytes), (ly.ig_comm, ly.ig_bytes)) if c.startswith("ALLTOALL")
+        b
+        for ly in wl.layers
+        for c, b in ((ly.fwd_comm, ly.fwd_bytes), (ly.ig_comm, ly.ig_bytes))
+        if c.startswith("ALLTOALL")
     )
     return ModelProfile(
         name="moe-simai",
@@ -264,14 +316,19 @@ def _moe(data: Path) -> ModelProfile:
         family="moe",
         aliases=("moe",),
         source=(
-            "simai-examples/workload_analytical.txt (aliyun/SimAI@cef83f9 example; TP 2, EP 16, PP 12, VPP 8, "
-            "24 micro-batches, 9,216 GPUs): compute_s = sum of fwd + input-grad + weight-grad compute of all "
+            "simai-examples/workload_analytical.txt (aliyun/SimAI@cef83f9 example; TP 2, EP 16, PP 12, "
+            "VPP 8, 24 micro-batches, 9,216 GPUs): compute_s = sum of fwd + input-grad + weight-grad "
+            "compute of all "
             "1,789 lines of one GPU (read as ns); sync_bytes = data-parallel gradient REDUCESCATTER bytes "
             f"(dense grad_param_comm {rs.get('grad_param_comm', 0):,.0f} + expert moe_grad_norm2 "
-            f"{rs.get('moe_grad_norm2', 0):,.0f}); overlap = 1 (gradients are reduced after the last of the 24 "
+            f"{rs.get('moe_grad_norm2', 0):,.0f}); overlap = 1 (gradients are reduced after the last of "
+            "the 24 "
             "accumulated micro-batches). No per-layer profile (the file is expanded per micro-batch)."
         ),
-        notes=f"Expert-parallel all-to-all bytes per iteration (not in sync_bytes): {a2a:,.0f}. GPU model not stated.",
+        notes=(
+            f"Expert-parallel all-to-all bytes per iteration (not in sync_bytes): {a2a:,.0f}. "
+            "GPU model not stated."
+        ),
     )
 
 
@@ -287,29 +344,20 @@ def build_zoo(data_dir: str | Path) -> tuple[ModelProfile, ...]:
     """
     data = Path(data_dir)
     rate = aicb_a100_flop_rate(read_workload(data / AICB_GPT13B))
-    vgg16 = _pipedream(data, "vgg16", "vgg16", 128, ("VGG-16",), "conv1 activation 1,644,167,168 B = 128 x 64x224x224 fp32")
+    cnn = {spec[0]: _pipedream(data, spec) for spec in PIPEDREAM_MODELS}
     return (
         _gpt3_crux(rate),
         _bert("bert-base", 12, 768, "110M", rate),
         _bert("bert-large", 24, 1024, "340M", rate),
-        _pipedream(data, "resnet50", "resnet50", 128, ("ResNet-50", "resnet", "imagenet"),
-                   "conv1 activation 411,041,792 B = 128 x 64x112x112 fp32; upstream README profiles with -b 128"),
-        _pipedream(data, "resnet18", "resnet18", 256, ("ResNet-18",),
-                   "conv1 activation 822,083,584 B = 256 x 64x112x112 fp32"),
-        _pipedream(data, "resnet101", "resnet101", 64, ("ResNet-101",),
-                   "conv1 activation 205,520,896 B = 64 x 64x112x112 fp32"),
-        vgg16,
-        _vgg19(data, vgg16),
-        _pipedream(data, "alexnet", "alexnet", 256, ("AlexNet",),
-                   "conv1 activation 198,246,400 B = 256 x 64x55x55 fp32"),
-        _pipedream(data, "inception_v3", "inception_v3", None, ("inception3", "inceptionv3", "googlenet"),
-                   "batch not recorded; googlenet aliases here as in the Tiresias simulator"),
-        _pipedream(data, "gnmt", "gnmt", 64, ("nmt", "GNMT-8"),
-                   "upstream README: GNMT profiled with batch 64; Σparameter_size of the file is 775,063,808 B, "
-                   "the data README's 464.5 MB does not match it"),
-        _astra(data, "Transformer_HybridParallel.txt", "transformer", "transformer", ("Transformer",),
-               "Hybrid-parallel (tensor-parallel group 4) Transformer; per-NPU numbers."),
+        cnn["resnet50"],
+        cnn["resnet18"],
+        cnn["resnet101"],
+        cnn["vgg16"],
+        _vgg19(data, cnn["vgg16"]),
+        cnn["alexnet"],
+        cnn["inception_v3"],
+        cnn["gnmt"],
+        _astra(data, ASTRA_MODELS[0]),
         _moe(data),
-        _astra(data, "DLRM_HybridParallel.txt", "dlrm", "recommendation", ("DLRM",),
-               "Toy-scale ASTRA-sim DLRM (8 layers; compute tens of microseconds)."),
-    )  # fmt: skip
+        _astra(data, ASTRA_MODELS[1]),
+    )

@@ -142,8 +142,9 @@ class JobRequest:
 
     def __post_init__(self) -> None:
         if self.gpus < 1:
-            raise InputError(f"job {self.job_id!r} asks for {self.gpus} GPUs", where="JobRequest.gpus",
-                             expected=">= 1")
+            raise InputError(
+                f"job {self.job_id!r} asks for {self.gpus} GPUs", where="JobRequest.gpus", expected=">= 1"
+            )
 
 
 class Stage(StrEnum):

@@ -31,8 +31,8 @@ class ClosProblem:
     leaf_ok: NDArray[np.bool_]
     leaf_cost: NDArray[np.float64]
     plane_cost: NDArray[np.float64]
-    l: int
-    s: int
+    nl: int  # l: virtual leaves
+    s: int  # s: GPUs per virtual leaf = virtual spines
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,13 +52,15 @@ def _prune(p: ClosProblem) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
     while True:
         sub = p.free & leaf[:, None] & plane[None, :]
         new_leaf = leaf & (sub.sum(axis=1) >= p.s)
-        new_plane = plane & (sub.sum(axis=0) >= p.l)
+        new_plane = plane & (sub.sum(axis=0) >= p.nl)
         if (new_leaf == leaf).all() and (new_plane == plane).all():
             return leaf, plane
         leaf, plane = new_leaf, new_plane
 
 
-def solve_clos_ilp(problem: ClosProblem, *, presolve: bool = True, time_limit_s: float = 60.0) -> ClosSolution | None:
+def solve_clos_ilp(
+    problem: ClosProblem, *, presolve: bool = True, time_limit_s: float = 60.0
+) -> ClosSolution | None:
     """Solve the vClos-ILP: choose ``l`` leaves and ``s`` planes whose cables are all free.
 
     Variables are x_n (leaf n hosts a virtual leaf), y_p (plane p is a virtual spine) and c_{n,p}
@@ -70,7 +72,7 @@ def solve_clos_ilp(problem: ClosProblem, *, presolve: bool = True, time_limit_s:
     --------
     >>> free = np.ones((3, 2), dtype=bool); free[0, 1] = False
     >>> pr = ClosProblem(free=free, leaf_ok=np.ones(3, dtype=bool), leaf_cost=np.zeros(3),
-    ...                  plane_cost=np.zeros(2), l=2, s=2)
+    ...                  plane_cost=np.zeros(2), nl=2, s=2)
     >>> solve_clos_ilp(pr).leaves
     (1, 2)
 
@@ -79,10 +81,10 @@ def solve_clos_ilp(problem: ClosProblem, *, presolve: bool = True, time_limit_s:
     vClos Appendix A.2, equations (2)-(6); Algorithm 3.
     """
     L, U = problem.free.shape
-    if problem.l < 1 or problem.s < 1:
+    if problem.nl < 1 or problem.s < 1:
         raise InputError("a virtual Clos needs l >= 1 and s >= 1", where="ClosProblem")
     leaf, plane = _prune(problem)
-    if leaf.sum() < problem.l or plane.sum() < problem.s:
+    if leaf.sum() < problem.nl or plane.sum() < problem.s:
         return None
     edges = np.argwhere(problem.free & leaf[:, None] & plane[None, :])
     E = len(edges)
@@ -95,8 +97,13 @@ def solve_clos_ilp(problem: ClosProblem, *, presolve: bool = True, time_limit_s:
     hi: list[float] = []
     r = 0
 
-    def add(rr: NDArray[np.int64], cc: NDArray[np.int64], vv: NDArray[np.float64], n_rows: int,
-            bounds: tuple[float, float]) -> None:
+    def add(
+        rr: NDArray[np.int64],
+        cc: NDArray[np.int64],
+        vv: NDArray[np.float64],
+        n_rows: int,
+        bounds: tuple[float, float],
+    ) -> None:
         nonlocal r
         rows.append(rr + r)
         cols.append(cc)
@@ -106,17 +113,32 @@ def solve_clos_ilp(problem: ClosProblem, *, presolve: bool = True, time_limit_s:
         r += n_rows
 
     one = np.ones
-    add(np.zeros(L, np.int64), np.arange(L), one(L), 1, (problem.l, problem.l))  # (2) sum x = l
+    add(np.zeros(L, np.int64), np.arange(L), one(L), 1, (problem.nl, problem.nl))  # (2) sum x = l
     add(np.zeros(U, np.int64), L + np.arange(U), one(U), 1, (problem.s, problem.s))  # (2) sum y = s
     # (3) sum_p c_{n,p} - s x_n = 0, per leaf
-    add(np.concatenate([edges[:, 0], np.arange(L)]), np.concatenate([ci, np.arange(L)]),
-        np.concatenate([one(E), -problem.s * one(L)]), L, (0.0, 0.0))
+    add(
+        np.concatenate([edges[:, 0], np.arange(L)]),
+        np.concatenate([ci, np.arange(L)]),
+        np.concatenate([one(E), -problem.s * one(L)]),
+        L,
+        (0.0, 0.0),
+    )
     # (3) sum_n c_{n,p} - l y_p = 0, per plane
-    add(np.concatenate([edges[:, 1], np.arange(U)]), np.concatenate([ci, L + np.arange(U)]),
-        np.concatenate([one(E), -problem.l * one(U)]), U, (0.0, 0.0))
+    add(
+        np.concatenate([edges[:, 1], np.arange(U)]),
+        np.concatenate([ci, L + np.arange(U)]),
+        np.concatenate([one(E), -problem.nl * one(U)]),
+        U,
+        (0.0, 0.0),
+    )
     # (4) c_{n,p} <= y_p
-    add(np.concatenate([np.arange(E), np.arange(E)]), np.concatenate([ci, L + edges[:, 1]]),
-        np.concatenate([one(E), -one(E)]), E, (-np.inf, 0.0))
+    add(
+        np.concatenate([np.arange(E), np.arange(E)]),
+        np.concatenate([ci, L + edges[:, 1]]),
+        np.concatenate([one(E), -one(E)]),
+        E,
+        (-np.inf, 0.0),
+    )
     a = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, nv))
     cost = np.concatenate([problem.leaf_cost, problem.plane_cost, np.zeros(E)])
     ub = np.concatenate([leaf.astype(float), plane.astype(float), one(E)])
@@ -143,7 +165,7 @@ def brute_force_clos(problem: ClosProblem) -> ClosSolution | None:
     """
     leaf, _ = _prune(problem)
     best: ClosSolution | None = None
-    for combo in combinations(np.flatnonzero(leaf).tolist(), problem.l):
+    for combo in combinations(np.flatnonzero(leaf).tolist(), problem.nl):
         common = np.flatnonzero(problem.free[list(combo)].all(axis=0))
         if len(common) < problem.s:
             continue
@@ -169,8 +191,8 @@ class OcsProblem:
     spine_free: NDArray[np.int64]
     leaf_cost: NDArray[np.float64]
     spine_cost: NDArray[np.float64]
-    l: int
-    s: int
+    nl: int  # l: virtual leaves
+    s: int  # s: GPUs per virtual leaf = virtual spines
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,7 +204,9 @@ class OcsSolution:
     circuits: NDArray[np.int64]
 
 
-def solve_ocs_ilp(problem: OcsProblem, *, presolve: bool = True, time_limit_s: float = 60.0) -> OcsSolution | None:
+def solve_ocs_ilp(
+    problem: OcsProblem, *, presolve: bool = True, time_limit_s: float = 60.0
+) -> OcsSolution | None:
     """Solve the OCS-vClos-ILP for one shape.
 
     Variables: L_{n,a} binary (a-th virtual leaf on leaf n, monotone in a), y_m integer (virtual
@@ -197,7 +221,7 @@ def solve_ocs_ilp(problem: OcsProblem, *, presolve: bool = True, time_limit_s: f
     L, K = problem.leaf_free.shape
     S = problem.spine_free.shape[0]
     A = int(max(1, problem.leaf_slots.max(initial=0)))
-    ymax = np.minimum(problem.spine_free.sum(axis=1) // problem.l, problem.s).astype(np.int64)
+    ymax = np.minimum(problem.spine_free.sum(axis=1) // problem.nl, problem.s).astype(np.int64)
     nL, nY, nW, nC = L * A, S, L * A * S, L * A * S * K
     oY, oW, oC = nL, nL + nY, nL + nY + nW
     nv = oC + nC
@@ -226,7 +250,7 @@ def solve_ocs_ilp(problem: OcsProblem, *, presolve: bool = True, time_limit_s: f
         lo.append(b[0])
         hi.append(b[1])
 
-    row([(iL(n, a), 1.0) for n in range(L) for a in range(A)], (problem.l, problem.l))
+    row([(iL(n, a), 1.0) for n in range(L) for a in range(A)], (problem.nl, problem.nl))
     row([(oY + m, 1.0) for m in range(S)], (problem.s, problem.s))
     for n in range(L):
         for a in range(1, A):
@@ -239,10 +263,16 @@ def solve_ocs_ilp(problem: OcsProblem, *, presolve: bool = True, time_limit_s: f
                 row([(w, 1.0), (y, -1.0), (lv, -big)], (-big, np.inf))
                 row([(w, -1.0)] + [(iC(n, a, m, k), 1.0) for k in range(K)], (0.0, 0.0))
         for k in range(K):
-            row([(iC(n, a, m, k), 1.0) for a in range(A) for m in range(S)], (-np.inf, problem.leaf_free[n, k]))
+            row(
+                [(iC(n, a, m, k), 1.0) for a in range(A) for m in range(S)],
+                (-np.inf, problem.leaf_free[n, k]),
+            )
     for m in range(S):
         for k in range(K):
-            row([(iC(n, a, m, k), 1.0) for n in range(L) for a in range(A)], (-np.inf, problem.spine_free[m, k]))
+            row(
+                [(iC(n, a, m, k), 1.0) for n in range(L) for a in range(A)],
+                (-np.inf, problem.spine_free[m, k]),
+            )
     ub = np.zeros(nv)
     for n in range(L):
         ub[n * A : n * A + min(A, int(problem.leaf_slots[n]))] = 1.0

@@ -132,5 +132,6 @@ def place_pattern(pattern: RankPattern, gpus: Sequence[GpuAddr]) -> tuple[Flow, 
     try:
         return tuple(Flow(src=gpus[s], dst=gpus[d]) for s, d in pattern)
     except IndexError:
-        raise InputError(f"pattern names a rank beyond the {len(gpus)} placed GPUs",
-                         where="pattern") from None
+        raise InputError(
+            f"pattern names a rank beyond the {len(gpus)} placed GPUs", where="pattern"
+        ) from None

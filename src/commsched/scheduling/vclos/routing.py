@@ -71,11 +71,15 @@ def routing_with_leaf_maps(fabric: Fabric, maps: Sequence[Sequence[int]]) -> Sou
     uplink: dict[GpuAddr, int] = {}
     for n, m in enumerate(maps):
         if len(m) != fabric.down_ports or len(set(m)) != len(m):
-            raise InputError(f"leaf {n} map is not one-to-one over {fabric.down_ports} ports",
-                             where=f"maps[{n}]")
+            raise InputError(
+                f"leaf {n} map is not one-to-one over {fabric.down_ports} ports", where=f"maps[{n}]"
+            )
         if any(not 0 <= u < fabric.up_ports for u in m):
-            raise InputError(f"leaf {n} map names a missing up port", where=f"maps[{n}]",
-                             expected=f"ports 0..{fabric.up_ports - 1}")
+            raise InputError(
+                f"leaf {n} map names a missing up port",
+                where=f"maps[{n}]",
+                expected=f"ports 0..{fabric.up_ports - 1}",
+            )
         uplink.update({GpuAddr(leaf=n, port=p): u for p, u in enumerate(m)})
     base = default_routing(fabric)
     return SourceRouting(uplink=uplink, plane=base.plane, downlink=base.downlink)
@@ -88,8 +92,12 @@ def merge_routings(routings: Iterable[SourceRouting]) -> SourceRouting:
     down: dict[tuple[PlaneId, int], int] = {}
     down_gpu: dict[tuple[PlaneId, GpuAddr], int] = {}
     for r in routings:
-        for target, source in ((uplink, r.uplink), (plane, r.plane), (down, r.downlink),
-                               (down_gpu, r.downlink_gpu)):
+        for target, source in (
+            (uplink, r.uplink),
+            (plane, r.plane),
+            (down, r.downlink),
+            (down_gpu, r.downlink_gpu),
+        ):
             for k, v in source.items():
                 if target.get(k, v) != v:
                     raise InputError(f"conflicting routing entries for {k!r}", where="merge_routings")
@@ -126,8 +134,9 @@ def route(fabric: Fabric, routing: SourceRouting, flow: Flow) -> tuple[DirectedL
         if down is None:
             down = routing.downlink[(plane, dst.leaf)]
     except KeyError as exc:
-        raise InputError(f"flow {src} -> {dst} is not routable: no entry {exc.args[0]!r}",
-                         where="SourceRouting") from None
+        raise InputError(
+            f"flow {src} -> {dst} is not routable: no entry {exc.args[0]!r}", where="SourceRouting"
+        ) from None
     return (
         first,
         DirectedLink(dir=LinkDir.LEAF_TO_SPINE, leaf=src.leaf, port=up),

@@ -1,0 +1,67 @@
+"""``commsched models``: the model zoo with provenance."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from commsched.cli.common import print_json, stdout_console, user_errors
+from commsched.workload.records import ModelProfile
+from commsched.workload.zoo import list_models
+
+
+def model_row(p: ModelProfile) -> dict[str, Any]:
+    """The JSON object of one zoo profile (without per-layer rows)."""
+    return {
+        "name": p.name,
+        "aliases": list(p.aliases),
+        "family": p.family,
+        "gpu": p.gpu,
+        "compute_s": p.compute_s,
+        "sync_bytes": p.sync_bytes,
+        "overlap": p.overlap,
+        "layers": len(p.layers),
+        "batch_size": p.batch_size,
+        "flops_per_iteration": p.flops_per_iteration,
+        "source": p.source,
+        "notes": p.notes,
+    }
+
+
+@user_errors
+def models_command(
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON list of the profiles."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print each profile's full provenance."),
+) -> None:
+    """List the model zoo: per-iteration compute, gradient bytes, overlap and where each number comes from."""
+    profiles = list_models()
+    if json_out:
+        print_json([model_row(p) for p in profiles])
+        return
+    table = Table(title="commsched model zoo")
+    for col in ("name", "gpu", "compute_s", "sync MB", "overlap", "layers", "aliases"):
+        table.add_column(
+            col, justify="right" if col in ("compute_s", "sync MB", "overlap", "layers") else "left"
+        )
+    for p in profiles:
+        table.add_row(
+            p.name,
+            p.gpu,
+            f"{p.compute_s:.4g}",
+            f"{p.sync_bytes / 1e6:.1f}",  # bytes -> MB (10^6)
+            f"{p.overlap:.3f}",
+            str(len(p.layers)),
+            ", ".join(p.aliases),
+        )
+    console = stdout_console()
+    console.print(table)
+    for p in profiles:
+        text = p.source if verbose else p.source.split(":")[0]
+        console.print(f"[bold]{p.name}[/bold]: {text}", soft_wrap=not verbose)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``commsched models`` to ``app``."""
+    app.command("models")(models_command)

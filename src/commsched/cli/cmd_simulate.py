@@ -1,0 +1,126 @@
+"""``commsched simulate`` and ``commsched validate``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from commsched.cli.common import print_json, stderr_console, stdout_console, user_errors
+from commsched.errors import InputError, ValidationError
+
+
+def _mode_value(mode: str | None) -> str | None:
+    if mode is not None and mode not in ("exact", "fast"):
+        raise InputError(f"unknown mode {mode!r}", where="--mode", expected="exact or fast")
+    return mode
+
+
+@user_errors
+def simulate(
+    scenario: Path = typer.Argument(..., help="Scenario YAML file (see `commsched validate`)."),
+    policy: str | None = typer.Option(None, "--policy", "-p", help="Communication policy; default: the scenario's."),
+    mode: str | None = typer.Option(None, "--mode", "-m", help="exact (every iteration) or fast (steady states)."),
+    seed: int | None = typer.Option(None, "--seed", "-s", help="Seed of the run; default: the scenario's."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Write summary.json and CSV time series here."),
+    as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object on stdout."),
+) -> None:
+    """Simulate a scenario and report GPU utilisation and per-job results."""
+    from commsched.experiments.runner import simulate_scenario
+    from commsched.io.results import result_summary, write_outputs
+    from commsched.io.scenario import load_scenario
+
+    sc = load_scenario(scenario)
+    err = stderr_console()
+    with Progress(
+        TextColumn("[bold]simulating"),
+        BarColumn(),
+        TextColumn("{task.fields[t]:>10} / {task.total:.0f} s"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as bar:
+        task = bar.add_task("sim", total=sc.horizon_s, t="0")
+
+        def progress(t: float) -> None:
+            bar.update(task, completed=t, t=f"{t:.0f}")
+
+        result = simulate_scenario(sc, policy=policy, mode=_mode_value(mode), seed=seed, progress=progress)
+    summary = result_summary(result)
+    if out is not None:
+        write_outputs(result, sc.topology, out)
+    if as_json:
+        print_json(summary)
+        return
+    _print_table(summary)
+    if out is not None:
+        stdout_console().print(f"wrote {out}/summary.json, jobs.csv, utilization.csv, links.csv")
+
+
+def _fmt(x: object, digits: int = 3) -> str:
+    return "-" if x is None else (f"{x:.{digits}f}" if isinstance(x, float) else str(x))
+
+
+def _print_table(summary: dict[str, object]) -> None:
+    con = stdout_console()
+    con.print(
+        f"policy [bold]{summary['policy']}[/] mode {summary['mode']} seed {summary['seed']}: "
+        f"GPU utilisation [bold]{_fmt(summary['gpu_utilization'])}[/] over {summary['cluster_gpus']} GPUs, "
+        f"{_fmt(summary['allocated_gpu_utilization'])} over allocated GPUs; "
+        f"{_fmt(summary['sim_time_s'], 1)} s simulated in {_fmt(summary['wall_time_s'], 2)} s"
+    )
+    t = Table(show_header=True, header_style="bold")
+    for col in ("job", "GPUs", "iterations", "standalone it. s", "mean it. s", "slowdown", "class", "JCT s", "wait s"):
+        t.add_column(col, justify="right")
+    jobs = summary["jobs"]
+    assert isinstance(jobs, list)
+    for j in jobs:
+        t.add_row(
+            str(j["id"]),
+            str(j["gpus"]),
+            _fmt(j["iterations"], 1),
+            _fmt(j["standalone_iteration_s"]),
+            _fmt(j["mean_iteration_s"]),
+            _fmt(j["slowdown"], 2),
+            str(j["priority_class"]),
+            _fmt(j["jct_s"], 1),
+            _fmt(j["wait_s"], 1),
+        )
+    con.print(t)
+
+
+@user_errors
+def validate(
+    scenario: Path = typer.Argument(..., help="Scenario YAML file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the problems as a JSON object."),
+) -> None:
+    """Check a scenario file and print every problem, one line each (exit 2 if any)."""
+    from commsched.io.scenario import load_scenario
+
+    try:
+        sc = load_scenario(scenario)
+    except ValidationError as exc:
+        if as_json:
+            print_json({"valid": False, "problems": exc.problems})
+            raise typer.Exit(2) from None
+        raise
+    except InputError as exc:
+        if as_json:
+            print_json({"valid": False, "problems": [exc.line()]})
+            raise typer.Exit(2) from None
+        raise
+    if as_json:
+        print_json({"valid": True, "problems": [], "jobs": len(sc.jobs), "gpus": sc.topology.n_gpus})
+        return
+    stdout_console().print(
+        f"{scenario}: OK — topology {sc.topology.name} ({sc.topology.n_gpus} GPUs), {len(sc.jobs)} jobs, "
+        f"policy {sc.policy}, horizon {sc.horizon_s:g} s"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate)
+    app.command("validate")(validate)

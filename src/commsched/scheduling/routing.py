@@ -1,0 +1,59 @@
+"""Route choices for the connections of running jobs: ECMP hashing and explicit routes.
+
+ECMP: each connection gets a source port drawn at random (seeded per connection, so the draw does not
+depend on which other jobs run) and the configured hash maps its 5-tuple onto one of the equal-cost
+paths between the two NICs, as a switch would.
+"""
+
+from __future__ import annotations
+
+import zlib
+from types import MappingProxyType
+
+import numpy as np
+
+from commsched.scheduling.state import ClusterState, ConnectionKey
+from commsched.scheduling.traffic import job_connections
+from commsched.topology import Topology
+from commsched.topology.ecmp import FiveTuple, ecmp_path_index
+
+#: RoCEv2 source ports come from 0xC000-0xFFFF (Linux derives them from the GRH flow label)
+SPORT_LO, SPORT_HI = 0xC000, 0xFFFF
+
+
+def connection_seed(seed: int, key: ConnectionKey) -> int:
+    """A per-connection seed that depends only on the run seed and the connection itself."""
+    return (seed * 1_000_003 + zlib.crc32(f"{key.job}|{key.src}|{key.dst}".encode())) & 0xFFFFFFFF
+
+
+def network_pair(topology: Topology, key: ConnectionKey) -> tuple[str, str] | None:
+    """The NICs a connection crosses the network between, or ``None`` for intra-host/abstract ones."""
+    if not topology.hosts:
+        return None
+    ha, hb = topology.host_of(key.src), topology.host_of(key.dst)
+    if ha.id == hb.id:
+        return None
+    return topology.nic_of(key.src), topology.nic_of(key.dst)
+
+
+def ecmp_routes(state: ClusterState, *, seed: int, hash_name: str = "murmur3") -> MappingProxyType[ConnectionKey, int]:
+    """ECMP path index of every inter-host connection of every running job (random source ports)."""
+    topo = state.topology
+    out: dict[ConnectionKey, int] = {}
+    for job in state.jobs:
+        for key in job_connections(topo, job):
+            pair = network_pair(topo, key)
+            if pair is None:
+                continue
+            paths = topo.equal_cost_paths(*pair)
+            if len(paths) == 1:
+                continue
+            rng = np.random.default_rng(connection_seed(seed, key))
+            sport = int(rng.integers(SPORT_LO, SPORT_HI + 1))
+            ft = FiveTuple(
+                src_ip=topo.node(pair[0]).ip or 0,
+                dst_ip=topo.node(pair[1]).ip or 0,
+                src_port=sport,
+            )
+            out[key] = ecmp_path_index(ft, len(paths), hash_name)
+    return MappingProxyType(out)
