@@ -94,14 +94,15 @@ def test_double_binary_trees_are_spanning_binary_trees(n: int) -> None:
     for parents in double_binary_tree_parents(n):
         assert sum(q is None for q in parents) == 1
         children = [0] * n
-        for r, q in enumerate(parents):
+        for r, parent in enumerate(parents):
             seen = set()
+            q = parent
             while q is not None:  # reaches the root without a cycle
                 assert q not in seen and q != r
                 seen.add(q)
                 q = parents[q]
-            if parents[r] is not None:
-                children[parents[r]] += 1  # type: ignore[index]
+            if parent is not None:
+                children[parent] += 1
         assert max(children) <= 2
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -51,7 +52,7 @@ def test_layer_sums_match_totals(p: ModelProfile) -> None:
     assert math.isclose(sum(layer_bytes(p)), p.sync_bytes, rel_tol=1e-9)
     assert math.isclose(forward_s(p) / p.compute_s, p.overlap, rel_tol=1e-9)
     ready = gradient_ready_times(p)
-    assert all(a <= b for a, b in zip(ready, ready[1:], strict=False))
+    assert all(a <= b for a, b in itertools.pairwise(ready))
     assert math.isclose(ready[-1], p.compute_s, rel_tol=1e-9)
     assert backward_order(p)[0] == p.layers[-1]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import typer
@@ -87,24 +88,25 @@ def collective_command(
         print_json(doc)
         return
     con = stdout_console()
-    con.print(
+    out = functools.partial(con.print, markup=False)
+    out(
         f"{sched.algorithm}: {sched.ranks} ranks"
         + (f" + {sched.servers} servers" if sched.servers else "")
         + f", {sched.size_bytes:g} bytes, {len(sched.steps)} distinct steps, {sched.n_steps} steps in all"
     )
     for i, st in enumerate(doc["steps"]):
-        con.print(f"step {i} [{st['label']}] x{st['repeat']}: {st['n_transfers']} transfers")
+        out(f"step {i} [{st['label']}] x{st['repeat']}: {st['n_transfers']} transfers")
         for t in st["transfers"]:
-            con.print(f"  {t['src']} -> {t['dst']}: {t['size_bytes']:g} B")
+            out(f"  {t['src']} -> {t['dst']}: {t['size_bytes']:g} B")
         if st["truncated"]:
-            con.print(f"  ... {st['n_transfers'] - len(st['transfers'])} more (use --full or --json --full)")
-    con.print("rank: sent bytes / received bytes")
+            out(f"  ... {st['n_transfers'] - len(st['transfers'])} more (use --full or --json --full)")
+    out("rank: sent bytes / received bytes")
     for r, (snt, rcv) in enumerate(zip(doc["sent_bytes"], doc["received_bytes"], strict=True)):
         if limit is not None and r >= limit:
-            con.print(f"  ... {len(doc['sent_bytes']) - limit} more endpoints")
+            out(f"  ... {len(doc['sent_bytes']) - limit} more endpoints")
             break
         kind = "server " if r >= sched.ranks else ""
-        con.print(f"  {kind}{r}: {snt:g} / {rcv:g}")
+        out(f"  {kind}{r}: {snt:g} / {rcv:g}")
 
 
 def register(app: typer.Typer) -> None:

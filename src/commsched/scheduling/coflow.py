@@ -51,12 +51,19 @@ def _check_vector(values: ArrayLike | None, size: int, where: str, *, positive: 
         raise InputError(f"shape {arr.shape}", where=where, expected=f"shape ({size},)")
     low_ok = np.all(arr > 0) if positive else np.all(arr >= 0)
     if not np.all(np.isfinite(arr)) or not low_ok:
-        raise InputError("bad value", where=where, expected="finite values " + ("> 0" if positive else ">= 0"))
+        raise InputError(
+            "bad value", where=where, expected="finite values " + ("> 0" if positive else ">= 0")
+        )
     return arr
 
 
 def big_switch_loads(
-    coflow: ArrayLike, src_host: ArrayLike, dst_host: ArrayLike, size_bytes: ArrayLike, *, shape: tuple[int, int]
+    coflow: ArrayLike,
+    src_host: ArrayLike,
+    dst_host: ArrayLike,
+    size_bytes: ArrayLike,
+    *,
+    shape: tuple[int, int],
 ) -> NDArray[np.float64]:
     """Per-coflow port loads of the big-switch model from a list of flows.
 
@@ -88,8 +95,14 @@ def big_switch_loads(
     dst = np.asarray(dst_host, dtype=np.int64)
     size = np.asarray(size_bytes, dtype=np.float64)
     if not cof.shape == src.shape == dst.shape == size.shape or cof.ndim != 1:
-        raise InputError("flow arrays differ in shape", where="flows", expected="four 1-D arrays of one length")
-    for name, arr, upper in (("coflow", cof, n_coflows), ("src_host", src, n_hosts), ("dst_host", dst, n_hosts)):
+        raise InputError(
+            "flow arrays differ in shape", where="flows", expected="four 1-D arrays of one length"
+        )
+    for name, arr, upper in (
+        ("coflow", cof, n_coflows),
+        ("src_host", src, n_hosts),
+        ("dst_host", dst, n_hosts),
+    ):
         if arr.size and (arr.min() < 0 or arr.max() >= upper):
             raise InputError("index out of range", where=name, expected=f"integers in 0..{upper - 1}")
     if not np.all(np.isfinite(size)) or np.any(size < 0):

@@ -97,7 +97,9 @@ class KCutTable:
     split: NDArray[np.int64]
 
 
-def _check_contention(sharing: ArrayLike, intensity: ArrayLike) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
+def _check_contention(
+    sharing: ArrayLike, intensity: ArrayLike
+) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
     share = np.asarray(sharing)
     inten = np.asarray(intensity, dtype=np.float64)
     if share.ndim != 2 or share.shape[0] != share.shape[1]:
@@ -105,10 +107,14 @@ def _check_contention(sharing: ArrayLike, intensity: ArrayLike) -> tuple[NDArray
     if share.dtype != np.bool_:
         raise InputError(f"dtype {share.dtype}", where="sharing", expected="a boolean matrix")
     if not np.array_equal(share, share.T):
-        raise InputError("matrix is not symmetric", where="sharing", expected="sharing[a, b] == sharing[b, a]")
+        raise InputError(
+            "matrix is not symmetric", where="sharing", expected="sharing[a, b] == sharing[b, a]"
+        )
     if inten.shape != (share.shape[0],):
         raise InputError(
-            f"shape {inten.shape}", where="intensity", expected=f"one value per job, shape ({share.shape[0]},)"
+            f"shape {inten.shape}",
+            where="intensity",
+            expected=f"one value per job, shape ({share.shape[0]},)",
         )
     if not np.all(np.isfinite(inten)) or np.any(inten < 0):
         raise InputError("negative or non-finite value", where="intensity", expected="finite values >= 0")
@@ -124,7 +130,9 @@ def _check_order(order: ArrayLike, share: NDArray[np.bool_]) -> NDArray[np.int64
     ords = np.asarray(order, dtype=np.int64)
     n = share.shape[0]
     if ords.shape != (n,) or not np.array_equal(np.sort(ords), np.arange(n)):
-        raise InputError("not a permutation of the jobs", where="order", expected=f"a permutation of 0..{n - 1}")
+        raise InputError(
+            "not a permutation of the jobs", where="order", expected=f"a permutation of 0..{n - 1}"
+        )
     position = np.empty(n, dtype=np.int64)
     position[ords] = np.arange(n)
     src, dst = np.nonzero(np.triu(share, 1))
@@ -136,7 +144,9 @@ def _check_order(order: ArrayLike, share: NDArray[np.bool_]) -> NDArray[np.int64
 def _as_levels(job_levels: ArrayLike, n: int) -> NDArray[np.int64]:
     lev = np.asarray(job_levels)
     if lev.shape != (n,) or (lev.size and not np.issubdtype(lev.dtype, np.integer)):
-        raise InputError(f"shape {lev.shape}, dtype {lev.dtype}", where="levels", expected=f"{n} integer levels")
+        raise InputError(
+            f"shape {lev.shape}, dtype {lev.dtype}", where="levels", expected=f"{n} integer levels"
+        )
     return lev.astype(np.int64, copy=False)
 
 
@@ -241,9 +251,18 @@ def bfs_topological_order(sharing: ArrayLike, rng: np.random.Generator) -> tuple
     Crux §4.3 ("random topological orders by BFS"); crux-spec §4.7 (proposed default).
     """
     share = np.asarray(sharing, dtype=np.bool_)
+    return _bfs(share, _indegrees(share), rng)
+
+
+def _indegrees(share: NDArray[np.bool_]) -> NDArray[np.int64]:
+    """Number of higher-ranked sharing partners of every job (its in-degree in the DAG)."""
+    counts: NDArray[np.int64] = np.count_nonzero(np.tril(share, -1), axis=1).astype(np.int64)
+    return counts
+
+
+def _bfs(share: NDArray[np.bool_], indegrees: NDArray[np.int64], rng: np.random.Generator) -> tuple[int, ...]:
     n = share.shape[0]
-    upper = np.triu(share, 1)
-    indegree = upper.sum(axis=0).astype(np.int64)
+    indegree = indegrees.copy()
     sources = np.flatnonzero(indegree == 0)
     rng.shuffle(sources)
     queue: deque[int] = deque(int(s) for s in sources)
@@ -251,7 +270,7 @@ def bfs_topological_order(sharing: ArrayLike, rng: np.random.Generator) -> tuple
     while queue:
         job = queue.popleft()
         order.append(job)
-        successors = job + 1 + np.flatnonzero(upper[job, job + 1 :])
+        successors = job + 1 + np.flatnonzero(share[job, job + 1 :])
         indegree[successors] -= 1
         freed = successors[indegree[successors] == 0]
         rng.shuffle(freed)
@@ -261,8 +280,10 @@ def bfs_topological_order(sharing: ArrayLike, rng: np.random.Generator) -> tuple
     return tuple(order)
 
 
-def _layer_step(best: NDArray[np.float64], gain: NDArray[np.float64], k: int, lo: int, i: int) -> tuple[float, int]:
-    """max and largest argmax over ``j in [lo, i)`` of ``f(j, k-1) + C[j][i]``."""
+def _layer_step(
+    best: NDArray[np.float64], gain: NDArray[np.float64], k: int, lo: int, i: int
+) -> tuple[float, int]:
+    """Max and largest argmax over ``j in [lo, i)`` of ``f(j, k-1) + C[j][i]`` (NumPy-vectorised)."""
     values = best[k - 1, lo:i] + gain[lo:i]
     last = values.size - 1 - int(np.argmax(values[::-1]))
     return float(values[last]), lo + last
@@ -310,9 +331,13 @@ def max_k_cut_table(
     """
     share, inten = _check_contention(sharing, intensity)
     _check_levels(levels)
-    ords = _check_order(order, share)
+    return _table(share, inten, _check_order(order, share), int(levels), monotone)
+
+
+def _table(
+    share: NDArray[np.bool_], inten: NDArray[np.float64], ords: NDArray[np.int64], big_k: int, monotone: bool
+) -> KCutTable:
     n = share.shape[0]
-    big_k = int(levels)
     best = np.full((big_k + 1, n + 1), -np.inf)
     split = np.full((big_k + 1, n + 1), -1, dtype=np.int64)
     best[1, 1:] = 0.0
@@ -368,8 +393,15 @@ def sequence_compression(
     Crux §4.3, Algorithm 1 and Theorem 2; crux-spec §4.5 (erratum iv: the last block is
     ``a_{i_{K-1}+1} .. a_n``).
     """
-    table = max_k_cut_table(sharing, intensity, order, levels, monotone=monotone)
-    ords = np.asarray(order, dtype=np.int64)
+    share, inten = _check_contention(sharing, intensity)
+    _check_levels(levels)
+    return _sequence(share, inten, _check_order(order, share), int(levels), monotone)
+
+
+def _sequence(
+    share: NDArray[np.bool_], inten: NDArray[np.float64], ords: NDArray[np.int64], levels: int, monotone: bool
+) -> Compression:
+    table = _table(share, inten, ords, levels, monotone)
     n = ords.size
     if n == 0:
         return Compression(levels=(), cut_weight=0.0, order=())
@@ -434,9 +466,15 @@ def crux_compression(
     if isinstance(orders, bool) or not isinstance(orders, int) or orders < 1:
         raise InputError(f"{orders!r}", where="orders", expected="an integer >= 1")
     gen = np.random.default_rng(rng)
-    best = sequence_compression(share, inten, bfs_topological_order(share, gen), levels)
+    indegrees = _indegrees(share)
+
+    def sample() -> Compression:
+        order = np.asarray(_bfs(share, indegrees, gen), dtype=np.int64)
+        return _sequence(share, inten, order, int(levels), True)
+
+    best = sample()
     for _ in range(orders - 1):
-        candidate = sequence_compression(share, inten, bfs_topological_order(share, gen), levels)
+        candidate = sample()
         if candidate.cut_weight > best.cut_weight:
             best = candidate
     return best
@@ -469,7 +507,8 @@ def brute_force_compression(sharing: ArrayLike, intensity: ArrayLike, levels: in
     k = min(int(levels), n)
     if k**n > BRUTE_FORCE_MAX_ASSIGNMENTS:
         raise InputError(
-            f"{k}**{n} assignments", where="brute_force_compression",
+            f"{k}**{n} assignments",
+            where="brute_force_compression",
             expected=f"at most {BRUTE_FORCE_MAX_ASSIGNMENTS} (a smaller DAG)",
         )
     assign = np.array(list(itertools.product(range(k), repeat=n)), dtype=np.int64).reshape(-1, n)

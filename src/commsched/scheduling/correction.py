@@ -106,7 +106,9 @@ class LinkJob:
         if self.overlap > 1:
             raise InputError(f"{self.overlap!r}", where="LinkJob.overlap", expected="a fraction in [0, 1]")
         if self.compute_s + self.transfer_s <= 0:
-            raise InputError("zero compute and zero transfer", where="LinkJob", expected="a positive iteration")
+            raise InputError(
+                "zero compute and zero transfer", where="LinkJob", expected="a positive iteration"
+            )
 
     @property
     def standalone_period_s(self) -> float:
@@ -141,14 +143,21 @@ class CorrectionSettings:
         if not 1 <= self.min_iterations <= self.max_iterations:
             raise InputError(
                 f"min_iterations={self.min_iterations}, max_iterations={self.max_iterations}",
-                where="CorrectionSettings", expected="1 <= min_iterations <= max_iterations",
+                where="CorrectionSettings",
+                expected="1 <= min_iterations <= max_iterations",
             )
         if self.max_denominator < 1:
-            raise InputError(f"{self.max_denominator}", where="CorrectionSettings.max_denominator",
-                             expected="an integer >= 1")
+            raise InputError(
+                f"{self.max_denominator}",
+                where="CorrectionSettings.max_denominator",
+                expected="an integer >= 1",
+            )
         if not 0 < self.clamp_low <= 1 <= self.clamp_high:
-            raise InputError(f"[{self.clamp_low}, {self.clamp_high}]", where="CorrectionSettings.clamp",
-                             expected="0 < clamp_low <= 1 <= clamp_high")
+            raise InputError(
+                f"[{self.clamp_low}, {self.clamp_high}]",
+                where="CorrectionSettings.clamp",
+                expected="0 < clamp_low <= 1 <= clamp_high",
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -365,7 +374,9 @@ def _lcm(a: Fraction, b: Fraction) -> Fraction:
 
 def _window(job: _Rational, ref: _Rational, settings: CorrectionSettings) -> Fraction:
     periods = [job.period, ref.period]
-    periods += [p for p in (_low_period(job, ref, settings), _low_period(ref, job, settings)) if p is not None]
+    periods += [
+        p for p in (_low_period(job, ref, settings), _low_period(ref, job, settings)) if p is not None
+    ]
     base = periods[0]
     for p in periods[1:]:
         base = _lcm(base, p)
@@ -375,7 +386,9 @@ def _window(job: _Rational, ref: _Rational, settings: CorrectionSettings) -> Fra
     return window if window <= cap else cap
 
 
-def comparison_window(job: LinkJob, reference: LinkJob, *, settings: CorrectionSettings | None = None) -> float:
+def comparison_window(
+    job: LinkJob, reference: LinkJob, *, settings: CorrectionSettings | None = None
+) -> float:
     """The window ``L`` of the pairwise comparison (see the module docstring).
 
     Examples
@@ -453,7 +466,9 @@ def compare_pair(
     )
 
 
-def correction_factor(job: LinkJob, reference: LinkJob, *, settings: CorrectionSettings | None = None) -> float:
+def correction_factor(
+    job: LinkJob, reference: LinkJob, *, settings: CorrectionSettings | None = None
+) -> float:
     """The correction factor ``k_j = dS_j / dS_r`` of ``job`` against ``reference``.
 
     Clamped to ``[1e-3, 1e3]`` (settings); 1 when neither order gains anything.
@@ -492,8 +507,10 @@ def correction_factors(
     if reference not in jobs:
         raise InputError(f"reference job {reference!r} is not among the jobs", where="reference")
     ref = jobs[reference]
-    return {key: 1.0 if key == reference else correction_factor(job, ref, settings=settings)
-            for key, job in jobs.items()}
+    return {
+        key: 1.0 if key == reference else correction_factor(job, ref, settings=settings)
+        for key, job in jobs.items()
+    }
 
 
 def reference_job(injected_rate_bytes_per_s: Mapping[JobKey, float]) -> JobKey:
@@ -532,8 +549,11 @@ def rank_jobs(intensity: Mapping[JobKey, float], factor: Mapping[JobKey, float])
     Crux §4.2 (Eq. 3) and §4.3 (unique ranking orients the DAG); crux-spec §3.4 item 6, §3.5.
     """
     if set(intensity) != set(factor):
-        raise InputError("jobs differ between intensity and factor", where="factor",
-                         expected="one factor per job of intensity")
+        raise InputError(
+            "jobs differ between intensity and factor",
+            where="factor",
+            expected="one factor per job of intensity",
+        )
     for key in intensity:
         _check_nonneg(intensity[key], f"intensity[{key!r}]")
         _check_nonneg(factor[key], f"factor[{key!r}]")

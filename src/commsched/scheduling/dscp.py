@@ -95,7 +95,8 @@ class DscpTable:
         for c in sorted(self.reserved):
             if isinstance(c, bool) or not isinstance(c, int) or not 0 <= c < len(self.dscp):
                 raise InputError(
-                    f"reserved class {c!r}", where="DscpTable.reserved",
+                    f"reserved class {c!r}",
+                    where="DscpTable.reserved",
                     expected=f"class indices in 0..{len(self.dscp) - 1}",
                 )
         if len(self.reserved) == len(self.dscp):
@@ -115,7 +116,7 @@ class DscpTable:
 def _index(value: object, upper: int, where: str) -> int:
     """``value`` as an int in ``0 .. upper-1`` (Python or NumPy integer), else ``InputError``."""
     try:
-        index = operator.index(value)  # type: ignore[call-overload]
+        index = operator.index(value)  # type: ignore[arg-type]
     except TypeError:
         index = -1
     if isinstance(value, bool) or not 0 <= index < upper:

@@ -728,6 +728,7 @@ class Simulation:
                     finished=r.finished,
                     priority_class=r.cls,
                     intensity=r.intensity,
+                    placement=tuple(str(g) for g in r.placed.gpus) if r.placed is not None else (),
                 )
             )
         return tuple(out)

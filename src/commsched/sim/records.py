@@ -68,6 +68,7 @@ class JobResult:
     finished: bool
     priority_class: int
     intensity: float
+    placement: tuple[str, ...] = ()
 
     @property
     def wait_s(self) -> float:

@@ -56,7 +56,9 @@ class Assembler:
         self._links: list[Link] = []
         self._hosts: list[Host] = []
 
-    def node(self, node_id: str, kind: NodeKind, *, host: HostId | None = None, ip: int | None = None) -> NodeId:
+    def node(
+        self, node_id: str, kind: NodeKind, *, host: HostId | None = None, ip: int | None = None
+    ) -> NodeId:
         nid = NodeId(node_id)
         self._nodes.append(Node(id=nid, kind=kind, host=host, ip=ip))
         return nid
@@ -66,7 +68,7 @@ class Assembler:
         return [self.node(f"{prefix}{i}", kind) for i in range(n)]
 
     def mesh(self, lower: Sequence[NodeId], upper: Sequence[NodeId], parallel: int, spec: CableSpec) -> None:
-        """``parallel`` fabric cables from every ``lower`` switch to every ``upper`` one (lower-major order)."""
+        """``parallel`` fabric cables from every ``lower`` to every ``upper`` switch (lower-major order)."""
         for lo in lower:
             for up in upper:
                 for _ in range(parallel):
@@ -77,15 +79,23 @@ class Assembler:
         for src, dst in ((a, b), (b, a)):
             self._links.append(
                 Link(
-                    id=LinkId(len(self._links)), src=src, dst=dst, capacity_bps=spec.capacity_bps,
-                    latency_s=spec.latency_s, kind=kind,
+                    id=LinkId(len(self._links)),
+                    src=src,
+                    dst=dst,
+                    capacity_bps=spec.capacity_bps,
+                    latency_s=spec.latency_s,
+                    kind=kind,
                 )
-            )  # fmt: skip
+            )
 
     def host(
-        self, template: HostTemplate, index: int, uplinks: Sequence[Sequence[NodeId]], spec: CableSpec,
+        self,
+        template: HostTemplate,
+        index: int,
+        uplinks: Sequence[Sequence[NodeId]],
+        spec: CableSpec,
         label: str = "",
-    ) -> Host:  # fmt: skip
+    ) -> Host:
         """Stamp out host ``h{index}``; ``uplinks[k]`` lists the switches NIC ``k`` is cabled to."""
         if len(uplinks) != template.n_nics:
             raise TopologyError(f"host h{index}: {len(uplinks)} NIC uplink lists for {template.n_nics} NICs")
@@ -101,12 +111,18 @@ class Assembler:
             for sw in switches:
                 self.cable(ids[template.nics[k]], sw, spec, LinkKind.ACCESS)
         host = Host(
-            id=hid, template=template.name, gpus=tuple(ids[g] for g in template.gpus),
-            nics=tuple(ids[n] for n in template.nics), gpu_nic=tuple(ids[n] for n in template.gpu_nic),
-            tors=tuple(dict.fromkeys(sw for sws in uplinks for sw in sws)), label=label,
-        )  # fmt: skip
+            id=hid,
+            template=template.name,
+            gpus=tuple(ids[g] for g in template.gpus),
+            nics=tuple(ids[n] for n in template.nics),
+            gpu_nic=tuple(ids[n] for n in template.gpu_nic),
+            tors=tuple(dict.fromkeys(sw for sws in uplinks for sw in sws)),
+            label=label,
+        )
         self._hosts.append(host)
         return host
 
     def finish(self, params: dict[str, object]) -> Topology:
-        return Topology(name=self.name, nodes=self._nodes, links=self._links, hosts=self._hosts, params=params)
+        return Topology(
+            name=self.name, nodes=self._nodes, links=self._links, hosts=self._hosts, params=params
+        )

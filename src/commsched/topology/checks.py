@@ -43,5 +43,7 @@ def seconds(name: str, value: object) -> float:
 def multiple(name: str, value: int, of: int, what: str) -> int:
     """``value`` must be a positive multiple of ``of``; returns ``value // of``."""
     if value % of:
-        raise InputError(f"{value} is not a multiple of {of}", where=_where(name), expected=f"a multiple of {what}")
+        raise InputError(
+            f"{value} is not a multiple of {of}", where=_where(name), expected=f"a multiple of {what}"
+        )
     return value // of

@@ -127,10 +127,14 @@ def source_port_for_path(
         raise TopologyError(f"path index {wanted_index} out of range for {n_paths} paths")
     lo, hi = port_range
     ports = np.arange(lo, hi + 1, dtype=np.int64)
-    idx = ecmp_path_indices(FiveTuple(src_ip=src_ip, dst_ip=dst_ip, src_port=0), ports, n_paths, hash_name, seed)
+    idx = ecmp_path_indices(
+        FiveTuple(src_ip=src_ip, dst_ip=dst_ip, src_port=0), ports, n_paths, hash_name, seed
+    )
     hits = np.flatnonzero(idx == wanted_index)
     if hits.size == 0:
-        raise TopologyError(f"no source port in {lo}..{hi} maps {src_ip}->{dst_ip} onto path {wanted_index} ({hash_name})")
+        raise TopologyError(
+            f"no source port in {lo}..{hi} maps {src_ip}->{dst_ip} onto path {wanted_index} ({hash_name})"
+        )
     return int(ports[hits[0]])
 
 
@@ -142,10 +146,15 @@ def _ips(topology: Topology, src_nic: NodeId | str, dst_nic: NodeId | str) -> tu
 
 
 def port_for_path(
-    topology: Topology, src_nic: NodeId | str, dst_nic: NodeId | str, path_index: int, hash_name: str = "crc32",
-    *, seed: int = 0,
-) -> int:  # fmt: skip
-    """The RoCEv2 source port that pins the connection ``src_nic -> dst_nic`` onto equal-cost path ``path_index``.
+    topology: Topology,
+    src_nic: NodeId | str,
+    dst_nic: NodeId | str,
+    path_index: int,
+    hash_name: str = "crc32",
+    *,
+    seed: int = 0,
+) -> int:
+    """The RoCEv2 source port that pins connection ``src_nic -> dst_nic`` onto equal-cost path ``path_index``.
 
     Examples
     --------
@@ -161,10 +170,17 @@ def port_for_path(
 
 
 def path_for_port(
-    topology: Topology, src_nic: NodeId | str, dst_nic: NodeId | str, src_port: int, hash_name: str = "crc32",
-    *, seed: int = 0,
-) -> Path:  # fmt: skip
+    topology: Topology,
+    src_nic: NodeId | str,
+    dst_nic: NodeId | str,
+    src_port: int,
+    hash_name: str = "crc32",
+    *,
+    seed: int = 0,
+) -> Path:
     """The equal-cost path ECMP sends the connection ``src_nic:src_port -> dst_nic`` along."""
     paths = topology.equal_cost_paths(src_nic, dst_nic)
     a, b = _ips(topology, src_nic, dst_nic)
-    return paths[ecmp_path_index(FiveTuple(src_ip=a, dst_ip=b, src_port=src_port), len(paths), hash_name, seed)]
+    return paths[
+        ecmp_path_index(FiveTuple(src_ip=a, dst_ip=b, src_port=src_port), len(paths), hash_name, seed)
+    ]

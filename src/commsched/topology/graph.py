@@ -24,7 +24,6 @@ from commsched.topology.records import (
 )
 
 
-
 class Topology:
     """An immutable cluster graph.
 
@@ -196,8 +195,9 @@ class Topology:
             if self._switch_paths.is_switch(lk.dst if outgoing else lk.src)
         ]
 
-    def _network_link_paths(self, src: NodeId, dst: NodeId) -> list[tuple[LinkId, ...]]:
-        direct = [(lk.id,) for lk in self._out[src] if lk.dst == dst]
+    def _network_paths(self, src: NodeId, dst: NodeId) -> list[Path]:
+        """All shortest ``src -> dst`` paths through switches, sorted by their link-id sequences."""
+        direct = [Path(nodes=(src, dst), links=(lk.id,)) for lk in self._out[src] if lk.dst == dst]
         if direct:
             return direct
         combos = [
@@ -210,15 +210,17 @@ class Topology:
         if not finite:
             return []
         best = min(finite)
-        out: list[tuple[LinkId, ...]] = []
+        out: list[Path] = []
         for (h, a, t, b), d in zip(combos, dists, strict=True):
             if d != best:
                 continue
-            head: tuple[LinkId, ...] = () if h is None else (h,)
-            tail: tuple[LinkId, ...] = () if t is None else (t,)
-            out.extend(head + mid + tail for mid in self._switch_paths.link_paths(a, b))
+            hl, hn = ((), (a,)) if h is None else ((h,), (src, a))
+            tl, tn = ((), ()) if t is None else ((t,), (dst,))
+            out.extend(
+                Path(nodes=hn + mn + tn, links=hl + ml + tl) for ml, mn in self._switch_paths.hops(a, b)
+            )
         if len(combos) > 1:
-            out.sort()
+            out.sort(key=lambda p: p.links)
         return out
 
     def _as_path(self, start: NodeId, links: tuple[LinkId, ...]) -> Path:
@@ -248,7 +250,7 @@ class Topology:
         self.node(dst)
         if key[0] == key[1]:
             raise TopologyError(f"source and destination are the same node {src!r}")
-        paths = tuple(self._as_path(key[0], ls) for ls in self._network_link_paths(key[0], key[1]))
+        paths = tuple(self._network_paths(key[0], key[1]))
         if not paths:
             raise TopologyError(f"no network path {src!r} -> {dst!r} in topology {self.name!r}")
         self._ecmp_cache[key] = paths

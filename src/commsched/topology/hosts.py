@@ -98,7 +98,9 @@ def _nvlink_hub(n_gpus: int, bps: float) -> list[Wire]:
     return [Wire(a=f"gpu{i}", b="nvswitch0", capacity_bps=bps, kind=LinkKind.NVLINK) for i in range(n_gpus)]
 
 
-def _paired(n_gpus: int, nics_per_switch: int, *, name: str, description: str, nic_bps: float) -> HostTemplate:
+def _paired(
+    n_gpus: int, nics_per_switch: int, *, name: str, description: str, nic_bps: float
+) -> HostTemplate:
     """GPUs in pairs under PCIe Gen4 switches, ``nics_per_switch`` NICs per switch, two CPUs, NVSwitch."""
     n_sw = (n_gpus + 1) // 2
     n_nics = n_gpus if nics_per_switch == 2 else n_sw
@@ -141,7 +143,10 @@ def a100_8gpu_4nic() -> HostTemplate:
     (8, 4, 'nic2')
     """
     return _paired(
-        8, 1, name="a100_8gpu_4nic", description="8xA100, NVSwitch, 4 PCIe switches x (2 GPU + 1 NIC)",
+        8,
+        1,
+        name="a100_8gpu_4nic",
+        description="8xA100, NVSwitch, 4 PCIe switches x (2 GPU + 1 NIC)",
         nic_bps=NIC_200G_BPS,
     )
 
@@ -177,10 +182,15 @@ def pcie_only() -> HostTemplate:
     wires += [_pcie("pcie1", "cpu1", PCIE3_X16_BPS), _pcie("nic0", "cpu0", PCIE3_X16_BPS)]
     wires += [_pcie(f"gpu{g}", f"pcie{g // 4}", PCIE3_X16_BPS) for g in range(8)]
     return HostTemplate(
-        name="pcie_only", description="BytePS PCIe-only: 2 PCIe switches x 4 GPUs, NIC on CPU0",
-        parts=tuple(parts), wires=tuple(wires), gpus=tuple(f"gpu{g}" for g in range(8)),
-        nics=("nic0",), gpu_nic=("nic0",) * 8, nic_bps=NIC_100G_BPS,
-    )  # fmt: skip
+        name="pcie_only",
+        description="BytePS PCIe-only: 2 PCIe switches x 4 GPUs, NIC on CPU0",
+        parts=tuple(parts),
+        wires=tuple(wires),
+        gpus=tuple(f"gpu{g}" for g in range(8)),
+        nics=("nic0",),
+        gpu_nic=("nic0",) * 8,
+        nic_bps=NIC_100G_BPS,
+    )
 
 
 def nvlink_byteps() -> HostTemplate:
@@ -201,20 +211,29 @@ def nvlink_byteps() -> HostTemplate:
     wires += [_pcie(f"gpu{g}", f"pcie{g // 2}", PCIE3_X16_BPS) for g in range(8)]
     wires += _nvlink_hub(8, V100_NVLINK_BPS)
     return HostTemplate(
-        name="nvlink_byteps", description="BytePS NVLink: 4 PCIe switches x 2 GPUs, NIC on pcie0, NVLink",
-        parts=tuple(parts), wires=tuple(wires), gpus=tuple(f"gpu{g}" for g in range(8)),
-        nics=("nic0",), gpu_nic=("nic0",) * 8, nic_bps=NIC_100G_BPS,
-    )  # fmt: skip
+        name="nvlink_byteps",
+        description="BytePS NVLink: 4 PCIe switches x 2 GPUs, NIC on pcie0, NVLink",
+        parts=tuple(parts),
+        wires=tuple(wires),
+        gpus=tuple(f"gpu{g}" for g in range(8)),
+        nics=("nic0",),
+        gpu_nic=("nic0",) * 8,
+        nic_bps=NIC_100G_BPS,
+    )
 
 
 def single_gpu_nic() -> HostTemplate:
     """One GPU and one 100 Gb/s NIC on one PCIe Gen4 link, for simple fabrics."""
     return HostTemplate(
-        name="single_gpu_nic", description="1 GPU, 1 NIC",
+        name="single_gpu_nic",
+        description="1 GPU, 1 NIC",
         parts=(Part(name="gpu0", kind=NodeKind.GPU), Part(name="nic0", kind=NodeKind.NIC)),
-        wires=(_pcie("gpu0", "nic0", PCIE4_X16_BPS),), gpus=("gpu0",), nics=("nic0",),
-        gpu_nic=("nic0",), nic_bps=NIC_100G_BPS,
-    )  # fmt: skip
+        wires=(_pcie("gpu0", "nic0", PCIE4_X16_BPS),),
+        gpus=("gpu0",),
+        nics=("nic0",),
+        gpu_nic=("nic0",),
+        nic_bps=NIC_100G_BPS,
+    )
 
 
 def host_templates() -> Registry[HostTemplate]:

@@ -26,6 +26,9 @@ from commsched.topology.records import Link, LinkId, Node, NodeId, NodeKind
 SWITCH_KINDS: frozenset[NodeKind] = frozenset({NodeKind.TOR, NodeKind.AGG, NodeKind.CORE, NodeKind.OCS})
 
 LinkSeq = tuple[LinkId, ...]
+NodeSeq = tuple[NodeId, ...]
+#: a path's links and the nodes it visits after its first node
+Hops = tuple[LinkSeq, NodeSeq]
 
 
 class _Sink:
@@ -36,7 +39,7 @@ class _Sink:
     def __init__(self, target: NodeId, dist: dict[NodeId, int]) -> None:
         self.target = target
         self.dist = dist
-        self.memo: dict[NodeId, tuple[LinkSeq, ...]] = {target: ((),)}
+        self.memo: dict[NodeId, tuple[Hops, ...]] = {target: (((), ()),)}
 
 
 class SwitchPathIndex:
@@ -97,21 +100,25 @@ class SwitchPathIndex:
 
     def link_paths(self, a: NodeId, b: NodeId) -> tuple[LinkSeq, ...]:
         """Every shortest switch-only path ``a -> b`` as link-id sequences, in canonical order."""
+        return tuple(links for links, _ in self.hops(a, b))
+
+    def hops(self, a: NodeId, b: NodeId) -> tuple[Hops, ...]:
+        """Every shortest switch-only path ``a -> b`` as (links, nodes after ``a``), in canonical order."""
         sink = self._sink(b)
         if a not in sink.dist:
             return ()
         return self._from(sink, a)
 
-    def _from(self, sink: _Sink, u: NodeId) -> tuple[LinkSeq, ...]:
+    def _from(self, sink: _Sink, u: NodeId) -> tuple[Hops, ...]:
         hit = sink.memo.get(u)
         if hit is not None:
             return hit
         want = sink.dist[u] - 1
-        out: list[LinkSeq] = []
+        out: list[Hops] = []
         for lk in self._out[u]:  # in link-id order, so the result is sorted
             if sink.dist.get(lk.dst) == want:
-                head = (lk.id,)
-                out.extend(head + tail for tail in self._from(sink, lk.dst))
+                lh, nh = (lk.id,), (lk.dst,)
+                out.extend((lh + lt, nh + nt) for lt, nt in self._from(sink, lk.dst))
         res = tuple(out)
         sink.memo[u] = res
         return res

@@ -58,14 +58,19 @@ class TopologySummary:
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "name": self.name, "hosts": self.hosts, "gpus": self.gpus, "nics": self.nics,
-            "nodes_by_kind": self.nodes_by_kind, "links_by_kind": self.links_by_kind,
+            "name": self.name,
+            "hosts": self.hosts,
+            "gpus": self.gpus,
+            "nics": self.nics,
+            "nodes_by_kind": self.nodes_by_kind,
+            "links_by_kind": self.links_by_kind,
             "oversubscription": self.oversubscription,
             "path_samples": [
-                {"src": s.src, "dst": s.dst, "relation": s.relation, "n_paths": s.n_paths} for s in self.path_samples
+                {"src": s.src, "dst": s.dst, "relation": s.relation, "n_paths": s.n_paths}
+                for s in self.path_samples
             ],
             "params": self.params,
-        }  # fmt: skip
+        }
 
 
 def _sample_pairs(topology: Topology) -> list[tuple[NodeId, NodeId, str]]:
@@ -101,9 +106,13 @@ def summarize(topology: Topology) -> TopologySummary:
             n = 0
         samples.append(PathSample(src=a, dst=b, relation=why, n_paths=n))
     return TopologySummary(
-        name=topology.name, hosts=len(topology.hosts), gpus=topology.n_gpus,
+        name=topology.name,
+        hosts=len(topology.hosts),
+        gpus=topology.n_gpus,
         nics=sum(len(h.nics) for h in topology.hosts),
         nodes_by_kind=dict(sorted(Counter(str(n.kind) for n in topology.nodes).items())),
         links_by_kind=dict(sorted(Counter(str(lk.kind) for lk in topology.links).items())),
-        oversubscription=oversubscription(topology), path_samples=tuple(samples), params=dict(topology.params),
-    )  # fmt: skip
+        oversubscription=oversubscription(topology),
+        path_samples=tuple(samples),
+        params=dict(topology.params),
+    )

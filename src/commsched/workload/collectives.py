@@ -156,11 +156,12 @@ def hierarchical_ring_allreduce(
 ) -> CollectiveSchedule:
     """Hierarchical (2D, rail-wise) ring all-reduce.
 
-    Ranks ``j*g .. j*g+g-1`` share host ``j`` (``g = ranks_per_host``, which must divide ``ranks``;
-    default ``gcd(ranks, 8)``, i.e. 8-GPU hosts; ``h = ranks / g`` hosts). Three phases: (1) intra-host ring reduce-scatter, one step of ``n`` transfers
-    of ``M/g`` repeated ``g-1`` times; (2) inter-host ring all-reduce of each rank's ``M/g`` shard among the
-    ranks with the same local index (one ring per rail), ``n`` transfers of ``M/(g h)`` repeated ``2(h-1)``
-    times; (3) intra-host ring all-gather, as (1). Each rank sends ``2(g-1)M/g + 2(h-1)M/(g h)`` bytes.
+    Ranks ``j*g .. j*g+g-1`` share host ``j``, with ``g = ranks_per_host`` (must divide ``ranks``;
+    default ``gcd(ranks, 8)``, i.e. 8-GPU hosts) and ``h = ranks / g`` hosts. Three phases:
+    (1) intra-host ring reduce-scatter, one step of ``n`` transfers of ``M/g`` repeated ``g-1`` times;
+    (2) inter-host ring all-reduce of each rank's ``M/g`` shard among the ranks with the same local index
+    (one ring per rail), ``n`` transfers of ``M/(g h)`` repeated ``2(h-1)`` times; (3) intra-host ring
+    all-gather, as (1). Each rank sends ``2(g-1)M/g + 2(h-1)M/(g h)`` bytes.
 
     Examples
     --------

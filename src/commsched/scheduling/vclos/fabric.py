@@ -227,17 +227,17 @@ def idle_gpus(state: FabricState) -> NDArray[np.bool_]:
 
 def idle_gpus_per_server(state: FabricState) -> NDArray[np.int64]:
     """Idle GPUs per server, shape ``[leaf, server]``."""
-    return idle_gpus(state).sum(axis=2).astype(np.int64)
+    return np.asarray(idle_gpus(state).sum(axis=2), dtype=np.int64)
 
 
 def idle_servers(state: FabricState) -> NDArray[np.bool_]:
     """True for servers whose GPUs are all idle, shape ``[leaf, server]``."""
-    return idle_gpus(state).all(axis=2)
+    return np.asarray(idle_gpus(state).all(axis=2), dtype=bool)
 
 
 def idle_servers_per_leaf(state: FabricState) -> NDArray[np.int64]:
     """R_n of Table 1: whole idle servers per leaf."""
-    return idle_servers(state).sum(axis=1).astype(np.int64)
+    return np.asarray(idle_servers(state).sum(axis=1), dtype=np.int64)
 
 
 def free_cables(state: FabricState) -> NDArray[np.bool_]:

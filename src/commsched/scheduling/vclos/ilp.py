@@ -230,10 +230,10 @@ def solve_ocs_ilp(
         return n * A + a
 
     def iW(n: int, a: int, m: int) -> int:
-        return oW + (n * A + a) * S + m
+        return int(oW + (n * A + a) * S + m)
 
     def iC(n: int, a: int, m: int, k: int) -> int:
-        return oC + ((n * A + a) * S + m) * K + k
+        return int(oC + ((n * A + a) * S + m) * K + k)
 
     rows: list[int] = []
     cols: list[int] = []

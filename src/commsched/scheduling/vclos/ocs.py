@@ -193,7 +193,7 @@ def allocate_ocs_vclos(state: FabricState, job: JobRequest) -> tuple[FabricState
     Examples
     --------
     >>> from commsched.scheduling.vclos.fabric import Fabric, empty_state
-    >>> s = empty_state(Fabric(leaves=4, spines=4, servers_per_leaf=2, gpus_per_server=2, ocs_groups=1))
+    >>> s = empty_state(Fabric(leaves=8, spines=4, servers_per_leaf=2, gpus_per_server=2, ocs_groups=1))
     >>> s, p = allocate_ocs_vclos(s, JobRequest(job_id="a", gpus=6))
     >>> p.stage.value, len(p.cables)
     ('ocs-spine', 6)

@@ -162,7 +162,7 @@ def allocate_vclos(state: FabricState, job: JobRequest) -> tuple[FabricState, Pl
     --------
     >>> from commsched.scheduling.vclos.fabric import Fabric, empty_state
     >>> s = empty_state(Fabric(leaves=4, spines=4, servers_per_leaf=2, gpus_per_server=2))
-    >>> s, p = allocate_vclos(s, JobRequest(job_id="a", gpus=8))
+    >>> s, p = allocate_vclos(s, JobRequest(job_id="a", gpus=4))
     >>> p.stage.value, p.shape, len(p.cables)
     ('leaf', (0, 0), 0)
     >>> s, p = allocate_vclos(s, JobRequest(job_id="b", gpus=12))

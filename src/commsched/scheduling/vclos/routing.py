@@ -12,9 +12,13 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TypeVar
 
 from commsched.errors import InputError
 from commsched.scheduling.vclos.fabric import Fabric, Flow, GpuAddr, PlaneId, SourceRouting
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class LinkDir(StrEnum):
@@ -85,6 +89,13 @@ def routing_with_leaf_maps(fabric: Fabric, maps: Sequence[Sequence[int]]) -> Sou
     return SourceRouting(uplink=uplink, plane=base.plane, downlink=base.downlink)
 
 
+def _union(target: dict[K, V], source: Mapping[K, V]) -> None:
+    for k, v in source.items():
+        if target.get(k, v) != v:
+            raise InputError(f"conflicting routing entries for {k!r}", where="merge_routings")
+        target[k] = v
+
+
 def merge_routings(routings: Iterable[SourceRouting]) -> SourceRouting:
     """Union of the routing entries of several jobs (their entries must not conflict)."""
     uplink: dict[GpuAddr, int] = {}
@@ -92,16 +103,10 @@ def merge_routings(routings: Iterable[SourceRouting]) -> SourceRouting:
     down: dict[tuple[PlaneId, int], int] = {}
     down_gpu: dict[tuple[PlaneId, GpuAddr], int] = {}
     for r in routings:
-        for target, source in (
-            (uplink, r.uplink),
-            (plane, r.plane),
-            (down, r.downlink),
-            (down_gpu, r.downlink_gpu),
-        ):
-            for k, v in source.items():
-                if target.get(k, v) != v:
-                    raise InputError(f"conflicting routing entries for {k!r}", where="merge_routings")
-                target[k] = v  # type: ignore[index]
+        _union(uplink, r.uplink)
+        _union(plane, r.plane)
+        _union(down, r.downlink)
+        _union(down_gpu, r.downlink_gpu)
     return SourceRouting(uplink=uplink, plane=plane, downlink=down, downlink_gpu=down_gpu)
 
 

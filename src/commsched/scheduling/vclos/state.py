@@ -103,8 +103,9 @@ def clos_shapes(fabric: Fabric, gpus: int, *, max_vleaves_per_leaf: int = 1) -> 
     servers, then, when that server count ``Q`` has no factorisation ``Q = l * (s / T)`` that fits
     the fabric, to the next count that has one. This is the paper's note on N (§6.1: "N^new, the
     smallest composite number greater than N"), stated over servers. Shapes of the smallest
-    feasible size are returned with ``l`` ascending (fewest virtual leaves, widest virtual leaves
-    first, as Algorithm 3 starts from the smallest ``l`` and doubles it).
+    feasible size are returned with power-of-two ``s`` first ("the number of ports in each virtual
+    leaf is as large as possible to a power of 2", A.2; halving-doubling is contention-free only
+    then), each group by ``l`` ascending (Algorithm 3 starts from the smallest ``l``).
 
     Examples
     --------
@@ -128,7 +129,7 @@ def clos_shapes(fabric: Fabric, gpus: int, *, max_vleaves_per_leaf: int = 1) -> 
             if total % nl == 0 and total // nl <= max_q
         )
         if found:
-            return found
+            return tuple(sorted(found, key=lambda sh: (sh[1] & (sh[1] - 1) != 0, sh[0])))
     return ()
 
 

@@ -58,7 +58,9 @@ def builder_parameters(kind: str) -> tuple[str, ...]:
     return tuple(inspect.signature(topology_builders().get(kind)).parameters)
 
 
-def build_topology(kind: str, params: Mapping[str, Any] | None = None, *, where: str = "topology") -> Topology:
+def build_topology(
+    kind: str, params: Mapping[str, Any] | None = None, *, where: str = "topology"
+) -> Topology:
     """Build a topology by kind name from a parameter mapping (a scenario file's ``topology`` section).
 
     Parameters
@@ -74,10 +76,10 @@ def build_topology(kind: str, params: Mapping[str, Any] | None = None, *, where:
     --------
     >>> build_topology("leaf_spine", {"leaves": 2, "spines": 4}).params["hosts_per_leaf"]
     1
-    >>> build_topology("single_link", {"speed": 1})
+    >>> build_topology("single_link", {"speed": 1})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    commsched.errors.InputError: topology.speed: unknown parameter 'speed' for topology kind 'single_link' (expected one of capacity_bps, latency_s)
+    commsched.errors.InputError: topology.speed: unknown parameter 'speed' ... (expected one of capacity_bps, latency_s)
     """
     builder = topology_builders().get(kind, where=f"{where}.kind")
     sig = inspect.signature(builder).parameters
@@ -85,10 +87,13 @@ def build_topology(kind: str, params: Mapping[str, Any] | None = None, *, where:
     for name in given:
         if name not in sig:
             raise InputError(
-                f"unknown parameter {name!r} for topology kind {kind!r}", where=f"{where}.{name}",
+                f"unknown parameter {name!r} for topology kind {kind!r}",
+                where=f"{where}.{name}",
                 expected="one of " + ", ".join(sig),
-            )  # fmt: skip
+            )
     for name, p in sig.items():
         if p.default is inspect.Parameter.empty and name not in given:
-            raise InputError(f"missing parameter {name!r} for topology kind {kind!r}", where=f"{where}.{name}")
+            raise InputError(
+                f"missing parameter {name!r} for topology kind {kind!r}", where=f"{where}.{name}"
+            )
     return builder(**given)

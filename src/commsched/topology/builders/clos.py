@@ -12,14 +12,16 @@ from commsched.topology import checks
 from commsched.topology.assembly import Assembler, CableSpec
 from commsched.topology.graph import Topology
 from commsched.topology.hosts import HostTemplate, resolve_template
-from commsched.topology.records import LinkKind, NodeId, NodeKind
+from commsched.topology.records import NodeKind
 
 DEFAULT_LATENCY_S = 1e-6  # one switch hop plus cable, seconds
 
 
 def _cables_per_nic(links_per_host: object, template: HostTemplate) -> tuple[int, int]:
     links = checks.count("links_per_host", links_per_host)
-    return links, checks.multiple("links_per_host", links, template.n_nics, f"the {template.n_nics} NICs per host")
+    return links, checks.multiple(
+        "links_per_host", links, template.n_nics, f"the {template.n_nics} NICs per host"
+    )
 
 
 def two_layer_clos(
@@ -47,7 +49,8 @@ def two_layer_clos(
         ``m`` parallel cables to its ToR.
     uplinks_per_tor
         ToR-to-Agg cables per ToR, spread evenly over the Aggs (must be a multiple of ``aggs``);
-        default ``hosts_per_tor * links_per_host`` (as many uplinks as downlinks).
+        default ``hosts_per_tor * links_per_host`` (as many uplinks as downlinks) rounded up to a
+        multiple of ``aggs``.
     host_link_bps, uplink_bps
         Cable speeds in bits/s (each direction); default the template's NIC rate for both (so the
         default fabric is 1:1, non-oversubscribed).
@@ -73,13 +76,22 @@ def two_layer_clos(
     Crux (SIGCOMM'24) §6.4 (two-layer Clos).
     """
     tmpl = resolve_template(host_template)
-    n_tor, n_agg, hpt = checks.count("tors", tors), checks.count("aggs", aggs), checks.count("hosts_per_tor", hosts_per_tor)
+    n_tor, n_agg, hpt = (
+        checks.count("tors", tors),
+        checks.count("aggs", aggs),
+        checks.count("hosts_per_tor", hosts_per_tor),
+    )
     links, per_nic = _cables_per_nic(tmpl.n_nics if links_per_host is None else links_per_host, tmpl)
-    ups = checks.count("uplinks_per_tor", hpt * links if uplinks_per_tor is None else uplinks_per_tor)
+    auto_ups = -(-hpt * links // n_agg) * n_agg  # downlinks rounded up to a multiple of aggs
+    ups = checks.count("uplinks_per_tor", auto_ups if uplinks_per_tor is None else uplinks_per_tor)
     parallel = checks.multiple("uplinks_per_tor", ups, n_agg, f"aggs={n_agg}")
-    down = CableSpec(capacity_bps=checks.rate("host_link_bps", host_link_bps or tmpl.nic_bps),
-                     latency_s=checks.seconds("latency_s", latency_s))  # fmt: skip
-    up = CableSpec(capacity_bps=checks.rate("uplink_bps", uplink_bps or down.capacity_bps), latency_s=down.latency_s)
+    down = CableSpec(
+        capacity_bps=checks.rate("host_link_bps", host_link_bps or tmpl.nic_bps),
+        latency_s=checks.seconds("latency_s", latency_s),
+    )
+    up = CableSpec(
+        capacity_bps=checks.rate("uplink_bps", uplink_bps or down.capacity_bps), latency_s=down.latency_s
+    )
     asm = Assembler(f"two_layer_clos_{n_tor}x{n_agg}")
     tor_ids = asm.switches("tor", n_tor, NodeKind.TOR)
     agg_ids = asm.switches("agg", n_agg, NodeKind.AGG)
@@ -87,10 +99,19 @@ def two_layer_clos(
         asm.host(tmpl, h, [[tor_ids[h // hpt]] * per_nic] * tmpl.n_nics, down)
     asm.mesh(tor_ids, agg_ids, parallel, up)
     return asm.finish(
-        {"kind": "two_layer_clos", "tors": n_tor, "aggs": n_agg, "hosts_per_tor": hpt, "host_template": tmpl.name,
-         "links_per_host": links, "uplinks_per_tor": ups, "host_link_bps": down.capacity_bps,
-         "uplink_bps": up.capacity_bps, "latency_s": down.latency_s}
-    )  # fmt: skip
+        {
+            "kind": "two_layer_clos",
+            "tors": n_tor,
+            "aggs": n_agg,
+            "hosts_per_tor": hpt,
+            "host_template": tmpl.name,
+            "links_per_host": links,
+            "uplinks_per_tor": ups,
+            "host_link_bps": down.capacity_bps,
+            "uplink_bps": up.capacity_bps,
+            "latency_s": down.latency_s,
+        }
+    )
 
 
 def three_layer_double_sided(
@@ -104,8 +125,8 @@ def three_layer_double_sided(
     links_per_host: int = 8,
     uplinks_per_tor: int | None = None,
     host_link_bps: float | None = None,
-    tor_agg_bps: float = 400e9,
-    agg_core_bps: float = 400e9,
+    tor_agg_bps: float | None = None,
+    agg_core_bps: float | None = None,
     latency_s: float = DEFAULT_LATENCY_S,
 ) -> Topology:
     """A three-layer ToR-Agg-Core Clos whose hosts are dual-homed to a ToR pair (the Crux trace fabric).
@@ -128,8 +149,10 @@ def three_layer_double_sided(
     uplinks_per_tor
         ToR-to-Agg cables per ToR, spread over the pod's Aggs; default one per Agg of the pod.
     host_link_bps, tor_agg_bps, agg_core_bps
-        Cable speeds in bits/s (host links default to the template's NIC rate). The paper gives none;
-        400 Gb/s fabric links are our choice.
+        Cable speeds in bits/s. The paper gives none. Host links default to the template's NIC rate;
+        the fabric defaults to non-blocking (1:1): a ToR-Agg cable carries the ToR's host-facing capacity
+        divided by its uplinks, an Agg-Core cable the Agg's ToR-facing capacity divided by the cores
+        (fabric cables then stand for bundles).
     latency_s
         Latency of every network link, seconds.
 
@@ -153,7 +176,11 @@ def three_layer_double_sided(
     Crux (SIGCOMM'24) §6.4; reference/crux-spec.md §6.4 and §9.
     """
     tmpl = resolve_template(host_template)
-    n_tor, n_agg, n_core = checks.count("tors", tors, minimum=2), checks.count("aggs", aggs), checks.count("cores", cores)
+    n_tor, n_agg, n_core = (
+        checks.count("tors", tors, minimum=2),
+        checks.count("aggs", aggs),
+        checks.count("cores", cores),
+    )
     n_pod, hpp = checks.count("pods", pods), checks.count("hosts_per_tor_pair", hosts_per_tor_pair)
     pairs = checks.multiple("tors", n_tor, 2, "2 (ToR pairs)")
     pairs_per_pod = checks.multiple("tors", pairs, n_pod, f"2 x pods={n_pod}")
@@ -170,16 +197,34 @@ def three_layer_double_sided(
     core_ids = asm.switches("core", n_core, NodeKind.CORE)
     for h in range(pairs * hpp):
         q = h // hpp
-        uplinks = [[tor_ids[2 * q + (i * per_nic + c) % 2] for c in range(per_nic)] for i in range(tmpl.n_nics)]
+        uplinks = [
+            [tor_ids[2 * q + (i * per_nic + c) % 2] for c in range(per_nic)] for i in range(tmpl.n_nics)
+        ]
         asm.host(tmpl, h, uplinks, down)
+    tor_down_bps = hpp * links // 2 * down.capacity_bps  # host-facing capacity of one ToR
+    t2a = checks.rate("tor_agg_bps", tor_down_bps / ups if tor_agg_bps is None else tor_agg_bps)
+    a2c = checks.rate(
+        "agg_core_bps", 2 * pairs_per_pod * parallel * t2a / n_core if agg_core_bps is None else agg_core_bps
+    )
     for pod in range(n_pod):
         pod_tors = tor_ids[2 * pod * pairs_per_pod : 2 * (pod + 1) * pairs_per_pod]
         pod_aggs = agg_ids[pod * aggs_per_pod : (pod + 1) * aggs_per_pod]
-        asm.mesh(pod_tors, pod_aggs, parallel, CableSpec(capacity_bps=checks.rate("tor_agg_bps", tor_agg_bps), latency_s=lat))
-    asm.mesh(agg_ids, core_ids, 1, CableSpec(capacity_bps=checks.rate("agg_core_bps", agg_core_bps), latency_s=lat))
+        asm.mesh(pod_tors, pod_aggs, parallel, CableSpec(capacity_bps=t2a, latency_s=lat))
+    asm.mesh(agg_ids, core_ids, 1, CableSpec(capacity_bps=a2c, latency_s=lat))
     return asm.finish(
-        {"kind": "three_layer_double_sided", "tors": n_tor, "aggs": n_agg, "cores": n_core, "pods": n_pod,
-         "hosts_per_tor_pair": hpp, "host_template": tmpl.name, "links_per_host": links,
-         "uplinks_per_tor": ups, "host_link_bps": down.capacity_bps, "tor_agg_bps": float(tor_agg_bps),
-         "agg_core_bps": float(agg_core_bps), "latency_s": lat}
-    )  # fmt: skip
+        {
+            "kind": "three_layer_double_sided",
+            "tors": n_tor,
+            "aggs": n_agg,
+            "cores": n_core,
+            "pods": n_pod,
+            "hosts_per_tor_pair": hpp,
+            "host_template": tmpl.name,
+            "links_per_host": links,
+            "uplinks_per_tor": ups,
+            "host_link_bps": down.capacity_bps,
+            "tor_agg_bps": t2a,
+            "agg_core_bps": a2c,
+            "latency_s": lat,
+        }
+    )

@@ -1,4 +1,4 @@
-"""The vClos leaf-spine fabric, optionally with a layer of optical circuit switching between leaves and spines.
+"""The vClos leaf-spine fabric, optionally with a layer of optical circuit switches between leaf and spine.
 
 OCS model
 ---------
@@ -46,11 +46,19 @@ def _check_circuits(circuits: object, leaves: int, up: int, spines: int) -> list
     per_spine = [sum(row.count(s) for row in out) for s in range(spines)]
     ports = leaves * up // spines
     if max(per_spine) > ports:
-        raise InputError(f"a spine gets {max(per_spine)} circuits", where=where, expected=f"at most {ports} per spine")
+        raise InputError(
+            f"a spine gets {max(per_spine)} circuits", where=where, expected=f"at most {ports} per spine"
+        )
     return out
 
 
-def _ocs_layer(asm: Assembler, leaf_ids: list[NodeId], spine_ids: list[NodeId], circuits: list[list[int]], spec: CableSpec) -> None:  # fmt: skip
+def _ocs_layer(
+    asm: Assembler,
+    leaf_ids: list[NodeId],
+    spine_ids: list[NodeId],
+    circuits: list[list[int]],
+    spec: CableSpec,
+) -> None:
     for li, leaf in enumerate(leaf_ids):
         for j, s in enumerate(circuits[li]):
             cross = asm.node(f"ocs0/c{li * len(circuits[li]) + j}", NodeKind.OCS)
@@ -63,8 +71,11 @@ def _template(host_template: str | HostTemplate | None, gpus: int, nic_bps: floa
         return rail_host(gpus, nic_bps=nic_bps)
     tmpl = resolve_template(host_template)
     if tmpl.n_gpus != gpus:
-        raise InputError(f"template {tmpl.name} has {tmpl.n_gpus} GPUs", where="topology.host_template",
-                         expected=f"gpus_per_host={gpus}")  # fmt: skip
+        raise InputError(
+            f"template {tmpl.name} has {tmpl.n_gpus} GPUs",
+            where="topology.host_template",
+            expected=f"gpus_per_host={gpus}",
+        )
     return tmpl
 
 
@@ -126,21 +137,28 @@ def leaf_spine(
     """
     n_leaf, n_spine = checks.count("leaves", leaves), checks.count("spines", spines)
     gpus = checks.count("gpus_per_host", gpus_per_host)
-    hpl = checks.count("hosts_per_leaf", max(1, n_spine // gpus) if hosts_per_leaf is None else hosts_per_leaf)
+    hpl = checks.count(
+        "hosts_per_leaf", max(1, n_spine // gpus) if hosts_per_leaf is None else hosts_per_leaf
+    )
     down_bps = checks.rate("host_link_bps", host_link_bps)
     tmpl = _template(host_template, gpus, down_bps)
     n_down = hpl * tmpl.n_nics
     ports = checks.count("ports_per_leaf", 2 * n_down if ports_per_leaf is None else ports_per_leaf)
     if ports // 2 < n_down:
-        raise InputError(f"{n_down} host-facing ports needed on a leaf with {ports} ports",
-                         where="topology.ports_per_leaf", expected=f"at least {2 * n_down}")  # fmt: skip
+        raise InputError(
+            f"{n_down} host-facing ports needed on a leaf with {ports} ports",
+            where="topology.ports_per_leaf",
+            expected=f"at least {2 * n_down}",
+        )
     up = ports // 2
     parallel = checks.multiple("ports_per_leaf", up, n_spine, f"2 x spines={n_spine}")
     lat = checks.seconds("latency_s", latency_s)
     down = CableSpec(capacity_bps=down_bps, latency_s=lat)
     upspec = CableSpec(capacity_bps=checks.rate("uplink_bps", uplink_bps or down_bps), latency_s=lat)
     if circuits is not None and not ocs:
-        raise InputError("circuits given without an OCS layer", where="topology.circuits", expected="ocs: true")
+        raise InputError(
+            "circuits given without an OCS layer", where="topology.circuits", expected="ocs: true"
+        )
     asm = Assembler(f"leaf_spine_{n_leaf}x{n_spine}" + ("_ocs" if ocs else ""))
     leaf_ids = asm.switches("leaf", n_leaf, NodeKind.TOR)
     spine_ids = asm.switches("spine", n_spine, NodeKind.AGG)
@@ -154,8 +172,18 @@ def leaf_spine(
     else:
         asm.mesh(leaf_ids, spine_ids, parallel, upspec)
     return asm.finish(
-        {"kind": "leaf_spine", "leaves": n_leaf, "spines": n_spine, "gpus_per_host": gpus, "hosts_per_leaf": hpl,
-         "ports_per_leaf": ports, "host_template": tmpl.name, "host_link_bps": down_bps,
-         "uplink_bps": upspec.capacity_bps, "latency_s": lat, "ocs": bool(ocs),
-         "circuits": None if wiring is None else [list(r) for r in wiring]}
-    )  # fmt: skip
+        {
+            "kind": "leaf_spine",
+            "leaves": n_leaf,
+            "spines": n_spine,
+            "gpus_per_host": gpus,
+            "hosts_per_leaf": hpl,
+            "ports_per_leaf": ports,
+            "host_template": tmpl.name,
+            "host_link_bps": down_bps,
+            "uplink_bps": upspec.capacity_bps,
+            "latency_s": lat,
+            "ocs": bool(ocs),
+            "circuits": None if wiring is None else [list(r) for r in wiring],
+        }
+    )

@@ -14,6 +14,7 @@ Crux (SIGCOMM'24) §6.5; reference/crux-spec.md §9.1 and §9.4; data/alibaba-li
 from __future__ import annotations
 
 import csv
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,9 +58,15 @@ def read_lingjun_rows(path: str | Path) -> list[LingjunRow]:
             continue
         vals = [v.strip() for v in rec]
         if len(vals) != len(COLUMNS) or not all(vals):
-            raise InputError(f"bad row {rec!r}", where=f"{p}:{line}", expected="4 non-empty fields " + ",".join(COLUMNS))
+            raise InputError(
+                f"bad row {rec!r}", where=f"{p}:{line}", expected="4 non-empty fields " + ",".join(COLUMNS)
+            )
         if vals[0] in seen:
-            raise InputError(f"duplicate ip (first on line {seen[vals[0]]})", where=f"{p}:{line}", expected="one row per host")
+            raise InputError(
+                f"duplicate ip (first on line {seen[vals[0]]})",
+                where=f"{p}:{line}",
+                expected="one row per host",
+            )
         seen[vals[0]] = line
         rows.append(LingjunRow(ip=vals[0], dsw=vals[1], psw=vals[2], asw=vals[3], line=line))
     if not rows:
@@ -74,19 +81,27 @@ def _check_tree(rows: list[LingjunRow], p: Path) -> None:
     for r in rows:
         first = dsw_of.setdefault(r.psw, r)
         if first.dsw != r.dsw:
-            raise InputError(f"PSW {r.psw} under DSW {r.dsw}, but under {first.dsw} on line {first.line}",
-                             where=f"{p}:{r.line}", expected="one DSW per PSW")  # fmt: skip
+            raise InputError(
+                f"PSW {r.psw} under DSW {r.dsw}, but under {first.dsw} on line {first.line}",
+                where=f"{p}:{r.line}",
+                expected="one DSW per PSW",
+            )
 
 
 def _template(host_template: str | HostTemplate | None, gpus: int) -> HostTemplate:
     tmpl = rail_host(gpus) if host_template is None else resolve_template(host_template)
     if tmpl.n_gpus != gpus:
-        raise InputError(f"template {tmpl.name} has {tmpl.n_gpus} GPUs", where="topology.host_template",
-                         expected=f"gpus_per_host={gpus}")  # fmt: skip
+        raise InputError(
+            f"template {tmpl.name} has {tmpl.n_gpus} GPUs",
+            where="topology.host_template",
+            expected=f"gpus_per_host={gpus}",
+        )
     return tmpl
 
 
-def _switch_layers(asm: Assembler, rows: list[LingjunRow], aggs_per_psw: int, cores_per_dsw: int) -> dict[str, list[NodeId]]:  # fmt: skip
+def _switch_layers(
+    asm: Assembler, rows: list[LingjunRow], aggs_per_psw: int, cores_per_dsw: int
+) -> dict[str, list[NodeId]]:
     """Create ToRs, Aggs and Cores in first-appearance order; map ToR/PSW/DSW keys to their switches."""
     ids: dict[str, list[NodeId]] = {}
     for kind, reps, keyf in (
@@ -108,8 +123,8 @@ def load_lingjun_topo(
     gpus_per_host: int = 8,
     host_template: str | HostTemplate | None = None,
     host_link_bps: float = NIC_200G_BPS,
-    tor_agg_bps: float = 400e9,
-    agg_core_bps: float = 400e9,
+    tor_agg_bps: float | None = None,
+    agg_core_bps: float | None = None,
     aggs_per_psw: int = 1,
     cores_per_dsw: int = 1,
     latency_s: float = DEFAULT_LATENCY_S,
@@ -124,7 +139,10 @@ def load_lingjun_topo(
         Hosts are ``rail_host(gpus_per_host)`` (one 200 Gb/s NIC per GPU) unless a template is given;
         all NICs of a host are cabled to its ToR.
     host_link_bps, tor_agg_bps, agg_core_bps
-        Cable speeds in bits/s (not in the file; our defaults).
+        Cable speeds in bits/s (not in the file). Host links default to 200 Gb/s; the fabric defaults to
+        non-blocking: a ToR-Agg cable carries the ToR's host-facing capacity divided by
+        ``aggs_per_psw``, an Agg-Core cable the Agg's ToR-facing capacity divided by ``cores_per_dsw``
+        (so a cable stands for a bundle, and its speed varies with the hosts under the ToR).
     aggs_per_psw, cores_per_dsw
         Expand each PSW / DSW label into that many switches (``agg_P10_0`` ...), every ToR cabled to every
         Agg of its PSW and every Agg to every Core of its DSW, for multipath studies. Default 1: the file
@@ -147,20 +165,32 @@ def load_lingjun_topo(
     n_agg, n_core = checks.count("aggs_per_psw", aggs_per_psw), checks.count("cores_per_dsw", cores_per_dsw)
     lat = checks.seconds("latency_s", latency_s)
     down = CableSpec(capacity_bps=checks.rate("host_link_bps", host_link_bps), latency_s=lat)
-    t2a = CableSpec(capacity_bps=checks.rate("tor_agg_bps", tor_agg_bps), latency_s=lat)
-    a2c = CableSpec(capacity_bps=checks.rate("agg_core_bps", agg_core_bps), latency_s=lat)
+    t2a_bps = None if tor_agg_bps is None else checks.rate("tor_agg_bps", tor_agg_bps)
+    a2c_bps = None if agg_core_bps is None else checks.rate("agg_core_bps", agg_core_bps)
     asm = Assembler(f"lingjun_{Path(path).stem}")
     ids = _switch_layers(asm, rows, n_agg, n_core)
     for h, r in enumerate(rows):
         asm.host(tmpl, h, [ids[f"tor_{r.psw}_{r.asw}"]] * tmpl.n_nics, down, label=r.ip)
-    tor_pod = {f"tor_{r.psw}_{r.asw}": r.psw for r in rows}
-    for tor, psw in tor_pod.items():
-        asm.mesh(ids[tor], ids[f"agg_{psw}"], 1, t2a)
-    psw_dsw = {r.psw: r.dsw for r in rows}
-    for psw, dsw in psw_dsw.items():
-        asm.mesh(ids[f"agg_{psw}"], ids[f"core_{dsw}"], 1, a2c)
+    tor_hosts = Counter((r.psw, r.asw) for r in rows)
+    psw_up = Counter[str]()  # ToR-facing capacity of each Agg of a PSW, bits/s
+    for (psw, asw), n in tor_hosts.items():
+        bps = t2a_bps or n * tmpl.n_nics * down.capacity_bps / n_agg
+        psw_up[psw] += bps
+        asm.mesh(ids[f"tor_{psw}_{asw}"], ids[f"agg_{psw}"], 1, CableSpec(capacity_bps=bps, latency_s=lat))
+    for psw, dsw in {r.psw: r.dsw for r in rows}.items():
+        bps = a2c_bps or psw_up[psw] / n_core
+        asm.mesh(ids[f"agg_{psw}"], ids[f"core_{dsw}"], 1, CableSpec(capacity_bps=bps, latency_s=lat))
     return asm.finish(
-        {"kind": "lingjun", "path": str(path), "gpus_per_host": gpus, "host_template": tmpl.name,
-         "host_link_bps": down.capacity_bps, "tor_agg_bps": t2a.capacity_bps, "agg_core_bps": a2c.capacity_bps,
-         "aggs_per_psw": n_agg, "cores_per_dsw": n_core, "latency_s": lat}
-    )  # fmt: skip
+        {
+            "kind": "lingjun",
+            "path": str(path),
+            "gpus_per_host": gpus,
+            "host_template": tmpl.name,
+            "host_link_bps": down.capacity_bps,
+            "tor_agg_bps": t2a_bps,
+            "agg_core_bps": a2c_bps,
+            "aggs_per_psw": n_agg,
+            "cores_per_dsw": n_core,
+            "latency_s": lat,
+        }
+    )

@@ -6,7 +6,7 @@ from commsched.topology import checks
 from commsched.topology.assembly import Assembler, CableSpec
 from commsched.topology.builders.clos import DEFAULT_LATENCY_S
 from commsched.topology.graph import Topology
-from commsched.topology.hosts import NIC_200G_BPS, NIC_100G_BPS, a100_8gpu_4nic
+from commsched.topology.hosts import NIC_100G_BPS, NIC_200G_BPS, a100_8gpu_4nic
 from commsched.topology.records import LinkKind, NodeKind
 
 ENDPOINT_A_IP = (10 << 24) | (255 << 16) | 1  # 10.255.0.1
@@ -35,7 +35,10 @@ def single_link(*, capacity_bps: float = 8e9, latency_s: float = 0.0) -> Topolog
     ----------
     Crux (SIGCOMM'24) §3 and reference/crux-spec.md §1.4 (single-link reduction, worked examples).
     """
-    spec = CableSpec(capacity_bps=checks.rate("capacity_bps", capacity_bps), latency_s=checks.seconds("latency_s", latency_s))
+    spec = CableSpec(
+        capacity_bps=checks.rate("capacity_bps", capacity_bps),
+        latency_s=checks.seconds("latency_s", latency_s),
+    )
     asm = Assembler("single_link")
     a = asm.node("a", NodeKind.ENDPOINT, ip=ENDPOINT_A_IP)
     b = asm.node("b", NodeKind.ENDPOINT, ip=ENDPOINT_B_IP)
@@ -44,7 +47,10 @@ def single_link(*, capacity_bps: float = 8e9, latency_s: float = 0.0) -> Topolog
 
 
 def crux_testbed(
-    *, host_link_bps: float = NIC_200G_BPS, uplink_bps: float = NIC_100G_BPS, latency_s: float = DEFAULT_LATENCY_S
+    *,
+    host_link_bps: float = NIC_200G_BPS,
+    uplink_bps: float = NIC_100G_BPS,
+    latency_s: float = DEFAULT_LATENCY_S,
 ) -> Topology:
     """The Crux testbed (Fig. 18): 12 hosts x 8 A100 (96 GPUs), 4 x 200 Gb/s NICs per host, 6 ToR, 8 Agg.
 
@@ -86,5 +92,10 @@ def crux_testbed(
         asm.host(tmpl, h, [[tors[2 * (h // 4) + i % 2]] for i in range(tmpl.n_nics)], down)
     asm.mesh(tors, aggs, 1, up)
     return asm.finish(
-        {"kind": "crux_testbed", "host_link_bps": down.capacity_bps, "uplink_bps": up.capacity_bps, "latency_s": lat}
+        {
+            "kind": "crux_testbed",
+            "host_link_bps": down.capacity_bps,
+            "uplink_bps": up.capacity_bps,
+            "latency_s": lat,
+        }
     )

@@ -1,0 +1,100 @@
+"""``commsched topology show``: build a topology and print what it contains."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+
+from commsched.cli.common import print_json, stdout_console, user_errors
+from commsched.errors import InputError
+from commsched.topology.builders import build_topology, load_lingjun_topo
+from commsched.topology.graph import Topology
+from commsched.topology.summary import TopologySummary, summarize
+
+
+def _parse_params(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"bad parameter {item!r}", where="--param", expected="KEY=VALUE")
+        try:
+            out[key.strip()] = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            out[key.strip()] = raw
+    return out
+
+
+def _from_yaml(path: Path, extra: dict[str, Any]) -> Topology:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"cannot read YAML: {exc}", where=str(path)) from None
+    if isinstance(data, dict) and isinstance(data.get("topology"), dict):
+        data = data["topology"]
+    if not isinstance(data, dict) or "kind" not in data:
+        raise InputError("no topology kind", where=str(path), expected="a mapping with 'kind' and parameters")
+    params = {k: v for k, v in data.items() if k != "kind"} | extra
+    return build_topology(str(data["kind"]), params, where=f"{path}: topology")
+
+
+def load_topology(spec: str, params: dict[str, Any]) -> Topology:
+    """A topology from a kind name, a Lingjun ``.csv`` file or a YAML file with ``kind`` and parameters."""
+    path = Path(spec)
+    if path.suffix.lower() == ".csv":
+        return load_lingjun_topo(path, **params) if params else load_lingjun_topo(path)
+    if path.suffix.lower() in {".yaml", ".yml"}:
+        return _from_yaml(path, params)
+    return build_topology(spec, params, where="topology")
+
+
+def _print(summary: TopologySummary) -> None:
+    con = stdout_console()
+    con.print(f"topology {summary.name}", markup=False, soft_wrap=True)
+    con.print(
+        f"  hosts {summary.hosts}   GPUs {summary.gpus}   NICs {summary.nics}", markup=False, soft_wrap=True
+    )
+    con.print(
+        "  nodes by kind: " + ", ".join(f"{k} {v}" for k, v in summary.nodes_by_kind.items()),
+        markup=False,
+        soft_wrap=True,
+    )
+    con.print(
+        "  links by kind: " + ", ".join(f"{k} {v}" for k, v in summary.links_by_kind.items()),
+        markup=False,
+        soft_wrap=True,
+    )
+    over = "n/a" if summary.oversubscription is None else f"{summary.oversubscription:.3g}:1"
+    con.print(f"  ToR oversubscription (worst): {over}", markup=False, soft_wrap=True)
+    for s in summary.path_samples:
+        con.print(
+            f"  equal-cost paths {s.src} -> {s.dst} ({s.relation}): {s.n_paths}", markup=False, soft_wrap=True
+        )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``topology`` sub-app to the root app."""
+    sub = typer.Typer(help="Build and inspect cluster topologies.", no_args_is_help=True)
+
+    @sub.command("show")
+    @user_errors
+    def show(
+        spec: Annotated[str, typer.Argument(help="A topology kind, a Lingjun topo.csv, or a YAML file.")],
+        param: Annotated[
+            list[str] | None, typer.Option("--param", "-p", help="Builder parameter KEY=VALUE (repeatable).")
+        ] = None,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="Print one JSON object instead of text.")
+        ] = False,
+    ) -> None:
+        """Print hosts, GPUs, switches and links by kind, oversubscription and equal-cost path counts."""
+        summary = summarize(load_topology(spec, _parse_params(param or [])))
+        if as_json:
+            print_json(summary.to_dict())
+        else:
+            _print(summary)
+
+    app.add_typer(sub, name="topology")
