@@ -28,7 +28,9 @@ def job(
     gpu_ids: Sequence[str] = (),
     collective: str = "ring",
 ) -> SimJob:
-    prof = ModelProfile(name=jid, gpu="test", compute_s=compute_s, sync_bytes=comm_bytes, overlap=overlap, source="test")
+    prof = ModelProfile(
+        name=jid, gpu="test", compute_s=compute_s, sync_bytes=comm_bytes, overlap=overlap, source="test"
+    )
     spec = JobSpec(
         id=JobId(jid),
         profile=prof,
@@ -44,7 +46,9 @@ def job(
 def classes_policy(classes: dict[str, int]):  # type: ignore[no-untyped-def]
     def policy(state: ClusterState, ctx: PolicyContext) -> Decisions:
         base = fair_policy(state, ctx)
-        return Decisions(routes=base.routes, classes=MappingProxyType({j.id: classes.get(j.id, 0) for j in state.jobs}))
+        return Decisions(
+            routes=base.routes, classes=MappingProxyType({j.id: classes.get(j.id, 0) for j in state.jobs})
+        )
 
     return policy
 

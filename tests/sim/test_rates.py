@@ -15,7 +15,9 @@ def instances(draw: st.DrawFn) -> tuple[sparse.csr_matrix, np.ndarray, np.ndarra
     n_groups = draw(st.integers(1, 12))
     n_links = draw(st.integers(1, 8))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    dense = np.where(rng.random((n_groups, n_links)) < 0.4, rng.choice([1.0, 2.0, 0.5, 3.0], (n_groups, n_links)), 0.0)
+    dense = np.where(
+        rng.random((n_groups, n_links)) < 0.4, rng.choice([1.0, 2.0, 0.5, 3.0], (n_groups, n_links)), 0.0
+    )
     for g in range(n_groups):  # every group uses at least one link
         if not dense[g].any():
             dense[g, rng.integers(n_links)] = 1.0

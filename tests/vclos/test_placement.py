@@ -36,6 +36,7 @@ from commsched.scheduling.vclos.ilp import (
     ClosProblem,
     OcsProblem,
     brute_force_clos,
+    solve_clos,
     solve_clos_ilp,
     solve_ocs_ilp,
 )
@@ -63,7 +64,9 @@ def check_invariants(state: FabricState) -> None:
             assert all(c.port % f.ocs_groups == c.spine_port % f.ocs_groups for c in cables)
         if p.stage in (Stage.SERVER,):
             assert len({g.port // f.gpus_per_server for g in p.gpus}) == 1
-    reserved = [p for p in state.placements.values() if p.stage in RESERVING or p.stage in (Stage.SERVER, Stage.LEAF)]
+    reserved = [
+        p for p in state.placements.values() if p.stage in RESERVING or p.stage in (Stage.SERVER, Stage.LEAF)
+    ]
     routing = merge_routings(p.routing for p in reserved if p.routing is not None)
     rings = list(chain.from_iterable(place_pattern(ring(len(p.gpus))[0], p.gpus) for p in reserved))
     assert is_contention_free(f, routing, rings)
@@ -97,6 +100,7 @@ ops = st.lists(
 
 
 def run_ops(fabric: Fabric, allocate: Allocator, seq: list[tuple[str, int]], *, brute: bool = False) -> None:
+    """Random arrivals/departures; invariants after each; infeasibility checked by brute force."""
     state = empty_state(fabric)
     n = 0
     for op, x in seq:
@@ -157,7 +161,9 @@ def test_baselines_random_sequences(seq: list[tuple[str, int]], allocate: Alloca
 def clos_problems(draw: st.DrawFn) -> ClosProblem:
     nleaf = draw(st.integers(2, 6))
     nplane = draw(st.integers(1, 6))
-    free = np.array(draw(st.lists(st.booleans(), min_size=nleaf * nplane, max_size=nleaf * nplane)), dtype=bool)
+    free = np.array(
+        draw(st.lists(st.booleans(), min_size=nleaf * nplane, max_size=nleaf * nplane)), dtype=bool
+    )
     ok = np.array(draw(st.lists(st.booleans(), min_size=nleaf, max_size=nleaf)), dtype=bool)
     cost = st.lists(st.integers(0, 9), min_size=nleaf + nplane, max_size=nleaf + nplane)
     c = np.array(draw(cost), dtype=float)
@@ -174,6 +180,7 @@ def clos_problems(draw: st.DrawFn) -> ClosProblem:
 @settings(max_examples=150, deadline=None)
 @given(clos_problems(), st.booleans())
 def test_clos_ilp_matches_brute_force(problem: ClosProblem, presolve: bool) -> None:
+    assert (solve_clos(problem) is None) == (brute_force_clos(problem) is None)
     ilp = solve_clos_ilp(problem, presolve=presolve)
     ref = brute_force_clos(problem)
     assert (ilp is None) == (ref is None)
@@ -189,9 +196,15 @@ def ocs_problems(draw: st.DrawFn, groups: int) -> OcsProblem:
     nleaf, nspine = draw(st.integers(1, 4)), draw(st.integers(1, 4))
     ints = st.integers(0, 4)
     return OcsProblem(
-        leaf_slots=np.array(draw(st.lists(st.integers(0, 2), min_size=nleaf, max_size=nleaf)), dtype=np.int64),
-        leaf_free=np.array(draw(st.lists(ints, min_size=nleaf * groups, max_size=nleaf * groups)), dtype=np.int64).reshape(nleaf, groups),
-        spine_free=np.array(draw(st.lists(ints, min_size=nspine * groups, max_size=nspine * groups)), dtype=np.int64).reshape(nspine, groups),
+        leaf_slots=np.array(
+            draw(st.lists(st.integers(0, 2), min_size=nleaf, max_size=nleaf)), dtype=np.int64
+        ),
+        leaf_free=np.array(
+            draw(st.lists(ints, min_size=nleaf * groups, max_size=nleaf * groups)), dtype=np.int64
+        ).reshape(nleaf, groups),
+        spine_free=np.array(
+            draw(st.lists(ints, min_size=nspine * groups, max_size=nspine * groups)), dtype=np.int64
+        ).reshape(nspine, groups),
         leaf_cost=np.zeros(nleaf),
         spine_cost=np.zeros(nspine),
         nl=draw(st.integers(1, 4)),

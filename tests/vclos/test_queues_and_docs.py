@@ -8,7 +8,7 @@ import pkgutil
 
 import pytest
 
-import commsched.scheduling.vclos as vclos
+from commsched.scheduling import vclos
 from commsched.scheduling.vclos import (
     Fabric,
     JobRequest,
@@ -78,3 +78,9 @@ def test_adapter_on_leaf_spine_builder() -> None:
     assert len(view.gpu_ids) == view.fabric.n_gpus == topo.n_gpus
     some = next(iter(view.gpu_ids))
     assert view.gpu_addr(view.gpu_ids[some]) == some
+    f = fabric_from_topology(
+        leaf_spine(leaves=4, spines=8, gpus_per_host=2, hosts_per_leaf=2, ports_per_leaf=16)
+    )
+    assert f.fabric == Fabric(leaves=4, spines=8, servers_per_leaf=2, gpus_per_server=2)
+    o = fabric_from_topology(leaf_spine(leaves=4, spines=4, ocs=True)).fabric
+    assert o.has_ocs and o.ocs_groups == 1 and o.up_ports == o.down_ports

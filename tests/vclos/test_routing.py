@@ -33,10 +33,16 @@ from commsched.scheduling.vclos.patterns import RankPattern
 FABRIC = Fabric(leaves=8, spines=8, servers_per_leaf=4, gpus_per_server=2)
 
 
-def aligned_routing(fabric: Fabric, leaves: Sequence[int], ports: Sequence[Sequence[int]], planes: Sequence[int]) -> SourceRouting:
+def aligned_routing(
+    fabric: Fabric, leaves: Sequence[int], ports: Sequence[Sequence[int]], planes: Sequence[int]
+) -> SourceRouting:
     """Leaf maps that send the a-th chosen port of every leaf up plane ``planes[a]``."""
     base = default_routing(fabric)
-    uplink = {GpuAddr(leaf=n, port=p): planes[a] for n, ps in zip(leaves, ports, strict=True) for a, p in enumerate(ps)}
+    uplink = {
+        GpuAddr(leaf=n, port=p): planes[a]
+        for n, ps in zip(leaves, ports, strict=True)
+        for a, p in enumerate(ps)
+    }
     return SourceRouting(uplink=uplink, plane=base.plane, downlink=base.downlink)
 
 
@@ -58,7 +64,9 @@ def steps_flows(steps: tuple[RankPattern, ...], gpus: Sequence[GpuAddr]) -> list
 
 @settings(max_examples=60, deadline=None)
 @given(layouts())
-def test_ring_and_pipeline_are_leaf_wise_permutations_and_contention_free(lay: tuple[list[int], list[list[int]], list[int]]) -> None:
+def test_ring_and_pipeline_are_leaf_wise_permutations_and_contention_free(
+    lay: tuple[list[int], list[list[int]], list[int]],
+) -> None:
     leaves, ports, planes = lay
     gpus = aligned_layout(leaves, ports)
     r = aligned_routing(FABRIC, leaves, ports, planes)
@@ -70,7 +78,9 @@ def test_ring_and_pipeline_are_leaf_wise_permutations_and_contention_free(lay: t
 
 @settings(max_examples=60, deadline=None)
 @given(layouts(pow2=True))
-def test_halving_doubling_contention_free_with_power_of_two_ports_per_leaf(lay: tuple[list[int], list[list[int]], list[int]]) -> None:
+def test_halving_doubling_contention_free_with_power_of_two_ports_per_leaf(
+    lay: tuple[list[int], list[list[int]], list[int]],
+) -> None:
     leaves, ports, planes = lay  # N = l * n need not be a power of two (fold/unfold steps)
     gpus = aligned_layout(leaves, ports)
     r = aligned_routing(FABRIC, leaves, ports, planes)
@@ -80,7 +90,9 @@ def test_halving_doubling_contention_free_with_power_of_two_ports_per_leaf(lay: 
 
 @settings(max_examples=60, deadline=None)
 @given(layouts())
-def test_pairwise_all_to_all_every_step_contention_free(lay: tuple[list[int], list[list[int]], list[int]]) -> None:
+def test_pairwise_all_to_all_every_step_contention_free(
+    lay: tuple[list[int], list[list[int]], list[int]],
+) -> None:
     leaves, ports, planes = lay
     gpus = aligned_layout(leaves, ports)
     r = aligned_routing(FABRIC, leaves, ports, planes)
@@ -141,7 +153,11 @@ def test_route_cases() -> None:
     same_leaf = Flow(src=GpuAddr(leaf=0, port=0), dst=GpuAddr(leaf=0, port=1))
     assert len(route(f2, default_routing(f2), same_leaf)) == 2
     with pytest.raises(InputError, match="not routable"):
-        route(f2, SourceRouting(uplink={}, plane={}), Flow(src=GpuAddr(leaf=0, port=0), dst=GpuAddr(leaf=1, port=0)))
+        route(
+            f2,
+            SourceRouting(uplink={}, plane={}),
+            Flow(src=GpuAddr(leaf=0, port=0), dst=GpuAddr(leaf=1, port=0)),
+        )
 
 
 def test_definition_1_rejects_non_permutations() -> None:

@@ -21,8 +21,12 @@ def _mode_value(mode: str | None) -> str | None:
 @user_errors
 def simulate(
     scenario: Path = typer.Argument(..., help="Scenario YAML file (see `commsched validate`)."),
-    policy: str | None = typer.Option(None, "--policy", "-p", help="Communication policy; default: the scenario's."),
-    mode: str | None = typer.Option(None, "--mode", "-m", help="exact (every iteration) or fast (steady states)."),
+    policy: str | None = typer.Option(
+        None, "--policy", "-p", help="Communication policy; default: the scenario's."
+    ),
+    mode: str | None = typer.Option(
+        None, "--mode", "-m", help="exact (every iteration) or fast (steady states)."
+    ),
     seed: int | None = typer.Option(None, "--seed", "-s", help="Seed of the run; default: the scenario's."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Write summary.json and CSV time series here."),
     as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object on stdout."),
@@ -73,7 +77,17 @@ def _print_table(summary: dict[str, object]) -> None:
         f"{_fmt(summary['sim_time_s'], 1)} s simulated in {_fmt(summary['wall_time_s'], 2)} s"
     )
     t = Table(show_header=True, header_style="bold")
-    for col in ("job", "GPUs", "iterations", "standalone it. s", "mean it. s", "slowdown", "class", "JCT s", "wait s"):
+    for col in (
+        "job",
+        "GPUs",
+        "iterations",
+        "standalone it. s",
+        "mean it. s",
+        "slowdown",
+        "class",
+        "JCT s",
+        "wait s",
+    ):
         t.add_column(col, justify="right")
     jobs = summary["jobs"]
     assert isinstance(jobs, list)

@@ -20,7 +20,7 @@ def _num(x: float) -> float | None:
 
 
 def result_summary(result: SimResult, *, include_wall_time: bool = True) -> dict[str, Any]:
-    """The summary object printed by ``simulate --json`` (every field but ``wall_time_s`` is deterministic)."""
+    """The summary printed by ``simulate --json``; every field but ``wall_time_s`` is deterministic."""
     jobs = []
     for j in result.jobs:
         jobs.append(
@@ -79,11 +79,23 @@ def write_outputs(result: SimResult, topology: Topology, out_dir: Path) -> list[
     with p.open("w", newline="", encoding="utf-8") as fh:
         w2 = csv.writer(fh)
         w2.writerow(["t_s", "gpu_utilization", "allocated_gpu_utilization"])
-        for t, u, a in zip(s.t.tolist(), s.gpu_utilization.tolist(), s.allocated_gpu_utilization.tolist(), strict=True):
-            w2.writerow([f"{t:.6g}", "" if not math.isfinite(u) else f"{u:.6g}", "" if not math.isfinite(a) else f"{a:.6g}"])
+        for t, u, a in zip(
+            s.t.tolist(), s.gpu_utilization.tolist(), s.allocated_gpu_utilization.tolist(), strict=True
+        ):
+            w2.writerow(
+                [
+                    f"{t:.6g}",
+                    "" if not math.isfinite(u) else f"{u:.6g}",
+                    "" if not math.isfinite(a) else f"{a:.6g}",
+                ]
+            )
     written.append(p)
     p = out_dir / "links.csv"
-    used = np.flatnonzero(np.nansum(s.link_utilization, axis=0) > 0) if s.link_utilization.size else np.zeros(0, int)
+    used = (
+        np.flatnonzero(np.nansum(s.link_utilization, axis=0) > 0)
+        if s.link_utilization.size
+        else np.zeros(0, int)
+    )
     with p.open("w", newline="", encoding="utf-8") as fh:
         w3 = csv.writer(fh)
         w3.writerow(["t_s", "link", "src", "dst", "kind", "utilization", "gpu_intensity"])
@@ -93,7 +105,15 @@ def write_outputs(result: SimResult, topology: Topology, out_dir: Path) -> list[
                 u = float(s.link_utilization[k, lid])
                 inten = float(s.link_intensity[k, lid])
                 w3.writerow(
-                    [f"{t:.6g}", lid, lk.src, lk.dst, lk.kind, f"{u:.6g}", "" if not math.isfinite(inten) else f"{inten:.6g}"]
+                    [
+                        f"{t:.6g}",
+                        lid,
+                        lk.src,
+                        lk.dst,
+                        lk.kind,
+                        f"{u:.6g}",
+                        "" if not math.isfinite(inten) else f"{inten:.6g}",
+                    ]
                 )
     written.append(p)
     return written

@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError as PydanticError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ValidationError as PydanticError
 
-from commsched.io import yamlio
 from commsched.errors import CommschedError, InputError, TopologyError, ValidationError
+from commsched.io import yamlio
 from commsched.topology import NodeId, Topology
 from commsched.workload import JobId, JobSpec, ModelProfile
 
@@ -221,7 +222,9 @@ def scenario_from_data(data: object, *, source: str, text: str = "") -> Scenario
     """Validate parsed YAML data and build the scenario."""
     probs = _Problems(source, _line_index(text) if text else {})
     if not isinstance(data, dict):
-        probs.add((), f"the file holds {type(data).__name__}, not a mapping", "a mapping with topology, jobs, ...")
+        probs.add(
+            (), f"the file holds {type(data).__name__}, not a mapping", "a mapping with topology, jobs, ..."
+        )
         raise ValidationError(probs.items)
     try:
         raw = ScenarioFile.model_validate(data)
@@ -248,10 +251,14 @@ def _build(raw: ScenarioFile, probs: _Problems) -> Scenario:
 
     topo = _build_topology(raw.topology, probs)
     if raw.policy not in policy_names():
-        probs.add(("policy",), f"unknown policy {raw.policy!r}", "one of " + ", ".join(sorted(policy_names())))
+        probs.add(
+            ("policy",), f"unknown policy {raw.policy!r}", "one of " + ", ".join(sorted(policy_names()))
+        )
     if raw.placement not in placement_names():
         probs.add(
-            ("placement",), f"unknown placement {raw.placement!r}", "one of " + ", ".join(sorted(placement_names()))
+            ("placement",),
+            f"unknown placement {raw.placement!r}",
+            "one of " + ", ".join(sorted(placement_names())),
         )
     if raw.warmup_s >= raw.horizon_s:
         probs.add(("warmup_s",), f"warm-up {raw.warmup_s} s is not before the horizon", f"< {raw.horizon_s}")
@@ -259,7 +266,11 @@ def _build(raw: ScenarioFile, probs: _Problems) -> Scenario:
     seen: dict[str, int] = {}
     for i, entry in enumerate(raw.jobs):
         if entry.id in seen:
-            probs.add(("jobs", i, "id"), f"duplicate job id {entry.id!r} (first at jobs[{seen[entry.id]}])", "unique ids")
+            probs.add(
+                ("jobs", i, "id"),
+                f"duplicate job id {entry.id!r} (first at jobs[{seen[entry.id]}])",
+                "unique ids",
+            )
         seen.setdefault(entry.id, i)
         job = _build_job(entry, i, topo, raw.policy, probs)
         if job is not None:
@@ -342,7 +353,9 @@ def _placement(entry: JobEntry, i: int, topo: Topology, probs: _Problems) -> tup
     if entry.gpu_ids is not None:
         bad = [g for g in entry.gpu_ids if g not in set(map(str, topo.gpus))]
         if bad:
-            probs.add(("jobs", i, "gpu_ids"), f"unknown GPU(s) {', '.join(bad[:3])}", "GPU ids of the topology")
+            probs.add(
+                ("jobs", i, "gpu_ids"), f"unknown GPU(s) {', '.join(bad[:3])}", "GPU ids of the topology"
+            )
             return None
         return tuple(NodeId(g) for g in entry.gpu_ids)
     if entry.hosts is None:
@@ -355,11 +368,17 @@ def _placement(entry: JobEntry, i: int, topo: Topology, probs: _Problems) -> tup
         host = known.get(str(name))
         if host is None:
             sample = ", ".join(list(known)[:4])
-            probs.add(("jobs", i, "hosts", k), f"unknown host {name!r}", f"a host of the topology, e.g. {sample}")
+            probs.add(
+                ("jobs", i, "hosts", k), f"unknown host {name!r}", f"a host of the topology, e.g. {sample}"
+            )
             return None
         per = entry.gpus_per_host or len(host.gpus)
         if per > len(host.gpus):
-            probs.add(("jobs", i, "gpus_per_host"), f"{per} GPUs asked of host {name!r}", f"at most {len(host.gpus)}")
+            probs.add(
+                ("jobs", i, "gpus_per_host"),
+                f"{per} GPUs asked of host {name!r}",
+                f"at most {len(host.gpus)}",
+            )
             return None
         gpus.extend(host.gpus[:per])
     if len(set(gpus)) != len(gpus):
@@ -368,7 +387,9 @@ def _placement(entry: JobEntry, i: int, topo: Topology, probs: _Problems) -> tup
     return tuple(gpus)
 
 
-def _build_job(entry: JobEntry, i: int, topo: Topology | None, policy: str, probs: _Problems) -> ScenarioJob | None:
+def _build_job(
+    entry: JobEntry, i: int, topo: Topology | None, policy: str, probs: _Problems
+) -> ScenarioJob | None:
     profile = _profile(entry, i, probs)
     if entry.iterations is not None and entry.duration_s is not None:
         probs.add(("jobs", i), "both iterations and duration_s given", "at most one of them")
@@ -384,7 +405,11 @@ def _build_job(entry: JobEntry, i: int, topo: Topology | None, policy: str, prob
             probs.add(("jobs", i), f"job {entry.id!r} has neither gpus nor hosts", "gpus: N or hosts: [...]")
             return None
         if gpu_ids and entry.gpus is not None and entry.gpus != len(gpu_ids):
-            probs.add(("jobs", i, "gpus"), f"gpus: {entry.gpus} but hosts give {len(gpu_ids)} GPUs", "matching counts")
+            probs.add(
+                ("jobs", i, "gpus"),
+                f"gpus: {entry.gpus} but hosts give {len(gpu_ids)} GPUs",
+                "matching counts",
+            )
             return None
     else:
         if entry.hosts or entry.gpu_ids:
@@ -431,9 +456,13 @@ def _check_capacity(jobs: list[ScenarioJob], topo: Topology | None, probs: _Prob
     owner: dict[NodeId, str] = {}
     for k, j in enumerate(jobs):
         if j.spec.gpus > total:
-            probs.add(("jobs", k, "gpus"), f"{j.spec.gpus} GPUs asked, the cluster has {total}", f"at most {total}")
+            probs.add(
+                ("jobs", k, "gpus"), f"{j.spec.gpus} GPUs asked, the cluster has {total}", f"at most {total}"
+            )
         for g in j.gpu_ids:
             if g in owner and j.spec.arrival_s == 0:
-                probs.add(("jobs", k, "hosts"), f"GPU {g} is also given to job {owner[g]!r}", "disjoint placements")
+                probs.add(
+                    ("jobs", k, "hosts"), f"GPU {g} is also given to job {owner[g]!r}", "disjoint placements"
+                )
                 break
             owner[g] = j.spec.id

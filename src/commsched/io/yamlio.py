@@ -1,4 +1,7 @@
-"""YAML reading with YAML 1.2 numbers: ``8.0e9`` and ``1e9`` are floats (PyYAML alone reads them as strings)."""
+"""YAML reading with YAML 1.2 numbers: ``8.0e9`` and ``1e9`` are floats.
+
+PyYAML alone follows YAML 1.1 and reads them as strings.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +25,9 @@ _FLOAT = re.compile(
 Loader.yaml_implicit_resolvers = {k: list(v) for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 for _ch in "-+0123456789.":
     Loader.yaml_implicit_resolvers[_ch] = [
-        (tag, rx) for tag, rx in Loader.yaml_implicit_resolvers.get(_ch, []) if tag != "tag:yaml.org,2002:float"
+        (tag, rx)
+        for tag, rx in Loader.yaml_implicit_resolvers.get(_ch, [])
+        if tag != "tag:yaml.org,2002:float"
     ]
     Loader.yaml_implicit_resolvers[_ch].insert(0, ("tag:yaml.org,2002:float", _FLOAT))
 
@@ -35,4 +40,4 @@ def load(text: str) -> object:
     >>> load("{a: 8.0e9, b: 1e9, c: 3, d: 2.5}")
     {'a': 8000000000.0, 'b': 1000000000.0, 'c': 3, 'd': 2.5}
     """
-    return yaml.load(text, Loader=Loader)  # noqa: S506 - Loader is a SafeLoader subclass
+    return yaml.load(text, Loader=Loader)

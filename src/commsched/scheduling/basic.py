@@ -21,4 +21,6 @@ def static_policy(state: ClusterState, ctx: PolicyContext) -> Decisions:
 
 def fair_policy(state: ClusterState, ctx: PolicyContext) -> Decisions:
     """Every job in one class (max-min fair sharing everywhere), ECMP routes."""
-    return Decisions(routes=ecmp_routes(state, seed=ctx.seed), classes=MappingProxyType({j.id: 0 for j in state.jobs}))
+    return Decisions(
+        routes=ecmp_routes(state, seed=ctx.seed), classes=MappingProxyType({j.id: 0 for j in state.jobs})
+    )

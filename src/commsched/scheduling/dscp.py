@@ -34,8 +34,9 @@ References
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import SupportsIndex
 
 from commsched.errors import InputError
 
@@ -113,10 +114,10 @@ class DscpTable:
         return len(self.dscp) - len(self.reserved)
 
 
-def _index(value: object, upper: int, where: str) -> int:
+def _index(value: SupportsIndex, upper: int, where: str) -> int:
     """``value`` as an int in ``0 .. upper-1`` (Python or NumPy integer), else ``InputError``."""
     try:
-        index = operator.index(value)  # type: ignore[arg-type]
+        index = operator.index(value)
     except TypeError:
         index = -1
     if isinstance(value, bool) or not 0 <= index < upper:
@@ -137,7 +138,7 @@ def default_dscp_table(*, reserved: Sequence[int] = ()) -> DscpTable:
     return DscpTable(dscp=DEFAULT_DSCP_VALUES, reserved=frozenset(reserved))
 
 
-def traffic_class_for_level(table: DscpTable, level: int) -> int:
+def traffic_class_for_level(table: DscpTable, level: SupportsIndex) -> int:
     """The hardware class of compressed level ``level`` (0 = highest): the ``level``-th usable class.
 
     Examples
@@ -152,7 +153,7 @@ def traffic_class_for_level(table: DscpTable, level: int) -> int:
     return table.usable_classes[_index(level, table.levels, "level")]
 
 
-def dscp_for_level(table: DscpTable, level: int) -> int:
+def dscp_for_level(table: DscpTable, level: SupportsIndex) -> int:
     """The DSCP code point of compressed level ``level``.
 
     Examples
@@ -165,7 +166,7 @@ def dscp_for_level(table: DscpTable, level: int) -> int:
     return table.dscp[traffic_class_for_level(table, level)]
 
 
-def dscp_for_levels(table: DscpTable, levels: Sequence[int]) -> tuple[int, ...]:
+def dscp_for_levels(table: DscpTable, levels: Iterable[SupportsIndex]) -> tuple[int, ...]:
     """DSCP per job from the compressed levels per job (e.g. ``Compression.levels``).
 
     Examples
@@ -177,7 +178,7 @@ def dscp_for_levels(table: DscpTable, levels: Sequence[int]) -> tuple[int, ...]:
     return tuple(table.dscp[usable[_index(v, len(usable), f"levels[{j}]")]] for j, v in enumerate(levels))
 
 
-def tos_byte(dscp: int) -> int:
+def tos_byte(dscp: SupportsIndex) -> int:
     """The IP TOS / traffic-class byte of a DSCP value (ECN bits zero): ``dscp << 2``.
 
     This is what verbs' ``ah_attr.grh.traffic_class`` takes (crux-spec §5.3).

@@ -42,7 +42,9 @@ def pack(req: PlacementRequest) -> tuple[NodeId, ...] | None:
     by_tor: dict[str, list[tuple[Host, list[NodeId]]]] = defaultdict(list)
     for h, f in by_host:
         by_tor[str(h.tors[0]) if h.tors else ""].append((h, f))
-    fits = [(sum(len(f) for _, f in hs), tor) for tor, hs in by_tor.items() if sum(len(f) for _, f in hs) >= n]
+    fits = [
+        (sum(len(f) for _, f in hs), tor) for tor, hs in by_tor.items() if sum(len(f) for _, f in hs) >= n
+    ]
     if fits:
         _, tor = min(fits)
         return _take(by_tor[tor], n)

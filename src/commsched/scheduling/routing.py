@@ -36,7 +36,9 @@ def network_pair(topology: Topology, key: ConnectionKey) -> tuple[str, str] | No
     return topology.nic_of(key.src), topology.nic_of(key.dst)
 
 
-def ecmp_routes(state: ClusterState, *, seed: int, hash_name: str = "murmur3") -> MappingProxyType[ConnectionKey, int]:
+def ecmp_routes(
+    state: ClusterState, *, seed: int, hash_name: str = "murmur3"
+) -> MappingProxyType[ConnectionKey, int]:
     """ECMP path index of every inter-host connection of every running job (random source ports)."""
     topo = state.topology
     out: dict[ConnectionKey, int] = {}

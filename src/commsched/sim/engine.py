@@ -28,10 +28,10 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
 from commsched.errors import InputError
+from commsched.scheduling.interfaces import PlacementFn, PlacementRequest, PolicyContext, PolicyFn
 from commsched.scheduling.state import ClusterState, Decisions, PlacedJob
 from commsched.scheduling.traffic import JobTraffic, job_traffic
 from commsched.sim.accounting import Jump, Sampler
-from commsched.scheduling.interfaces import PlacementFn, PlacementRequest, PolicyContext, PolicyFn
 from commsched.sim.rates import max_min_rates
 from commsched.sim.records import JobResult, Mode, SimConfig, SimResult, TimeSeries
 from commsched.sim.steady import Signature, best_match
@@ -325,7 +325,7 @@ class Simulation:
         self._settle_all()
         state = ClusterState(
             topology=self.topology,
-            jobs=tuple(self._runs[i].placed for i in self._running if self._runs[i].placed is not None),
+            jobs=tuple(p for i in self._running if (p := self._runs[i].placed) is not None),
             priority_levels=self.priority_levels,
         )
         ctx = PolicyContext(seed=self.config.seed, now_s=self.now, epoch=self._epoch)

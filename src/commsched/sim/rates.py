@@ -66,42 +66,55 @@ def max_min_rates(
     rates = np.zeros(n_groups)
     if n_groups == 0:
         return rates
-    residual = capacity.astype(float).copy()
+    share = share.tocsr()
+    used = np.unique(share.indices)  # work on the links in use only
+    sub = share[:, used]
+    residual = capacity[used].astype(float)
+    cap = residual.copy()
+    dense = n_groups * used.size <= _DENSE_LIMIT
     for cls in np.unique(classes):
         members = np.flatnonzero(classes == cls)
-        _fill(share[members], residual, rates, members)
+        block = sub[members]
+        mat: NDArray[np.float64] | sparse.csr_matrix = block.toarray() if dense else block
+        rates[members] = _fill(mat, residual, cap)
     return rates
 
 
+#: below this many matrix entries the filling runs on a dense array (faster for small components)
+_DENSE_LIMIT = 200_000
+
+
 def _fill(
-    sub: sparse.csr_matrix,
+    mat: NDArray[np.float64] | sparse.csr_matrix,
     residual: NDArray[np.float64],
-    rates: NDArray[np.float64],
-    members: NDArray[np.int64],
-) -> None:
-    """Progressive filling of one class; updates ``residual`` and ``rates`` in place."""
-    sub_t = sub.T.tocsr()
-    unfrozen = np.ones(sub.shape[0], dtype=bool)
-    scale = np.maximum(residual, 1.0)
-    # groups with no link at all are unconstrained; give them nothing (they carry no bytes)
-    has_links = np.asarray(sub.getnnz(axis=1) > 0)
-    unfrozen &= has_links
-    level = np.zeros(sub.shape[0])
-    while unfrozen.any():
-        demand = np.asarray(sub_t @ unfrozen.astype(float)).ravel()
-        used = demand > 0
-        if not used.any():
-            break
-        head = residual[used] / demand[used]
-        delta = max(float(head.min()), 0.0)
-        level[unfrozen] += delta
-        residual[used] -= delta * demand[used]
-        saturated = np.zeros(residual.shape[0], dtype=bool)
-        saturated[used] = residual[used] <= _SAT_RTOL * scale[used]
-        residual[saturated] = np.maximum(residual[saturated], 0.0)
-        hit = np.asarray(sub @ saturated.astype(float)).ravel() > 0
-        newly = unfrozen & hit
-        if not newly.any():  # numerical safety: freeze the tightest group
-            newly = unfrozen.copy()
+    capacity: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """Progressive filling of one class; updates ``residual`` in place and returns the paces."""
+    mat_t = mat.T if isinstance(mat, np.ndarray) else mat.T.tocsr()
+    n = mat.shape[0]
+    level = np.zeros(n)
+    nnz = (mat > 0).sum(axis=1) if isinstance(mat, np.ndarray) else mat.getnnz(axis=1)
+    unfrozen = np.asarray(nnz).ravel() > 0  # a group with no link carries nothing
+    water = 0.0
+    demand = np.asarray(mat_t @ unfrozen.astype(float)).ravel()
+    links = np.flatnonzero(demand > 0)
+    while links.size and unfrozen.any():
+        head = residual[links] / demand[links]
+        k = int(np.argmin(head))
+        delta = max(float(head[k]), 0.0)
+        water += delta
+        residual[links] -= delta * demand[links]
+        sat = links[residual[links] <= _SAT_RTOL * capacity[links]]
+        if sat.size == 0:  # rounding: the tightest link is the one that set delta
+            sat = links[k : k + 1]
+        residual[sat] = 0.0
+        sat_mask = np.zeros(residual.size)
+        sat_mask[sat] = 1.0
+        newly = unfrozen & (np.asarray(mat @ sat_mask).ravel() > 0)
+        level[newly] = water
         unfrozen &= ~newly
-    rates[members] = level
+        # the demand only loses the rows just frozen
+        demand -= np.asarray(mat_t @ newly.astype(float)).ravel()
+        demand[sat] = 0.0
+        links = links[demand[links] > 1e-12]
+    return level

@@ -14,7 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def ring_chunk_duration(edge_bytes_per_s: Sequence[float], size_bytes: float, alpha_s: float, slices: int = 1) -> float:
+def ring_chunk_duration(
+    edge_bytes_per_s: Sequence[float], size_bytes: float, alpha_s: float, slices: int = 1
+) -> float:
     """Duration of a ring all-reduce of ``size_bytes`` over ``n = len(edge_bytes_per_s)`` ranks.
 
     ``edge_bytes_per_s[i]`` is the bandwidth of the edge ``i -> i+1``.

@@ -33,8 +33,9 @@ def fabric_from_topology(topo: Topology) -> FabricView:
 
     Leaves and spines are numbered in the topology's node order; a leaf's hosts in host order, each
     host's GPUs in its own order, one down port per GPU. Cables per leaf–spine pair are the ToR->Agg
-    links (or ToR->OCS links divided over the spines when OCS nodes sit between them, in which case
-    ``ocs_groups`` is the number of OCS nodes).
+    links (or ToR->OCS links divided over the spines when OCS nodes sit between them; then
+    ``ocs_groups`` is the number of OCS devices, circuit nodes ``"ocs0/c3"`` counting as device
+    ``"ocs0"``, the convention of ``commsched.topology.builders.leaf_spine``).
 
     Raises
     ------
@@ -74,7 +75,7 @@ def fabric_from_topology(topo: Topology) -> FabricView:
         servers_per_leaf=per_leaf.pop(),
         gpus_per_server=per_host.pop(),
         cables_per_pair=max(1, up // len(spines)),
-        ocs_groups=len(ocs),
+        ocs_groups=len({str(o).split("/")[0] for o in ocs}),
     )
     t = fabric.gpus_per_server
     gpu_ids = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
+from math import comb
 
 import numpy as np
 from numpy.typing import NDArray
@@ -174,6 +175,19 @@ def brute_force_clos(problem: ClosProblem) -> ClosSolution | None:
         if best is None or cost < best.cost - 1e-9:
             best = ClosSolution(leaves=tuple(combo), planes=tuple(sorted(int(p) for p in order)), cost=cost)
     return best
+
+
+def solve_clos(problem: ClosProblem, *, max_enumeration: int = 20_000) -> ClosSolution | None:
+    """Exact solution of the vClos problem by the faster route: enumeration when the usable leaf sets
+    number at most ``max_enumeration``, else the ILP (HiGHS).
+
+    On fragmented fabrics the ILP's LP relaxation is weak (a biclique problem) and HiGHS can take
+    tens of seconds where enumerating a few thousand leaf sets takes milliseconds; both are exact.
+    """
+    leaf, _ = _prune(problem)
+    if comb(int(leaf.sum()), problem.nl) <= max_enumeration:
+        return brute_force_clos(problem)
+    return solve_clos_ilp(problem)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

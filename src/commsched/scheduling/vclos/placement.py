@@ -27,7 +27,13 @@ from commsched.scheduling.vclos.fabric import (
     idle_servers,
     idle_servers_per_leaf,
 )
-from commsched.scheduling.vclos.ilp import ClosProblem, ClosSolution, solve_clos_ilp
+from commsched.scheduling.vclos.ilp import (
+    ClosProblem,
+    ClosSolution,
+    brute_force_clos,
+    solve_clos,
+    solve_clos_ilp,
+)
 from commsched.scheduling.vclos.patterns import aligned_layout
 from commsched.scheduling.vclos.state import (
     check_request,
@@ -132,15 +138,25 @@ def clos_placement(state: FabricState, job: JobRequest, sol: ClosSolution) -> Pl
     )
 
 
-def place_clos(state: FabricState, job: JobRequest, *, presolve: bool = True) -> Placement | None:
+def place_clos(state: FabricState, job: JobRequest, *, method: str = "auto") -> Placement | None:
     """vClos stage 2: a virtual Clos with reserved leaf–spine links, by the vClos-ILP per shape.
+
+    ``method`` is ``"ilp"`` (HiGHS), ``"enumerate"`` (exact enumeration of leaf sets) or ``"auto"``
+    (enumeration when the leaf sets are few, else the ILP; see :func:`solve_clos`). All are exact;
+    an ILP that hits its time limit without a solution counts as infeasible (the job waits).
 
     References
     ----------
     vClos §6.1 Stage 2; Appendix A.2 (FINDVCLOS, Algorithm 3).
     """
+    solvers: dict[str, Callable[[ClosProblem], ClosSolution | None]] = {
+        "auto": solve_clos,
+        "ilp": solve_clos_ilp,
+        "enumerate": brute_force_clos,
+    }
+    solver = solvers[method]
     for nl, s in clos_shapes(state.fabric, job.gpus):
-        sol = solve_clos_ilp(clos_problem(state, nl, s), presolve=presolve)
+        sol = solver(clos_problem(state, nl, s))
         if sol is not None:
             return clos_placement(state, job, sol)
     return None

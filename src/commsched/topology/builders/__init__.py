@@ -79,7 +79,7 @@ def build_topology(
     >>> build_topology("single_link", {"speed": 1})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    commsched.errors.InputError: topology.speed: unknown parameter 'speed' ... (expected one of capacity_bps, latency_s)
+    commsched.errors.InputError: topology.speed: unknown parameter 'speed' ... capacity_bps, latency_s)
     """
     builder = topology_builders().get(kind, where=f"{where}.kind")
     sig = inspect.signature(builder).parameters

@@ -104,13 +104,13 @@ def _switch_layers(
 ) -> dict[str, list[NodeId]]:
     """Create ToRs, Aggs and Cores in first-appearance order; map ToR/PSW/DSW keys to their switches."""
     ids: dict[str, list[NodeId]] = {}
-    for kind, reps, keyf in (
-        (NodeKind.TOR, 1, lambda r: f"tor_{r.psw}_{r.asw}"),
-        (NodeKind.AGG, aggs_per_psw, lambda r: f"agg_{r.psw}"),
-        (NodeKind.CORE, cores_per_dsw, lambda r: f"core_{r.dsw}"),
-    ):
-        for r in rows:
-            key = keyf(r)
+    layers: tuple[tuple[NodeKind, int, list[str]], ...] = (
+        (NodeKind.TOR, 1, [f"tor_{r.psw}_{r.asw}" for r in rows]),
+        (NodeKind.AGG, aggs_per_psw, [f"agg_{r.psw}" for r in rows]),
+        (NodeKind.CORE, cores_per_dsw, [f"core_{r.dsw}" for r in rows]),
+    )
+    for kind, reps, keys in layers:
+        for key in keys:
             if key not in ids:
                 names = [key] if reps == 1 else [f"{key}_{i}" for i in range(reps)]
                 ids[key] = [asm.node(n, kind) for n in names]
@@ -172,10 +172,10 @@ def load_lingjun_topo(
     for h, r in enumerate(rows):
         asm.host(tmpl, h, [ids[f"tor_{r.psw}_{r.asw}"]] * tmpl.n_nics, down, label=r.ip)
     tor_hosts = Counter((r.psw, r.asw) for r in rows)
-    psw_up = Counter[str]()  # ToR-facing capacity of each Agg of a PSW, bits/s
+    psw_up: dict[str, float] = {}  # ToR-facing capacity of each Agg of a PSW, bits/s
     for (psw, asw), n in tor_hosts.items():
         bps = t2a_bps or n * tmpl.n_nics * down.capacity_bps / n_agg
-        psw_up[psw] += bps
+        psw_up[psw] = psw_up.get(psw, 0.0) + bps
         asm.mesh(ids[f"tor_{psw}_{asw}"], ids[f"agg_{psw}"], 1, CableSpec(capacity_bps=bps, latency_s=lat))
     for psw, dsw in {r.psw: r.dsw for r in rows}.items():
         bps = a2c_bps or psw_up[psw] / n_core
