@@ -60,7 +60,10 @@ def main() -> None:
     exact, ewall = simulate(Mode.EXACT)
     print(f"  exact mode: {ewall:.2f} s wall, {exact.events} events; exact/fast wall = {ewall / wall:.1f}x")
     print(f"  GPU utilisation fast {fast.gpu_utilization:.4f} vs exact {exact.gpu_utilization:.4f}")
-    d = [abs(f.iterations - e.iterations) / max(e.iterations, 1) for f, e in zip(fast.jobs, exact.jobs, strict=True)]
+    d = [
+        abs(f.iterations - e.iterations) / max(e.iterations, 1)
+        for f, e in zip(fast.jobs, exact.jobs, strict=True)
+    ]
     print(f"  largest per-job difference in iterations done: {max(d) * 100:.2f} %")
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
-from commsched.scheduling.state import ClusterState, Decisions
-from commsched.topology import NodeId, Topology
+from commsched.scheduling.state import ClusterState, ConnectionKey, Decisions, PlacedJob
+from commsched.topology import LinkId, NodeId, Topology
 from commsched.workload import JobSpec
 
 
@@ -29,12 +30,30 @@ PolicyFn = Callable[[ClusterState, PolicyContext], Decisions]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlacementRequest:
-    """A job asking for GPUs, and the GPUs that are free now."""
+    """A job asking for GPUs: the GPUs free now, and the running jobs with their allocations."""
 
     topology: Topology
     job: JobSpec
     free_gpus: frozenset[NodeId]
+    running: tuple[PlacedJob, ...] = ()
+    now_s: float = 0.0
 
 
-#: A placement policy: the job's GPUs in rank order, or ``None`` when it does not fit now.
-PlacementFn = Callable[[PlacementRequest], tuple[NodeId, ...] | None]
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Allocation:
+    """What a placement policy grants: GPUs in rank order, and optionally reserved links and pinned routes.
+
+    ``reserved_links`` are links no other job may be routed over while this job runs (vClos link
+    reservation); ``pinned_routes`` fix the route of the job's connections (source routing).
+    """
+
+    gpus: tuple[NodeId, ...]
+    reserved_links: frozenset[LinkId] = frozenset()
+    pinned_routes: Mapping[ConnectionKey, int] = field(default_factory=lambda: MappingProxyType({}))
+
+
+#: A placement policy: an allocation for the job, or ``None`` when it does not fit now (it waits).
+PlacementFn = Callable[[PlacementRequest], Allocation | None]
+
+#: Orders the waiting jobs before each placement round (default: arrival order, FIFO).
+QueueOrderFn = Callable[[Sequence[JobSpec], float], Sequence[JobSpec]]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from commsched.scheduling.interfaces import PlacementRequest
+from commsched.scheduling.interfaces import Allocation, PlacementRequest
 from commsched.topology import Host, NodeId
 
 
@@ -21,7 +21,7 @@ def _free_by_host(req: PlacementRequest) -> list[tuple[Host, list[NodeId]]]:
     return out
 
 
-def pack(req: PlacementRequest) -> tuple[NodeId, ...] | None:
+def pack(req: PlacementRequest) -> Allocation | None:
     """Production-like locality packing: fill a host, then a ToR, then the whole fabric.
 
     1. If the job fits in one host, the host with the fewest free GPUs that fits (best fit).
@@ -31,6 +31,12 @@ def pack(req: PlacementRequest) -> tuple[NodeId, ...] | None:
 
     GPUs are returned in host order, so consecutive ranks share a host where possible.
     """
+    gpus = pack_gpus(req)
+    return None if gpus is None else Allocation(gpus=gpus)
+
+
+def pack_gpus(req: PlacementRequest) -> tuple[NodeId, ...] | None:
+    """The GPUs :func:`pack` would give, or ``None``."""
     n = req.job.gpus
     by_host = _free_by_host(req)
     if sum(len(f) for _, f in by_host) < n:

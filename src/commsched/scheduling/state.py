@@ -10,8 +10,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from commsched.topology import NodeId, Topology
+from commsched.topology import LinkId, NodeId, Topology
 from commsched.workload import JobId, JobSpec
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectionKey:
+    """A directed connection of a job between two of its endpoints (GPUs, or single-link ends)."""
+
+    job: JobId
+    src: NodeId
+    dst: NodeId
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -23,6 +32,9 @@ class PlacedJob:
 
     spec: JobSpec
     gpus: tuple[NodeId, ...]
+    reserved_links: frozenset[LinkId] = frozenset()
+    pinned_routes: Mapping[ConnectionKey, int] = field(default_factory=lambda: MappingProxyType({}))
+    start_s: float = 0.0
 
     @property
     def id(self) -> JobId:
@@ -31,15 +43,6 @@ class PlacedJob:
     @property
     def n_gpus(self) -> int:
         return len(self.gpus) if self.gpus else self.spec.gpus
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConnectionKey:
-    """A directed connection of a job between two of its endpoints (GPUs, or single-link ends)."""
-
-    job: JobId
-    src: NodeId
-    dst: NodeId
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from types import MappingProxyType
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,7 +29,14 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
 from commsched.errors import InputError
-from commsched.scheduling.interfaces import PlacementFn, PlacementRequest, PolicyContext, PolicyFn
+from commsched.scheduling.interfaces import (
+    Allocation,
+    PlacementFn,
+    PlacementRequest,
+    PolicyContext,
+    PolicyFn,
+    QueueOrderFn,
+)
 from commsched.scheduling.state import ClusterState, Decisions, PlacedJob
 from commsched.scheduling.traffic import JobTraffic, job_traffic
 from commsched.sim.accounting import Jump, Sampler
@@ -152,6 +160,10 @@ class Simulation:
         Hardware priority classes available to the policy.
     progress
         Called with the simulated time at every sample (progress bars live at the edges).
+    queue_order
+        Orders the waiting jobs before each placement round (default FIFO by arrival).
+    backfill
+        When the first waiting job does not fit, let later ones that fit go ahead (default: strict order).
     """
 
     def __init__(
@@ -165,6 +177,8 @@ class Simulation:
         policy_name: str = "",
         priority_levels: int = 8,
         progress: Callable[[float], None] | None = None,
+        queue_order: QueueOrderFn | None = None,
+        backfill: bool = False,
     ) -> None:
         if config.horizon_s <= 0 or not math.isfinite(config.horizon_s):
             raise InputError("horizon must be a positive finite number of seconds", where="horizon_s")
@@ -175,6 +189,8 @@ class Simulation:
         self.policy_name = policy_name
         self.priority_levels = priority_levels
         self._progress = progress
+        self._queue_order = queue_order
+        self._backfill = backfill
         self.rng = np.random.default_rng(config.seed)
         self.now = 0.0
         self._seq = 0
@@ -202,6 +218,7 @@ class Simulation:
         self._anchor: dict[int, int] = {}
         self._routes_cache: dict[int, tuple[tuple[tuple[str, str], int], ...]] = {}
         self._arrivals: list[float] = []
+        self._alloc_extra: dict[int, Allocation] = {}
         self._check_jobs()
 
     # ------------------------------------------------------------------ setup
@@ -285,12 +302,20 @@ class Simulation:
     # ------------------------------------------------------------------ placement and decisions
     def _schedule_queue(self, *, decide: bool = True) -> None:
         placed_any = False
-        while self._queue:
-            r = self._runs[self._queue[0]]
+        if self._queue_order is not None and len(self._queue) > 1:
+            by_id = {self._runs[i].spec.id: i for i in self._queue}
+            order = self._queue_order([self._runs[i].spec for i in self._queue], self.now)
+            self._queue = [by_id[s.id] for s in order]
+        k = 0
+        while k < len(self._queue):
+            r = self._runs[self._queue[k]]
             gpus = self._place(r)
             if gpus is None:
-                break  # FIFO: the head blocks the queue
-            self._queue.pop(0)
+                if not self._backfill:
+                    break  # strict order: the head blocks the queue
+                k += 1
+                continue
+            self._queue.pop(k)
             self._start_job(r, gpus)
             placed_any = True
         if placed_any and decide:
@@ -304,15 +329,33 @@ class Simulation:
             return explicit if all(g in self._free for g in explicit) else None
         if r.spec.gpus > len(self._free):
             return None
-        return self.placement(
-            PlacementRequest(topology=self.topology, job=r.spec, free_gpus=frozenset(self._free))
+        running = tuple(p for i in self._running if (p := self._runs[i].placed) is not None)
+        alloc = self.placement(
+            PlacementRequest(
+                topology=self.topology,
+                job=r.spec,
+                free_gpus=frozenset(self._free),
+                running=running,
+                now_s=self.now,
+            )
         )
+        if alloc is None:
+            return None
+        self._alloc_extra[r.idx] = alloc
+        return alloc.gpus
 
     def _start_job(self, r: _Run, gpus: tuple[NodeId, ...]) -> None:
         self._advance_alloc()
         for g in gpus:
             self._free.discard(g)
-        r.placed = PlacedJob(spec=r.spec, gpus=gpus)
+        extra = self._alloc_extra.pop(r.idx, None)
+        r.placed = PlacedJob(
+            spec=r.spec,
+            gpus=gpus,
+            reserved_links=extra.reserved_links if extra is not None else frozenset(),
+            pinned_routes=extra.pinned_routes if extra is not None else MappingProxyType({}),
+            start_s=self.now,
+        )
         r.gpus = len(gpus) if gpus else r.spec.gpus
         r.weight = float(r.gpus)
         self._alloc_gpus += r.gpus
