@@ -13,7 +13,13 @@ import typer
 from commsched import __version__
 
 #: command modules, each exposing ``register(app: typer.Typer) -> None``
-COMMAND_MODULES: tuple[str, ...] = ("cmd_simulate", "cmd_topology", "cmd_models", "cmd_collective")
+COMMAND_MODULES: tuple[str, ...] = (
+    "cmd_simulate",
+    "cmd_compare",
+    "cmd_topology",
+    "cmd_models",
+    "cmd_collective",
+)
 
 app = typer.Typer(
     name="commsched",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
@@ -53,6 +54,16 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(EXIT_INPUT) from None
         except CommschedError as exc:
             stderr_console().print(f"error: {exc}", markup=False)
+            raise typer.Exit(EXIT_FAILURE) from None
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if os.environ.get("COMMSCHED_DEBUG"):
+                raise
+            stderr_console().print(
+                f"internal error: {type(exc).__name__}: {exc} (set COMMSCHED_DEBUG=1 for the traceback)",
+                markup=False,
+            )
             raise typer.Exit(EXIT_FAILURE) from None
 
     return wrapper

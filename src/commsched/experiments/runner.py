@@ -16,6 +16,7 @@ def simulate_scenario(
     scenario: Scenario,
     *,
     policy: str | None = None,
+    placement: str | None = None,
     mode: str | None = None,
     seed: int | None = None,
     progress: Callable[[float], None] | None = None,
@@ -23,7 +24,7 @@ def simulate_scenario(
     """Simulate a validated scenario; options override the scenario's own choices."""
     name = policy or scenario.policy
     policy_fn = policy_registry().get(name, where="--policy")
-    placement_fn = placement_registry().get(scenario.placement, where="placement")
+    placement_fn = placement_registry().get(placement or scenario.placement, where="placement")
     config = SimConfig(
         horizon_s=scenario.horizon_s,
         mode=Mode(mode or scenario.mode),

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -75,7 +75,7 @@ class ScenarioFile(_Strict):
     warmup_s: float = Field(default=0.0, ge=0)
     seed: int = 0
     mode: Literal["exact", "fast"] = "exact"
-    jobs: list[JobEntry] = Field(min_length=1)
+    jobs: list[dict[str, Any]] = Field(min_length=1)
 
 
 # ---------------------------------------------------------------------------------------------- result
@@ -147,7 +147,12 @@ class _Problems:
     def __init__(self, source: str, lines: Mapping[tuple[str | int, ...], int]) -> None:
         self.source = source
         self.lines = lines
-        self.items: list[str] = []
+        self._items: list[tuple[int, int, str]] = []
+
+    @property
+    def items(self) -> list[str]:
+        """The problems in file order (by line, then in the order found)."""
+        return [text for _, _, text in sorted(self._items)]
 
     def add(self, path: Sequence[str | int], what: str, expected: str = "") -> None:
         p = tuple(path)
@@ -161,7 +166,7 @@ class _Problems:
         text = f"{loc}: {_fmt_path(path)}: {what}"
         if expected:
             text += f" (expected {expected})"
-        self.items.append(text)
+        self._items.append((line or 0, len(self._items), text))
 
 
 _PYDANTIC_EXPECT = {
@@ -226,27 +231,46 @@ def scenario_from_data(data: object, *, source: str, text: str = "") -> Scenario
             (), f"the file holds {type(data).__name__}, not a mapping", "a mapping with topology, jobs, ..."
         )
         raise ValidationError(probs.items)
+    raw = _validated(ScenarioFile, data, (), probs)
+    entries: list[JobEntry | None] = []
+    for i, item in enumerate(data.get("jobs") or []) if isinstance(data.get("jobs"), list) else []:
+        if not isinstance(item, dict):
+            probs.add(("jobs", i), f"a job must be a mapping, not {type(item).__name__}", "{id: ..., ...}")
+            entries.append(None)
+            continue
+        entries.append(_validated(JobEntry, item, ("jobs", i), probs))
+    if raw is None:
+        # keep checking what can be checked (topology, names, jobs) so every problem is listed at once
+        raw = ScenarioFile.model_construct(
+            topology=data["topology"] if isinstance(data.get("topology"), dict) else {"kind": None},
+            policy=str(data.get("policy", "static")),
+            placement=str(data.get("placement", "pack")),
+            horizon_s=float("inf"),
+            warmup_s=0.0,
+            jobs=[],
+        )
+    return _build(raw, entries, probs)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _validated(model: type[M], data: object, prefix: tuple[str | int, ...], probs: _Problems) -> M | None:
+    """Validate with pydantic; every error becomes one problem line with its field path."""
     try:
-        raw = ScenarioFile.model_validate(data)
+        return model.model_validate(data)
     except PydanticError as exc:
         for err in exc.errors():
-            loc = tuple(err["loc"])
+            loc = prefix + tuple(err["loc"])
             expected = _PYDANTIC_EXPECT.get(err["type"], "")
             msg = err["msg"]
             if err["type"] == "extra_forbidden":
-                allowed = _allowed_fields(loc)
-                msg, expected = "unknown field", f"one of {', '.join(allowed)}"
+                msg, expected = "unknown field", "one of " + ", ".join(sorted(model.model_fields))
             probs.add(loc, msg[0].lower() + msg[1:], expected)
-        raise ValidationError(probs.items) from None
-    return _build(raw, probs)
+        return None
 
 
-def _allowed_fields(loc: tuple[Any, ...]) -> list[str]:
-    model: type[BaseModel] = JobEntry if (len(loc) >= 3 and loc[0] == "jobs") else ScenarioFile
-    return sorted(model.model_fields)
-
-
-def _build(raw: ScenarioFile, probs: _Problems) -> Scenario:
+def _build(raw: ScenarioFile, entries: list[JobEntry | None], probs: _Problems) -> Scenario:
     from commsched.catalog import placement_names, policy_names
 
     topo = _build_topology(raw.topology, probs)
@@ -263,8 +287,11 @@ def _build(raw: ScenarioFile, probs: _Problems) -> Scenario:
     if raw.warmup_s >= raw.horizon_s:
         probs.add(("warmup_s",), f"warm-up {raw.warmup_s} s is not before the horizon", f"< {raw.horizon_s}")
     jobs: list[ScenarioJob] = []
+    index: list[int] = []
     seen: dict[str, int] = {}
-    for i, entry in enumerate(raw.jobs):
+    for i, entry in enumerate(entries):
+        if entry is None:
+            continue
         if entry.id in seen:
             probs.add(
                 ("jobs", i, "id"),
@@ -272,10 +299,11 @@ def _build(raw: ScenarioFile, probs: _Problems) -> Scenario:
                 "unique ids",
             )
         seen.setdefault(entry.id, i)
-        job = _build_job(entry, i, topo, raw.policy, probs)
+        job = _build_job(entry, i, topo, probs)
         if job is not None:
             jobs.append(job)
-    _check_capacity(jobs, topo, probs)
+            index.append(i)
+    _check_capacity(jobs, index, topo, probs)
     if probs.items or topo is None:
         raise ValidationError(probs.items)
     return Scenario(
@@ -387,9 +415,7 @@ def _placement(entry: JobEntry, i: int, topo: Topology, probs: _Problems) -> tup
     return tuple(gpus)
 
 
-def _build_job(
-    entry: JobEntry, i: int, topo: Topology | None, policy: str, probs: _Problems
-) -> ScenarioJob | None:
+def _build_job(entry: JobEntry, i: int, topo: Topology | None, probs: _Problems) -> ScenarioJob | None:
     profile = _profile(entry, i, probs)
     if entry.iterations is not None and entry.duration_s is not None:
         probs.add(("jobs", i), "both iterations and duration_s given", "at most one of them")
@@ -449,12 +475,14 @@ def _check_collective(entry: JobEntry, i: int, probs: _Problems) -> None:
         )
 
 
-def _check_capacity(jobs: list[ScenarioJob], topo: Topology | None, probs: _Problems) -> None:
+def _check_capacity(
+    jobs: list[ScenarioJob], index: list[int], topo: Topology | None, probs: _Problems
+) -> None:
     if topo is None or not topo.hosts:
         return
     total = topo.n_gpus
     owner: dict[NodeId, str] = {}
-    for k, j in enumerate(jobs):
+    for k, j in zip(index, jobs, strict=True):
         if j.spec.gpus > total:
             probs.add(
                 ("jobs", k, "gpus"), f"{j.spec.gpus} GPUs asked, the cluster has {total}", f"at most {total}"

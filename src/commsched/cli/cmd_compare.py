@@ -1,0 +1,178 @@
+"""``commsched compare``, ``commsched scenarios`` and ``commsched demo``."""
+
+from __future__ import annotations
+
+import math
+import os
+from contextlib import nullcontext
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from commsched.cli.common import print_json, stderr_console, stdout_console, user_errors
+from commsched.errors import InputError
+
+#: the policies the demo compares (all main communication policies)
+DEMO_POLICIES = ("ecmp-fair", "sincronia", "taccl-star", "cassini", "crux-pa", "crux-ps-pa", "crux-full")
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def _table(obj: dict[str, object]) -> Table:
+    t = Table(title=f"scenario {obj['scenario']}", header_style="bold")
+    for col in (
+        "policy",
+        "GPU util",
+        "alloc. util",
+        "avg JCT s",
+        "avg JRT s",
+        "avg JWT s",
+        "worst loss",
+        "done",
+        "wall s",
+    ):
+        t.add_column(col, justify="right" if col != "policy" else "left")
+    pols = obj["policies"]
+    assert isinstance(pols, dict)
+    best = max((v["gpu_utilization"] or 0.0 for v in pols.values()), default=0.0)
+    for name, v in pols.items():
+        util = _fmt(v["gpu_utilization"])
+        t.add_row(
+            f"[bold]{name}[/]" if (v["gpu_utilization"] or 0.0) == best else name,
+            f"[bold]{util}[/]" if (v["gpu_utilization"] or 0.0) == best else util,
+            _fmt(v["allocated_gpu_utilization"]),
+            _fmt(v["avg_jct_s"], 1),
+            _fmt(v["avg_jrt_s"], 1),
+            _fmt(v["avg_jwt_s"], 1),
+            _fmt(v["worst_throughput_loss"], 3),
+            f"{v['finished_jobs']}/{v['jobs']}",
+            _fmt(v["wall_time_s"], 1),
+        )
+    return t
+
+
+def run_compare(
+    scenario: str,
+    policies: list[str],
+    *,
+    job_scheduler: str | None,
+    mode: str | None,
+    out: Path | None,
+    workers: int,
+    ray: str | None,
+    as_json: bool,
+) -> None:
+    from commsched.experiments.compare import compare, comparison_json
+    from commsched.io.shipped import resolve_scenario
+
+    if mode is not None and mode not in ("exact", "fast"):
+        raise InputError(f"unknown mode {mode!r}", where="--mode", expected="exact or fast")
+    if workers < 1:
+        raise InputError(f"{workers} workers", where="--workers", expected="at least 1")
+    sc = resolve_scenario(scenario)
+    err = stderr_console()
+    if not as_json:
+        err.print(
+            f"comparing {len(policies)} policies on {sc.name} ({sc.topology.n_gpus} GPUs, {len(sc.jobs)} jobs, "
+            f"{sc.horizon_s / 3600:.1f} h) with {workers} worker(s)..."
+        )
+    with err.status("simulating", spinner="dots") if (err.is_terminal and not as_json) else nullcontext():
+        cmp = compare(sc, policies, job_scheduler=job_scheduler, mode=mode, workers=workers, ray_address=ray)
+    obj = comparison_json(cmp)
+    if out is not None:
+        import json
+
+        from commsched.experiments.plots import write_plots
+
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.json").write_text(json.dumps(obj, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        write_plots(cmp, sc.topology, out)
+    if as_json:
+        print_json(obj)
+        return
+    stdout_console().print(_table(obj))
+    if out is not None:
+        stdout_console().print(
+            f"wrote {out}/compare.json and plots (utilization, over time, JCT CDF, link intensity, loss)"
+        )
+
+
+def _split(policies: str) -> list[str]:
+    return [p.strip() for p in policies.split(",") if p.strip()]
+
+
+@user_errors
+def compare_cmd(
+    scenario: str = typer.Argument(
+        ..., help="Scenario file, or the name of a shipped scenario (see `scenarios`)."
+    ),
+    policies: str = typer.Option(",".join(DEMO_POLICIES), "--policies", help="Comma-separated policy names."),
+    job_scheduler: str | None = typer.Option(
+        None, "--job-scheduler", help="Placement policy; default: the scenario's."
+    ),
+    mode: str | None = typer.Option(None, "--mode", help="exact or fast; default: the scenario's."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Write compare.json and plots here."),
+    workers: int = typer.Option(1, "--workers", "-w", help="Local processes running policies in parallel."),
+    ray: str | None = typer.Option(
+        None, "--ray", help="Ray cluster address ('local' starts one) to spread policies."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object on stdout."),
+) -> None:
+    """Replay a scenario under several policies and compare GPU utilisation, JCT and fairness."""
+    run_compare(
+        scenario,
+        _split(policies),
+        job_scheduler=job_scheduler,
+        mode=mode,
+        out=out,
+        workers=workers,
+        ray=ray,
+        as_json=as_json,
+    )
+
+
+@user_errors
+def scenarios_cmd(as_json: bool = typer.Option(False, "--json", help="Print a JSON list.")) -> None:
+    """List the scenarios shipped with commsched."""
+    from commsched.io.shipped import shipped_description, shipped_names
+
+    rows = [{"name": n, "description": shipped_description(n)} for n in shipped_names()]
+    if as_json:
+        print_json(rows)
+        return
+    t = Table(header_style="bold")
+    t.add_column("scenario")
+    t.add_column("description")
+    for r in rows:
+        t.add_row(r["name"], r["description"])
+    stdout_console().print(t)
+
+
+@user_errors
+def demo_cmd(
+    out: Path | None = typer.Option(
+        Path("out/demo"), "--out", "-o", help="Where to write the JSON and plots."
+    ),
+    workers: int = typer.Option(os.cpu_count() or 1, "--workers", "-w", help="Local processes."),
+    as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object on stdout."),
+) -> None:
+    """Compare every main policy on the embedded default scenario (a synthetic Crux-like trace)."""
+    run_compare(
+        "demo",
+        list(DEMO_POLICIES),
+        job_scheduler=None,
+        mode=None,
+        out=out,
+        workers=workers,
+        ray=None,
+        as_json=as_json,
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare")(compare_cmd)
+    app.command("scenarios")(scenarios_cmd)
+    app.command("demo")(demo_cmd)

@@ -1,0 +1,164 @@
+"""Replay one scenario under several policies and compare them (the main job of commsched).
+
+Each policy runs in its own simulation on the same cluster and jobs; runs are spread over local cores
+(joblib) or a Ray cluster. The comparison reports, per policy: GPU utilisation over all cluster GPUs and
+over allocated GPUs, average JCT / JRT / JWT, and the worst per-job throughput loss.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from commsched.errors import InputError
+from commsched.experiments.runner import simulate_scenario
+from commsched.io.scenario import Scenario
+from commsched.sim.records import SimResult
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicySummary:
+    """The comparison figures of one policy."""
+
+    policy: str
+    gpu_utilization: float
+    allocated_gpu_utilization: float
+    avg_jct_s: float
+    avg_jrt_s: float
+    avg_jwt_s: float
+    worst_throughput_loss: float
+    finished_jobs: int
+    jobs: int
+    wall_time_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Comparison:
+    """Summaries and full results of every policy, in the order asked."""
+
+    scenario: str
+    summaries: tuple[PolicySummary, ...]
+    results: tuple[SimResult, ...]
+
+
+def _mean(xs: Sequence[float]) -> float:
+    vals = [x for x in xs if math.isfinite(x)]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def throughput_loss(result: SimResult) -> list[float]:
+    """Per job: ``1 - standalone / contended`` iteration time (0 = no loss; started jobs only)."""
+    out = []
+    for j in result.jobs:
+        if j.start_s is None or not math.isfinite(j.mean_iteration_s) or j.mean_iteration_s <= 0:
+            continue
+        out.append(max(0.0, 1.0 - j.standalone_iteration_s / j.mean_iteration_s))
+    return out
+
+
+def summarise_policy(result: SimResult) -> PolicySummary:
+    """The comparison figures of one simulation."""
+    fin = [j for j in result.jobs if j.finished]
+    losses = throughput_loss(result)
+    return PolicySummary(
+        policy=result.policy,
+        gpu_utilization=result.gpu_utilization,
+        allocated_gpu_utilization=result.allocated_gpu_utilization,
+        avg_jct_s=_mean([j.jct_s for j in fin]),
+        avg_jrt_s=_mean([j.run_s for j in fin]),
+        avg_jwt_s=_mean([j.wait_s for j in result.jobs if j.start_s is not None]),
+        worst_throughput_loss=max(losses) if losses else 0.0,
+        finished_jobs=len(fin),
+        jobs=len(result.jobs),
+        wall_time_s=result.wall_time_s,
+    )
+
+
+def _run_one(scenario: Scenario, policy: str, job_scheduler: str | None, mode: str | None) -> SimResult:
+    return simulate_scenario(scenario, policy=policy, placement=job_scheduler, mode=mode)
+
+
+def compare(
+    scenario: Scenario,
+    policies: Sequence[str],
+    *,
+    job_scheduler: str | None = None,
+    mode: str | None = None,
+    workers: int = 1,
+    ray_address: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Comparison:
+    """Simulate ``scenario`` once per policy; in parallel when ``workers > 1`` or ``ray_address`` is given."""
+    from commsched.catalog import placement_registry, policy_registry
+
+    if not policies:
+        raise InputError("no policy given", where="--policies", expected="a comma-separated list of policies")
+    if len(set(policies)) != len(policies):
+        raise InputError("a policy is listed twice", where="--policies", expected="distinct names")
+    reg = policy_registry()
+    for p in policies:
+        reg.get(p, where="--policies")
+    if job_scheduler is not None:
+        placement_registry().get(job_scheduler, where="--job-scheduler")
+    if ray_address is not None:
+        results = _run_ray(scenario, policies, job_scheduler, mode, ray_address)
+    elif workers > 1 and len(policies) > 1:
+        from joblib import Parallel, delayed
+
+        results = Parallel(n_jobs=min(workers, len(policies)))(
+            delayed(_run_one)(scenario, p, job_scheduler, mode) for p in policies
+        )
+    else:
+        results = []
+        for p in policies:
+            results.append(_run_one(scenario, p, job_scheduler, mode))
+            if progress is not None:
+                progress(p)
+    return Comparison(
+        scenario=scenario.name,
+        summaries=tuple(summarise_policy(r) for r in results),
+        results=tuple(results),
+    )
+
+
+def _run_ray(
+    scenario: Scenario, policies: Sequence[str], job_scheduler: str | None, mode: str | None, address: str
+) -> list[SimResult]:
+    try:
+        import ray
+    except ImportError:
+        raise InputError(
+            "Ray is not installed", where="--ray", expected="pip install 'commsched[ray]' or omit --ray"
+        ) from None
+    ray.init(address=None if address == "local" else address, ignore_reinit_error=True, log_to_driver=False)
+    remote = ray.remote(_run_one)
+    return list(ray.get([remote.remote(scenario, p, job_scheduler, mode) for p in policies]))
+
+
+def comparison_json(cmp: Comparison) -> dict[str, Any]:
+    """``{"scenario": ..., "policies": {NAME: {...}}}`` with JSON-safe numbers (NaN -> null)."""
+
+    def num(x: float) -> float | None:
+        return float(x) if math.isfinite(x) else None
+
+    return {
+        "scenario": cmp.scenario,
+        "policies": {
+            s.policy: {
+                "gpu_utilization": num(s.gpu_utilization),
+                "allocated_gpu_utilization": num(s.allocated_gpu_utilization),
+                "avg_jct_s": num(s.avg_jct_s),
+                "avg_jrt_s": num(s.avg_jrt_s),
+                "avg_jwt_s": num(s.avg_jwt_s),
+                "worst_throughput_loss": num(s.worst_throughput_loss),
+                "finished_jobs": s.finished_jobs,
+                "jobs": s.jobs,
+                "wall_time_s": round(s.wall_time_s, 4),
+            }
+            for s in cmp.summaries
+        },
+    }
