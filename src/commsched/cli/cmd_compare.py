@@ -76,8 +76,8 @@ def run_compare(
     err = stderr_console()
     if not as_json:
         err.print(
-            f"comparing {len(policies)} policies on {sc.name} ({sc.topology.n_gpus} GPUs, {len(sc.jobs)} jobs, "
-            f"{sc.horizon_s / 3600:.1f} h) with {workers} worker(s)..."
+            f"comparing {len(policies)} policies on {sc.name} ({sc.topology.n_gpus} GPUs, "
+            f"{len(sc.jobs)} jobs, {sc.horizon_s / 3600:.1f} h) with {workers} worker(s)..."
         )
     with err.status("simulating", spinner="dots") if (err.is_terminal and not as_json) else nullcontext():
         cmp = compare(sc, policies, job_scheduler=job_scheduler, mode=mode, workers=workers, ray_address=ray)

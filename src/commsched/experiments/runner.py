@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from commsched.catalog import placement_registry, policy_registry
+from commsched.catalog import placement_registry, policy_registry, queue_registry
 from commsched.io.scenario import Scenario
 from commsched.sim.engine import SimJob, Simulation
 from commsched.sim.records import Mode, SimConfig, SimResult
@@ -23,8 +23,12 @@ def simulate_scenario(
 ) -> SimResult:
     """Simulate a validated scenario; options override the scenario's own choices."""
     name = policy or scenario.policy
-    policy_fn = policy_registry().get(name, where="--policy")
-    placement_fn = placement_registry().get(placement or scenario.placement, where="placement")
+    bundle = policy_registry().get(name, where="--policy")
+    placement_fn = bundle.placement or placement_registry().get(
+        placement or scenario.placement, where="placement"
+    )
+    topology = bundle.topology(scenario.topology) if bundle.topology is not None else scenario.topology
+    queue_order = bundle.queue_order or queue_registry().get(scenario.queue, where="queue")
     config = SimConfig(
         horizon_s=scenario.horizon_s,
         mode=Mode(mode or scenario.mode),
@@ -32,14 +36,16 @@ def simulate_scenario(
         warmup_s=scenario.warmup_s,
     )
     sim = Simulation(
-        topology=scenario.topology,
+        topology=topology,
         jobs=[SimJob(spec=j.spec, gpus=j.gpu_ids) for j in scenario.jobs],
-        policy=policy_fn,
+        policy=bundle.communication,
         placement=placement_fn,
         config=config,
         policy_name=name,
         priority_levels=scenario.priority_levels,
         progress=progress,
+        queue_order=queue_order,
+        backfill=scenario.backfill,
     )
     t0 = time.perf_counter()
     result = sim.run()

@@ -71,6 +71,8 @@ class ScenarioFile(_Strict):
     priority_levels: int = Field(default=8, ge=1, le=64)
     policy: str = "static"
     placement: str = "pack"
+    queue: str = "fifo"
+    backfill: bool = False
     horizon_s: float = Field(gt=0)
     warmup_s: float = Field(default=0.0, ge=0)
     seed: int = 0
@@ -100,6 +102,8 @@ class Scenario:
     priority_levels: int
     policy: str
     placement: str
+    queue: str
+    backfill: bool
     horizon_s: float
     warmup_s: float
     seed: int
@@ -245,6 +249,7 @@ def scenario_from_data(data: object, *, source: str, text: str = "") -> Scenario
             topology=data["topology"] if isinstance(data.get("topology"), dict) else {"kind": None},
             policy=str(data.get("policy", "static")),
             placement=str(data.get("placement", "pack")),
+            queue=str(data.get("queue", "fifo")),
             horizon_s=float("inf"),
             warmup_s=0.0,
             jobs=[],
@@ -271,7 +276,7 @@ def _validated(model: type[M], data: object, prefix: tuple[str | int, ...], prob
 
 
 def _build(raw: ScenarioFile, entries: list[JobEntry | None], probs: _Problems) -> Scenario:
-    from commsched.catalog import placement_names, policy_names
+    from commsched.catalog import placement_names, policy_names, queue_registry
 
     topo = _build_topology(raw.topology, probs)
     if raw.policy not in policy_names():
@@ -283,6 +288,10 @@ def _build(raw: ScenarioFile, entries: list[JobEntry | None], probs: _Problems) 
             ("placement",),
             f"unknown placement {raw.placement!r}",
             "one of " + ", ".join(sorted(placement_names())),
+        )
+    if raw.queue not in queue_registry():
+        probs.add(
+            ("queue",), f"unknown queue order {raw.queue!r}", "one of " + ", ".join(queue_registry().names())
         )
     if raw.warmup_s >= raw.horizon_s:
         probs.add(("warmup_s",), f"warm-up {raw.warmup_s} s is not before the horizon", f"< {raw.horizon_s}")
@@ -314,6 +323,8 @@ def _build(raw: ScenarioFile, entries: list[JobEntry | None], probs: _Problems) 
         priority_levels=raw.priority_levels,
         policy=raw.policy,
         placement=raw.placement,
+        queue=raw.queue,
+        backfill=raw.backfill,
         horizon_s=raw.horizon_s,
         warmup_s=raw.warmup_s,
         seed=raw.seed,

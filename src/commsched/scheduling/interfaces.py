@@ -57,3 +57,22 @@ PlacementFn = Callable[[PlacementRequest], Allocation | None]
 
 #: Orders the waiting jobs before each placement round (default: arrival order, FIFO).
 QueueOrderFn = Callable[[Sequence[JobSpec], float], Sequence[JobSpec]]
+
+
+#: Changes the cluster a policy runs on (e.g. one non-blocking switch for "best", extra links).
+TopologyFn = Callable[[Topology], Topology]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicyBundle:
+    """A named policy as ``compare`` and ``simulate`` see it: a communication policy plus, optionally,
+    the placement, queue order and cluster change it comes with (vClos reserves links at placement;
+    "best" runs on one non-blocking switch).
+    """
+
+    name: str
+    communication: PolicyFn
+    placement: PlacementFn | None = None
+    queue_order: QueueOrderFn | None = None
+    topology: TopologyFn | None = None
+    description: str = ""

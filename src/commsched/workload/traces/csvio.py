@@ -92,5 +92,7 @@ def count(row: CsvRow, column: str) -> int:
     """Field ``column`` as an integer ``>= 1`` (``"8"`` or ``"8.0"``)."""
     value = number(row, column, minimum=1.0)
     if value != int(value):
-        raise InputError(f"{column} = {row.get(column)!r}", where=f"{row.where}: {column}", expected="an integer")
+        raise InputError(
+            f"{column} = {row.get(column)!r}", where=f"{row.where}: {column}", expected="an integer"
+        )
     return int(value)

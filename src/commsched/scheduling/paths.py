@@ -1,0 +1,315 @@
+"""Path selection: Crux's intensity-ordered least-congested paths and the routing baselines (Crux §4.1).
+
+A job's inter-host connections are grouped into *flows*, one per (source NIC, destination NIC) pair
+(its GPUs' connections between the same two NICs share one RoCE connection's path, crux-spec §2.2
+item 2). Every flow between NICs under different switches has a set of equal-cost candidate paths
+(:meth:`Topology.equal_cost_paths`, crux-spec §2.2 item 3); a decision is an index into that set.
+
+Greedy least-congested selection (:func:`greedy_routes`)
+--------------------------------------------------------
+Jobs are taken in a given order (Crux: decreasing GPU intensity ``I_j``, ties by id; TACCL*: arrival
+order); inside a job, flows in decreasing bytes per iteration. Each flow adds a *weight* to every
+link of the path it gets, and picks the path minimising, lexicographically,
+
+1. ``max_e (load_e + w) / B_e`` over the path's links (bottleneck congestion after placing it),
+2. ``sum_e (load_e + w) / B_e`` (total congestion),
+3. the path index (deterministic).
+
+The weight ``w`` of a flow depends on the metric (``PathSettings.metric``, crux-spec §2.2 item 1):
+
+``rate`` (default)
+    its average rate ``M / T_iter`` in bytes/s, ``T_iter = max(c, o c + t_j)`` the job's standalone
+    iteration time estimate; the ratio to ``B_e`` (bytes/s) is link utilisation.
+``intensity``
+    the job's ``I_j`` per flow (keeps two intensive jobs off one link); divided by ``B_e`` in bits/s
+    only to break ties between links of different speed.
+``flows``
+    1 per flow (balanced ECMP: fewest flows).
+
+Granularity (``PathSettings.granularity``): ``connection`` chooses per flow; ``job`` chooses one
+index ``k`` for the whole job (flow ``f`` takes path ``k mod n_f``), scored on the union of its
+flows — the choice the microbenchmark enumerates. Routes pinned by the placement
+(``PlacedJob.pinned_routes``) are kept and counted as load.
+
+References
+----------
+.. [1] J. Cao et al., "Crux: GPU-Efficient Communication Scheduling for Deep Learning Training",
+   SIGCOMM 2024, §4.1, §4.4 (footnote 3, TACCL*), §5.2-5.3 (source ports); crux-spec §2.
+.. [2] vClos (source routing with a fixed port mapping), commsched.scheduling.vclos.routing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from commsched.errors import InputError
+from commsched.scheduling.routing import network_pair
+from commsched.scheduling.state import ClusterState, ConnectionKey, PlacedJob
+from commsched.scheduling.traffic import job_connections
+from commsched.topology import NodeId, NodeKind, Topology
+from commsched.topology.ecmp import port_for_path
+from commsched.workload import JobId
+
+__all__ = [
+    "Flow",
+    "PathSettings",
+    "PathTable",
+    "connection_ports",
+    "greedy_routes",
+    "job_flows",
+    "source_routes",
+]
+
+Metric = Literal["rate", "intensity", "flows"]
+Granularity = Literal["connection", "job"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PathSettings:
+    """Knobs of the greedy path selection (defaults: crux-spec §2.2 proposals).
+
+    Attributes
+    ----------
+    metric
+        ``rate``, ``intensity`` or ``flows`` (module docstring).
+    granularity
+        ``connection`` (one choice per NIC pair) or ``job`` (one index for all of a job's flows).
+    """
+
+    metric: Metric = "rate"
+    granularity: Granularity = "connection"
+
+    def __post_init__(self) -> None:
+        if self.metric not in ("rate", "intensity", "flows"):
+            raise InputError(f"{self.metric!r}", where="PathSettings.metric", expected="rate, intensity or flows")
+        if self.granularity not in ("connection", "job"):
+            raise InputError(
+                f"{self.granularity!r}", where="PathSettings.granularity", expected="connection or job"
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Flow:
+    """A job's connections between one NIC pair: their keys, bytes per iteration and candidate paths.
+
+    ``candidates[i]`` are the link ids of equal-cost path ``i`` (all paths have the same hop count).
+    """
+
+    job: JobId
+    keys: tuple[ConnectionKey, ...]
+    size_bytes: float
+    candidates: NDArray[np.int64]
+
+
+class PathTable:
+    """Candidate-path link arrays per NIC pair, built once per decision (a per-call cache, no global)."""
+
+    def __init__(self, topology: Topology) -> None:
+        self.topology = topology
+        self._cache: dict[tuple[NodeId, NodeId], NDArray[np.int64]] = {}
+
+    def candidates(self, src_nic: NodeId, dst_nic: NodeId) -> NDArray[np.int64]:
+        key = (src_nic, dst_nic)
+        hit = self._cache.get(key)
+        if hit is None:
+            paths = self.topology.equal_cost_paths(src_nic, dst_nic)
+            hit = np.array([p.links for p in paths], dtype=np.int64).reshape(len(paths), -1)
+            self._cache[key] = hit
+        return hit
+
+
+def job_flows(table: PathTable, job: PlacedJob) -> tuple[Flow, ...]:
+    """A job's inter-host flows, in decreasing bytes per iteration (ties: first use).
+
+    References
+    ----------
+    crux-spec §2.2 items 2, 3 and 5 (flows per NIC pair, ECMP candidate set, network links only).
+    """
+    topo = table.topology
+    groups: dict[tuple[NodeId, NodeId], tuple[list[ConnectionKey], list[float]]] = {}
+    for key, size in job_connections(topo, job).items():
+        pair = network_pair(topo, key)
+        if pair is None:
+            continue
+        keys, sizes = groups.setdefault((NodeId(pair[0]), NodeId(pair[1])), ([], []))
+        keys.append(key)
+        sizes.append(size)
+    flows = [
+        Flow(job=job.id, keys=tuple(keys), size_bytes=sum(sizes), candidates=table.candidates(*pair))
+        for pair, (keys, sizes) in groups.items()
+    ]
+    return tuple(sorted(flows, key=lambda f: -f.size_bytes))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlowWeight:
+    """Weight a job's flow adds to a link: ``per_byte * size_bytes + per_flow``."""
+
+    per_byte: float = 0.0
+    per_flow: float = 0.0
+
+
+def _best(scores: NDArray[np.float64]) -> int:
+    """Index of the least congested candidate: max, then sum, then index (rows = candidates)."""
+    primary = scores.max(axis=1)
+    secondary = scores.sum(axis=1)
+    return int(np.lexsort((np.arange(scores.shape[0]), secondary, primary))[0])
+
+
+@dataclass(slots=True)
+class _Load:
+    """Mutable congestion bookkeeping of one greedy pass (load per link, capacity per link)."""
+
+    load: NDArray[np.float64]
+    inv_cap: NDArray[np.float64]
+
+    def add(self, links: NDArray[np.int64], w: float) -> None:
+        np.add.at(self.load, links, w)
+
+
+def _place_flow(state: _Load, flow: Flow, w: float) -> int:
+    cands = flow.candidates
+    if cands.shape[0] == 1:
+        choice = 0
+    else:
+        choice = _best((state.load[cands] + w) * state.inv_cap[cands])
+    state.add(cands[choice], w)
+    return choice
+
+
+def _place_job(state: _Load, flows: Sequence[Flow], weight: FlowWeight) -> int:
+    """One index for all of a job's flows (``job`` granularity)."""
+    n_max = max(f.candidates.shape[0] for f in flows)
+    best_k, best_key = 0, (np.inf, np.inf)
+    for k in range(n_max):
+        tmp = state.load.copy()
+        links = []
+        for f in flows:
+            path = f.candidates[k % f.candidates.shape[0]]
+            np.add.at(tmp, path, weight.per_byte * f.size_bytes + weight.per_flow)
+            links.append(path)
+        used = np.unique(np.concatenate(links))
+        rel = tmp[used] * state.inv_cap[used]
+        key = (float(rel.max()), float(rel.sum()))
+        if key < best_key:
+            best_k, best_key = k, key
+    for f in flows:
+        state.add(f.candidates[best_k % f.candidates.shape[0]], weight.per_byte * f.size_bytes + weight.per_flow)
+    return best_k
+
+
+def greedy_routes(
+    table: PathTable,
+    jobs: Sequence[tuple[PlacedJob, Sequence[Flow]]],
+    weights: Mapping[JobId, FlowWeight],
+    settings: PathSettings,
+) -> MappingProxyType[ConnectionKey, int]:
+    """Least-congested paths for the flows of ``jobs``, taken in the given order.
+
+    Parameters
+    ----------
+    table
+        The candidate paths (and the topology).
+    jobs
+        ``(job, its flows)`` in processing order.
+    weights
+        Per job, what one of its flows adds to the links it crosses.
+    settings
+        Granularity (the metric is already folded into ``weights``).
+
+    Returns
+    -------
+    Mapping
+        Connection -> equal-cost path index, for every inter-host connection.
+
+    References
+    ----------
+    Crux §4.1 ("the least congested path from all available options at that moment"); crux-spec §2.
+    """
+    cap_bytes = table.topology.capacity_bps / 8.0  # bits/s -> bytes/s
+    state = _Load(load=np.zeros(cap_bytes.size), inv_cap=1.0 / cap_bytes)
+    out: dict[ConnectionKey, int] = {}
+    for job, flows in jobs:
+        weight = weights.get(job.id, FlowWeight(per_flow=1.0))
+        pinned = [f for f in flows if f.keys[0] in job.pinned_routes]
+        free = [f for f in flows if f.keys[0] not in job.pinned_routes]
+        for f in pinned:
+            choice = job.pinned_routes[f.keys[0]] % f.candidates.shape[0]
+            state.add(f.candidates[choice], weight.per_byte * f.size_bytes + weight.per_flow)
+            out.update(dict.fromkeys(f.keys, choice))
+        if settings.granularity == "job" and free:
+            k = _place_job(state, free, weight)
+            for f in free:
+                out.update(dict.fromkeys(f.keys, k % f.candidates.shape[0]))
+            continue
+        for f in free:
+            choice = _place_flow(state, f, weight.per_byte * f.size_bytes + weight.per_flow)
+            out.update(dict.fromkeys(f.keys, choice))
+    return MappingProxyType(out)
+
+
+def _downlink_ports(topology: Topology) -> dict[NodeId, int]:
+    """Each NIC's port number on its (first) ToR: its position among the ToR's NIC-facing links."""
+    ports: dict[NodeId, int] = {}
+    for tor in topology.nodes_of_kind(NodeKind.TOR):
+        k = 0
+        for lk in topology.out_links(tor.id):
+            if topology.node(lk.dst).kind is NodeKind.NIC and lk.dst not in ports:
+                ports[lk.dst] = k
+                k += 1
+    return ports
+
+
+def source_routes(state: ClusterState) -> MappingProxyType[ConnectionKey, int]:
+    """Plain source routing with a fixed port mapping (vClos-style): path = source NIC port mod paths.
+
+    The source NIC's downlink port number ``p`` on its ToR picks equal-cost path ``p mod n`` (the
+    default leaf map "down port i -> up port i" of vClos §5.2, on the canonical path order),
+    whatever else runs.
+
+    References
+    ----------
+    vClos §5.2 (source routing); crux-spec §2 (baseline list of the issue).
+    """
+    topo = state.topology
+    ports = _downlink_ports(topo)
+    table = PathTable(topo)
+    out: dict[ConnectionKey, int] = {}
+    for job in state.jobs:
+        for f in job_flows(table, job):
+            src_nic = topo.nic_of(f.keys[0].src)
+            choice = ports.get(src_nic, 0) % f.candidates.shape[0]
+            out.update(dict.fromkeys(f.keys, choice))
+    return MappingProxyType(out)
+
+
+def connection_ports(
+    topology: Topology, routes: Mapping[ConnectionKey, int], *, hash_name: str = "murmur3"
+) -> dict[ConnectionKey, int]:
+    """The RoCEv2 source port that makes the ECMP hash send each routed connection along its path.
+
+    Only inter-host connections get a port. Ports are computed once per (NIC pair, path).
+
+    References
+    ----------
+    Crux §5.2-5.3 (path pinned through the UDP source port); crux-spec §5.2, §5.3.
+    """
+    cache: dict[tuple[NodeId, NodeId, int], int] = {}
+    out: dict[ConnectionKey, int] = {}
+    for key, index in routes.items():
+        pair = network_pair(topology, key)
+        if pair is None:
+            continue
+        src, dst = NodeId(pair[0]), NodeId(pair[1])
+        n = len(topology.equal_cost_paths(src, dst))
+        ck = (src, dst, index % n)
+        if ck not in cache:
+            cache[ck] = port_for_path(topology, src, dst, index % n, hash_name)
+        out[key] = cache[ck]
+    return out
