@@ -34,7 +34,7 @@ def test_paper_example_n32_k16():
 def test_split_conserves_work_and_balances_machines(n, k):
     a = byteps_assignment(gpu_machines=n, cpu_machines=k, model_bytes=M)
     assert k * a.ss_cpu_bytes + n * a.ss_gpu_bytes == pytest.approx(M)  # Eq. 5
-    if 0 < k:
+    if k > 0:
         assert a.gpu_machine_traffic_bytes == pytest.approx(a.cpu_machine_traffic_bytes)  # t_g = t_c
     t = byteps_times(a, bandwidth_bps=B)
     assert t.byteps_s == pytest.approx(2 * n * (n - 1) * M / (a.slots * B / 8))  # Eq. 6
@@ -42,8 +42,9 @@ def test_split_conserves_work_and_balances_machines(n, k):
 
 def test_k_equal_n_growing_tends_to_two():
     gs = [
-        byteps_times(byteps_assignment(gpu_machines=n, cpu_machines=n, model_bytes=M), bandwidth_bps=B)
-        .speedup_vs_allreduce
+        byteps_times(
+            byteps_assignment(gpu_machines=n, cpu_machines=n, model_bytes=M), bandwidth_bps=B
+        ).speedup_vs_allreduce
         for n in (2, 8, 64, 1024)
     ]
     assert gs == sorted(gs)
@@ -120,7 +121,9 @@ def test_hashing_is_deterministic_and_seeded():
 # Reading of the example: M = 1 GiB and b = 105 Gb/s = 13.125e9 B/s reproduce the paper's J* and J(0)
 # within 1.5 %; with M = 1e9 B and 13.1e9 B/s the same formula gives 0.122 s and 0.134 s. The ratio
 # J(0)/J* = 1.75/1.6 (the paper's "9 % worse") and x* = 1/5 do not depend on the units.
-PCIE = PcieHost(gpus_per_switch=4, switches=2, gpu_switch_bytes_per_s=105e9 / 8, switch_cpu_bytes_per_s=105e9 / 8)
+PCIE = PcieHost(
+    gpus_per_switch=4, switches=2, gpu_switch_bytes_per_s=105e9 / 8, switch_cpu_bytes_per_s=105e9 / 8
+)
 GIB = 2.0**30
 
 
@@ -163,7 +166,11 @@ def test_decision_procedure():
     d = choose_intra_strategy(nvlink_host, nvlink=True)
     assert d.strategy is IntraStrategy.NON_NIC_ROOT and (d.sn, d.sg) == (1, 3)
     assert 0 not in d.roots and 1 not in d.roots and 2 in d.roots
-    pcie_host = (PcieSwitch(gpus=(0, 1, 2, 3)), PcieSwitch(gpus=(4, 5, 6, 7)), PcieSwitch(gpus=(), has_nic=True))
+    pcie_host = (
+        PcieSwitch(gpus=(0, 1, 2, 3)),
+        PcieSwitch(gpus=(4, 5, 6, 7)),
+        PcieSwitch(gpus=(), has_nic=True),
+    )
     d = choose_intra_strategy(pcie_host, nvlink=False)
     assert d.strategy is IntraStrategy.CPU_ASSISTED and (d.sn, d.sg) == (0, 2)
     assert choose_intra_strategy(pcie_host, nvlink=True).strategy is IntraStrategy.REDUCE_SCATTER

@@ -106,7 +106,10 @@ def test_wfbp_vectorised_equals_recurrence():
     for _ in range(20):
         n = int(rng.integers(1, 30))
         p = make_problem(
-            bandwidth_bps=1e9, size_bytes=rng.uniform(0, 1e8, n), bp_s=rng.uniform(0, 0.1, n), fp_s=rng.uniform(0, 0.1, n)
+            bandwidth_bps=1e9,
+            size_bytes=rng.uniform(0, 1e8, n),
+            bp_s=rng.uniform(0, 0.1, n),
+            fp_s=rng.uniform(0, 0.1, n),
         )
         np.testing.assert_allclose(wfbp(p).push_end_s, _wfbp_loop(p), rtol=1e-12)
 
@@ -143,8 +146,13 @@ def test_layers_iteration_time_from_profile():
 
 def test_timeline_is_consistent():
     rng = np.random.default_rng(3)
-    p = make_problem(bandwidth_bps=5e9, size_bytes=rng.uniform(0, 1e8, 12), bp_s=rng.uniform(0, 0.02, 12),
-                     fp_s=rng.uniform(0, 0.02, 12), upd_s=0.001)
+    p = make_problem(
+        bandwidth_bps=5e9,
+        size_bytes=rng.uniform(0, 1e8, 12),
+        bp_s=rng.uniform(0, 0.02, 12),
+        fp_s=rng.uniform(0, 0.02, 12),
+        upd_s=0.001,
+    )
     for pol in (wfbp, mercury, mercury_no_preemption):
         tl = simulate_iteration(p, pol)
         for lt in tl.layers:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -100,7 +102,9 @@ def test_bytescheduler_falls_behind_as_startup_grows():
 def test_packet_level_mercury_tends_to_fluid(preemptive):
     p = vgg_like()
     fluid = iteration_time(p, mercury if preemptive else mercury_no_preemption)
-    gaps = [iteration_time(p, mercury_packets(pkt, preemptive=preemptive)) - fluid for pkt in (4e6, 2.5e5, 3e4)]
+    gaps = [
+        iteration_time(p, mercury_packets(pkt, preemptive=preemptive)) - fluid for pkt in (4e6, 2.5e5, 3e4)
+    ]
     assert all(g >= -1e-12 for g in gaps)
     assert gaps[-1] <= gaps[0]
     assert gaps[-1] <= 2 * 3e4 * 8 / p.bandwidth_bps + 1e-12
@@ -109,4 +113,4 @@ def test_packet_level_mercury_tends_to_fluid(preemptive):
 def test_mercury_monotone_in_bandwidth():
     p = vgg_like()
     ts = [iteration_time(p.with_bandwidth(b), mercury) for b in np.geomspace(1e9, 1e12, 20)]
-    assert all(a >= b - 1e-12 for a, b in zip(ts, ts[1:], strict=False))
+    assert all(a >= b - 1e-12 for a, b in itertools.pairwise(ts))

@@ -99,7 +99,7 @@ CASES = [
             "jobs:\n  - {id: a, model: resnet50, gpus: 8}\n  - {id: b, model: bert-base, hosts: [h1, h2]}\n",
             "jobs: []\n",
         ),
-        "jobs: list should have at least 1 item",
+        "jobs: no jobs (expected a non-empty jobs list or a trace section)",
     ),
     (
         "missing topology",

@@ -19,6 +19,12 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cmd_topology",
     "cmd_models",
     "cmd_collective",
+    "cmd_intrajob",
+    "cmd_byteps",
+    "cmd_hash_collisions",
+    "cmd_vclos",
+    "cmd_plan",
+    "cmd_microbench",
 )
 
 app = typer.Typer(

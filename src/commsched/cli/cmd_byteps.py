@@ -46,9 +46,8 @@ def _report(a: BytePSAssignment, t: BytePSTimes, bandwidth_gbps: float) -> dict[
 
 
 def _print(rep: dict[str, Any]) -> None:
-    table = Table(
-        title=f"BytePS, n = {rep['gpu_machines']} GPU and k = {rep['cpu_machines']} CPU machines ({rep['mode']})"
-    )
+    n, k = rep["gpu_machines"], rep["cpu_machines"]
+    table = Table(title=f"BytePS, n = {n} GPU and k = {k} CPU machines ({rep['mode']})")
     table.add_column("quantity")
     table.add_column("value")
     table.add_row("communication time (s)", f"{rep['communication_s']:.4g}")

@@ -63,7 +63,9 @@ def _parse_sweep(text: str) -> tuple[float, float]:
     return lo, hi
 
 
-def _single(problem: IterationProblem, policies: dict[str, CommPolicy], bandwidth_gbps: float) -> dict[str, Any]:
+def _single(
+    problem: IterationProblem, policies: dict[str, CommPolicy], bandwidth_gbps: float
+) -> dict[str, Any]:
     if not bandwidth_gbps > 0:
         raise InputError(f"{bandwidth_gbps!r}", where="--bandwidth-gbps", expected="> 0")
     p = problem.with_bandwidth(bandwidth_gbps * GBPS)
@@ -81,7 +83,8 @@ def _sweep(
     res = bandwidth_sweep(problem, [g * GBPS for g in grid_gbps], policies)
     out: dict[str, Any] = {}
     for name, pol in policies.items():
-        least = min_bandwidth(problem, pol, target=target)
+        # the oracle never communicates: it reaches any target at any bandwidth
+        least = 0.0 if name == "oracle" else min_bandwidth(problem, pol, target=target)
         out[name] = {
             "iteration_s": list(res.iteration_s[name]),
             "normalized_speed": list(res.normalized_speed(name)),

@@ -128,7 +128,7 @@ def partitioned_push(problem: IterationProblem, config: PartitionConfig) -> Comm
     start = ready.copy()
     end = ready.copy()
     pull = ready.copy()
-    n_parts = np.ceil(size / config.partition_bytes).astype(np.int64)
+    n_parts = np.maximum(1, np.ceil(size / config.partition_bytes)).astype(np.int64)  # >= 1 if size > 0
     done = np.zeros(n, dtype=np.int64)  # partitions handed over, per layer
     link = _Link(bytes_per_s=problem.bandwidth_bytes_per_s)
     inflight: deque[tuple[float, float]] = deque()  # (ack time, bytes), in transmission order

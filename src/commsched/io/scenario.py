@@ -77,7 +77,8 @@ class ScenarioFile(_Strict):
     warmup_s: float = Field(default=0.0, ge=0)
     seed: int = 0
     mode: Literal["exact", "fast"] = "exact"
-    jobs: list[dict[str, Any]] = Field(min_length=1)
+    trace: dict[str, Any] | None = None
+    jobs: list[dict[str, Any]] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------- result
@@ -108,6 +109,7 @@ class Scenario:
     warmup_s: float
     seed: int
     mode: str
+    notes: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------- loading
@@ -296,7 +298,7 @@ def _build(raw: ScenarioFile, entries: list[JobEntry | None], probs: _Problems) 
     if raw.warmup_s >= raw.horizon_s:
         probs.add(("warmup_s",), f"warm-up {raw.warmup_s} s is not before the horizon", f"< {raw.horizon_s}")
     jobs: list[ScenarioJob] = []
-    index: list[int] = []
+    index: list[int] = []  # entry index of each explicit job
     seen: dict[str, int] = {}
     for i, entry in enumerate(entries):
         if entry is None:
@@ -313,6 +315,12 @@ def _build(raw: ScenarioFile, entries: list[JobEntry | None], probs: _Problems) 
             jobs.append(job)
             index.append(i)
     _check_capacity(jobs, index, topo, probs)
+    notes: tuple[str, ...] = ()
+    if raw.trace is not None and topo is not None:
+        traced, notes = _trace_jobs(raw.trace, topo, probs, taken=set(seen))
+        jobs.extend(traced)
+    if not jobs and not probs.items:
+        probs.add(("jobs",), "no jobs", "a non-empty jobs list or a trace section")
     if probs.items or topo is None:
         raise ValidationError(probs.items)
     return Scenario(
@@ -329,7 +337,35 @@ def _build(raw: ScenarioFile, entries: list[JobEntry | None], probs: _Problems) 
         warmup_s=raw.warmup_s,
         seed=raw.seed,
         mode=raw.mode,
+        notes=notes,
     )
+
+
+def _trace_jobs(
+    spec: dict[str, Any], topo: Topology, probs: _Problems, *, taken: set[str]
+) -> tuple[list[ScenarioJob], tuple[str, ...]]:
+    from commsched.io.traces import trace_jobs
+
+    base = Path(probs.source).parent if Path(probs.source).exists() else Path.cwd()
+    try:
+        tj = trace_jobs(spec, topo, base_dir=base)
+    except InputError as exc:
+        field = exc.where.split(".", 1)[1] if exc.where.startswith("trace.") else ""
+        probs.add(("trace", field) if field else ("trace",), exc.what, exc.expected)
+        return [], ()
+    out: list[ScenarioJob] = []
+    for spec_j in tj.jobs:
+        if spec_j.id in taken:
+            probs.add(("trace",), f"trace job id {spec_j.id!r} is also a job of the file", "distinct ids")
+            continue
+        gpu_ids: tuple[NodeId, ...] = ()
+        if spec_j.hosts:
+            per = max(1, spec_j.gpus // len(spec_j.hosts))
+            gpu_ids = tuple(g for h in spec_j.hosts for g in topo.host(h).gpus[:per])[: spec_j.gpus]
+            if len(gpu_ids) != spec_j.gpus:
+                gpu_ids = ()
+        out.append(ScenarioJob(spec=spec_j, gpu_ids=gpu_ids))
+    return out, tj.notes
 
 
 def _build_topology(spec: dict[str, Any], probs: _Problems) -> Topology | None:

@@ -58,6 +58,9 @@ from commsched.workload import JobId
 
 __all__ = [
     "Flow",
+    "FlowWeight",
+    "Granularity",
+    "Metric",
     "PathSettings",
     "PathTable",
     "connection_ports",
@@ -87,7 +90,9 @@ class PathSettings:
 
     def __post_init__(self) -> None:
         if self.metric not in ("rate", "intensity", "flows"):
-            raise InputError(f"{self.metric!r}", where="PathSettings.metric", expected="rate, intensity or flows")
+            raise InputError(
+                f"{self.metric!r}", where="PathSettings.metric", expected="rate, intensity or flows"
+            )
         if self.granularity not in ("connection", "job"):
             raise InputError(
                 f"{self.granularity!r}", where="PathSettings.granularity", expected="connection or job"
@@ -170,15 +175,12 @@ class _Load:
     inv_cap: NDArray[np.float64]
 
     def add(self, links: NDArray[np.int64], w: float) -> None:
-        np.add.at(self.load, links, w)
+        self.load[links] += w  # a path never repeats a link
 
 
 def _place_flow(state: _Load, flow: Flow, w: float) -> int:
     cands = flow.candidates
-    if cands.shape[0] == 1:
-        choice = 0
-    else:
-        choice = _best((state.load[cands] + w) * state.inv_cap[cands])
+    choice = 0 if cands.shape[0] == 1 else _best((state.load[cands] + w) * state.inv_cap[cands])
     state.add(cands[choice], w)
     return choice
 
@@ -200,7 +202,9 @@ def _place_job(state: _Load, flows: Sequence[Flow], weight: FlowWeight) -> int:
         if key < best_key:
             best_k, best_key = k, key
     for f in flows:
-        state.add(f.candidates[best_k % f.candidates.shape[0]], weight.per_byte * f.size_bytes + weight.per_flow)
+        state.add(
+            f.candidates[best_k % f.candidates.shape[0]], weight.per_byte * f.size_bytes + weight.per_flow
+        )
     return best_k
 
 

@@ -40,10 +40,7 @@ class StepLoad:
     max_flow_bytes: float
     repeat: int
     latency_s: float
-
-    @property
-    def share(self) -> NDArray[np.float64]:
-        return self.bytes_per_rep / self.max_flow_bytes
+    share: NDArray[np.float64]  # bytes_per_rep / max_flow_bytes ("flow equivalents" per link)
 
     @property
     def total_bytes(self) -> float:
@@ -128,6 +125,7 @@ def _step_load(topology: Topology, job: PlacedJob, step: Step, route: RouteFn) -
         max_flow_bytes=max_flow,
         repeat=step.repeat,
         latency_s=latency,
+        share=vals[order] / max_flow,
     )
 
 
@@ -152,6 +150,7 @@ def job_traffic(
                     max_flow_bytes=size,
                     repeat=1,
                     latency_s=float(topology.latency_s[lid]),
+                    share=np.array([1.0]),
                 )
             )
     elif len(job.gpus) >= 2:

@@ -29,6 +29,7 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
 from commsched.errors import InputError
+from commsched.scheduling.intensity import intensity_from_traffic
 from commsched.scheduling.interfaces import (
     Allocation,
     PlacementFn,
@@ -40,7 +41,7 @@ from commsched.scheduling.interfaces import (
 from commsched.scheduling.state import ClusterState, Decisions, PlacedJob
 from commsched.scheduling.traffic import JobTraffic, job_traffic
 from commsched.sim.accounting import Jump, Sampler
-from commsched.sim.rates import max_min_rates
+from commsched.sim.rates import max_min_rates_coo
 from commsched.sim.records import JobResult, Mode, SimConfig, SimResult, TimeSeries
 from commsched.sim.steady import Signature, best_match
 from commsched.topology import NodeId, Topology
@@ -70,13 +71,13 @@ class _Run:
     """Mutable run state of one job (owned by the Simulation)."""
 
     __slots__ = (
-        "ahead_until",
         "busy",
         "cls",
         "comm_done",
         "comp",
         "compute_end",
         "computing",
+        "delay",
         "done",
         "end_s",
         "finished",
@@ -132,10 +133,10 @@ class _Run:
         self.last_t = 0.0
         self.version = 0
         self.sver = 0
-        self.ahead_until = 0.0
         self.comp = -1
         self.last_end = 0.0
         self.shift = 0.0
+        self.delay = 0.0
         self.weight = float(spec.gpus)
 
 
@@ -391,7 +392,11 @@ class Simulation:
             if new_job:
                 r.traffic = r.next_traffic
                 self._init_job(r)
-            r.shift = float(d.time_shift_s.get(r.spec.id, 0.0))
+            shift = float(d.time_shift_s.get(r.spec.id, 0.0))
+            if not new_job and shift != r.shift and r.standalone > 0:
+                # CASSINI: a changed phase delays the next iteration start once by the difference
+                r.delay = (shift - r.shift) % r.standalone
+            r.shift = shift
         self._rebuild_components()
         for comp in self._comp_jobs:
             self._reallocate(comp)
@@ -409,9 +414,8 @@ class Simulation:
             pace = float(np.min(self._cap_Bps[s.links] / s.share))
             comm += s.repeat * (s.latency_s + s.max_flow_bytes / pace)
         r.standalone = max(p.compute_s, p.overlap * p.compute_s + comm)
-        t_j = r.traffic.bottleneck_time_s(self.topology.capacity_bps)
-        w_j = r.gpus * p.compute_s  # GPU-seconds of compute per iteration
-        r.intensity = w_j / t_j if t_j > 0 else 0.0
+        assert r.placed is not None
+        r.intensity = intensity_from_traffic(self.topology, r.placed, r.traffic).value
         if r.spec.iterations is not None:
             r.target = float(r.spec.iterations)
         elif r.spec.duration_s is not None:
@@ -481,7 +485,9 @@ class Simulation:
         if r.target is not None and r.done >= r.target - 1e-9:
             self._depart(r)
             return
-        self._start_iteration(r, self.now)
+        start = self.now + r.delay
+        r.delay = 0.0
+        self._start_iteration(r, start)
 
     def _depart(self, r: _Run) -> None:
         self._advance_alloc()
@@ -544,12 +550,14 @@ class Simulation:
             rows.append(np.full(s.links.size, k))
             cols.append(s.links)
             vals.append(s.share)
-        share = sparse.csr_matrix(
-            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-            shape=(len(members), self._cap_Bps.size),
+        paces = max_min_rates_coo(
+            rows=np.concatenate(rows),
+            cols=np.concatenate(cols),
+            vals=np.concatenate(vals),
+            n_groups=len(members),
+            capacity=self._cap_Bps,
+            classes=np.array([r.cls for r in members], dtype=np.int64),
         )
-        classes = np.array([r.cls for r in members], dtype=np.int64)
-        paces = max_min_rates(share, self._cap_Bps, classes)
         for r, pace in zip(members, paces.tolist(), strict=True):
             r.pace = pace
             r.last_t = max(r.last_t, self.now)
@@ -631,17 +639,24 @@ class Simulation:
         idx, dist = best_match(hist, sig)
         exact = idx >= 0 and dist <= self.config.fast_tolerance
         if not exact and (len(hist) < self.config.fast_max_history or idx < 0):
-            hist.append(sig)
+            self._remember(hist, sig)
             return
         then = hist[idx]
         m = self._jump_count(runs, sig.t - then.t, sig.done - then.done)
         if m < 1:
-            hist.append(sig)
+            self._remember(hist, sig)
             return
         self._apply_jump(runs, links, then, sig, m)
         # the regime goes on: keep the matched stretch of history, moved forward, for the next jump
         shift = m * (sig.t - then.t)
         self._history[comp] = [self._shifted(h, then, sig, m, shift) for h in hist[idx:]]
+
+    def _remember(self, hist: list[Signature], sig: Signature) -> None:
+        """Keep the latest signatures only (a bounded search per anchor iteration)."""
+        hist.append(sig)
+        excess = len(hist) - 2 * self.config.fast_max_history
+        if excess > 0:
+            del hist[:excess]
 
     @staticmethod
     def _shifted(h: Signature, then: Signature, now: Signature, m: int, shift: float) -> Signature:
@@ -666,8 +681,8 @@ class Simulation:
             o = self._runs[i]
             if i in mine or o.target is None:
                 continue
-            # earliest possible departure: no job iterates faster than when it is alone
-            earliest = max(self.now, o.ahead_until) + max(0.0, o.target - o.done - 1.0) * o.standalone
+            # earliest possible departure: no iteration is faster than the job alone on the cluster
+            earliest = max(self.now, o.it_start + max(0.0, o.target - o.done) * o.standalone)
             bound = min(bound, earliest)
         m = math.floor((bound - self.now) / period) - 1
         for r, dn in zip(runs, d_done.tolist(), strict=True):
@@ -690,7 +705,6 @@ class Simulation:
             r.it_start += shift
             r.compute_end += shift
             r.release += shift
-            r.ahead_until = self.now + shift
             r.version += 1
             if r.computing:
                 self._push(r.compute_end, _Ev.COMPUTE_END, r.idx, r.version)

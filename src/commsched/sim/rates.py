@@ -62,20 +62,45 @@ def max_min_rates(
     >>> max_min_rates(a, np.array([10.0]), np.array([0, 1])).tolist()
     [10.0, 0.0]
     """
-    n_groups = share.shape[0]
+    coo = share.tocoo()
+    return max_min_rates_coo(
+        rows=coo.row.astype(np.int64),
+        cols=coo.col.astype(np.int64),
+        vals=coo.data.astype(float),
+        n_groups=share.shape[0],
+        capacity=capacity,
+        classes=classes,
+    )
+
+
+def max_min_rates_coo(
+    *,
+    rows: NDArray[np.int64],
+    cols: NDArray[np.int64],
+    vals: NDArray[np.float64],
+    n_groups: int,
+    capacity: NDArray[np.float64],
+    classes: NDArray[np.int64],
+) -> NDArray[np.float64]:
+    """:func:`max_min_rates` on a share matrix given as coordinates (group, link, share).
+
+    Only the links in use are kept; small problems run on a dense array, large ones on a sparse one.
+    """
     rates = np.zeros(n_groups)
-    if n_groups == 0:
+    if n_groups == 0 or rows.size == 0:
         return rates
-    share = share.tocsr()
-    used = np.unique(share.indices)  # work on the links in use only
-    sub = share[:, used]
+    used, local = np.unique(cols, return_inverse=True)
     residual = capacity[used].astype(float)
     cap = residual.copy()
     dense = n_groups * used.size <= _DENSE_LIMIT
+    if dense:
+        full = np.zeros((n_groups, used.size))
+        np.add.at(full, (rows, local), vals)
+    else:
+        full_sp = sparse.csr_matrix((vals, (rows, local)), shape=(n_groups, used.size))
     for cls in np.unique(classes):
         members = np.flatnonzero(classes == cls)
-        block = sub[members]
-        mat: NDArray[np.float64] | sparse.csr_matrix = block.toarray() if dense else block
+        mat: NDArray[np.float64] | sparse.csr_matrix = full[members] if dense else full_sp[members]
         rates[members] = _fill(mat, residual, cap)
     return rates
 
@@ -94,6 +119,17 @@ def _fill(
     n = mat.shape[0]
     level = np.zeros(n)
     nnz = (mat > 0).sum(axis=1) if isinstance(mat, np.ndarray) else mat.getnnz(axis=1)
+    if mat.shape[0] == 1:  # one group: its pace is set by its tightest link
+        row = np.asarray(mat.todense() if not isinstance(mat, np.ndarray) else mat).ravel()
+        on = row > 0
+        if not on.any():
+            return level
+        head = residual[on] / row[on]
+        pace = max(float(head.min()), 0.0)
+        residual[on] -= pace * row[on]
+        residual[on] = np.where(residual[on] <= _SAT_RTOL * capacity[on], 0.0, residual[on])
+        level[0] = pace
+        return level
     unfrozen = np.asarray(nnz).ravel() > 0  # a group with no link carries nothing
     water = 0.0
     demand = np.asarray(mat_t @ unfrozen.astype(float)).ravel()

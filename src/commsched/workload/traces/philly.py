@@ -174,7 +174,8 @@ def load_gavel_trace(
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (d / "t.trace").write_text("LM (batch size 20)\\tcmd\\t-n\\t1\\t1000\\t5.0\\t16\\n")
     >>> _ = (d / "tp.json").write_text('{"v100": {"(\\'LM (batch size 20)\\', 8)": {"null": 50.0}}}')
-    >>> [(j.gpus, j.arrival_s, j.duration_s, j.model) for j in load_gavel_trace(d / "t.trace", d / "tp.json").jobs]
+    >>> t = load_gavel_trace(d / "t.trace", d / "tp.json")
+    >>> [(j.gpus, j.arrival_s, j.duration_s, j.model) for j in t.jobs]
     [(16, 5.0, 10.0, 'gnmt')]
     """
     try:
@@ -223,7 +224,7 @@ def _iterations(app_dir: Path, batch: float) -> float:
 
 
 def _step_time(app_dir: Path, replicas: int, local_bsz: float) -> float:
-    """Measured step time with ``replicas`` GPUs (nearest measured count) and local batch nearest ``local_bsz``."""
+    """Measured step time: ``replicas`` GPUs (nearest measured count), local batch nearest ``local_bsz``."""
     meas: list[tuple[int, float, float]] = []
     for r in read_csv(
         app_dir / "placements.csv", required=("placement", "local_bsz", "step_time"), what="Pollux"

@@ -50,8 +50,8 @@ class SyntheticParams:
     cluster_gpus: int = 2048
     seed: int = 0
     sizes: tuple[tuple[int, float], ...] = DEFAULT_SIZES
-    load: float = 0.6
-    sigma: float = 1.5
+    load: float = 0.5
+    sigma: float = 1.2
     big_models: tuple[str, ...] = ("gpt3-crux",)
     mid_models: tuple[str, ...] = ("gpt3-crux", "bert-large", "bert-base", "transformer", "gnmt", "resnet50")
     small_models: tuple[str, ...] = ("bert-base", "resnet50", "resnet18", "gnmt", "dlrm", "transformer")

@@ -1,0 +1,126 @@
+"""The ``trace:`` section of scenario files: jobs from a trace file or from the synthetic generator.
+
+Examples::
+
+    trace: {kind: synthetic, jobs: 300, days: 0.5, seed: 1}
+    trace: {kind: tiresias, path: ../shared/data/tiresias/60_job.csv}
+    trace: {kind: lingjun, job_path: job.csv, worker_path: worker.csv, topo_path: topo.csv}
+
+Relative paths are taken from the scenario file's folder. ``max_jobs`` keeps the first jobs by arrival.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from commsched.errors import InputError
+from commsched.registry import Registry
+from commsched.topology import Topology
+from commsched.workload import JobSpec
+from commsched.workload.traces import (
+    SyntheticParams,
+    Trace,
+    load_gavel_trace,
+    load_lingjun_trace,
+    load_philly_csv,
+    load_pollux_workload,
+    load_tiresias_trace,
+    synthetic_trace,
+    to_job_specs,
+)
+
+#: keys every trace section may have besides ``kind`` and the loader's own parameters
+COMMON_KEYS = ("max_jobs", "collective")
+PATH_KEYS = ("path", "job_path", "worker_path", "topo_path", "throughputs_path", "traces_dir")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TraceJobs:
+    """The jobs a trace section yields, and notes on what was dropped or assumed."""
+
+    jobs: tuple[JobSpec, ...]
+    notes: tuple[str, ...]
+
+
+def _synthetic(topology: Topology, **params: Any) -> Trace:
+    params.setdefault("cluster_gpus", topology.n_gpus)
+    return synthetic_trace(SyntheticParams(**params))
+
+
+def _loaders() -> Registry[Callable[..., Trace]]:
+    reg: Registry[Callable[..., Trace]] = Registry("trace kind")
+    reg.register("synthetic", _synthetic)
+    reg.register("lingjun", load_lingjun_trace)
+    reg.register("tiresias", load_tiresias_trace)
+    reg.register("gavel", load_gavel_trace)
+    reg.register("pollux", load_pollux_workload)
+    reg.register("philly", load_philly_csv)
+    return reg
+
+
+def trace_kinds() -> tuple[str, ...]:
+    return _loaders().names()
+
+
+def _valid_params(kind: str, loader: Callable[..., Trace]) -> list[str]:
+    if kind == "synthetic":
+        return [f.name for f in fields(SyntheticParams) if f.name not in ("sizes",)]
+    names = list(inspect.signature(loader).parameters)
+    return ["path" if n in ("workload_path", "trace_path") else n for n in names]
+
+
+def trace_jobs(spec: Mapping[str, Any], topology: Topology, *, base_dir: Path) -> TraceJobs:
+    """Load the jobs of a ``trace:`` section (raises ``InputError`` naming the field)."""
+    kind = spec.get("kind")
+    if not isinstance(kind, str):
+        raise InputError(
+            "missing or not a string", where="trace.kind", expected="one of " + ", ".join(trace_kinds())
+        )
+    loader = _loaders().get(kind, where="trace.kind")
+    valid = _valid_params(kind, loader)
+    params = {k: v for k, v in spec.items() if k not in ("kind", *COMMON_KEYS)}
+    for k in params:
+        if k not in valid:
+            raise InputError(
+                f"unknown parameter {k!r} for trace kind {kind!r}",
+                where=f"trace.{k}",
+                expected="one of " + ", ".join([*valid, *COMMON_KEYS]),
+            )
+    for k in PATH_KEYS:
+        if k in params and params[k] is not None:
+            p = Path(str(params[k]))
+            params[k] = p if p.is_absolute() else base_dir / p
+    args = _arguments(kind, loader, params)
+    trace = loader(topology, **args) if kind == "synthetic" else loader(**args)
+    jobs = sorted(trace.jobs, key=lambda j: (j.arrival_s, j.id))
+    max_jobs = spec.get("max_jobs")
+    if max_jobs is not None:
+        if not isinstance(max_jobs, int) or max_jobs < 1:
+            raise InputError(
+                f"max_jobs = {max_jobs!r}", where="trace.max_jobs", expected="a positive integer"
+            )
+        jobs = jobs[:max_jobs]
+    notes = list(trace.notes)
+    too_big = [j for j in jobs if j.gpus > topology.n_gpus > 0]
+    if too_big:
+        notes.append(f"{len(too_big)} job(s) larger than the cluster ({topology.n_gpus} GPUs) dropped")
+        jobs = [j for j in jobs if j not in too_big]
+    kept = Trace(name=trace.name, source=trace.source, jobs=tuple(jobs), notes=trace.notes)
+    host_ids = {h.label: str(h.id) for h in topology.hosts if h.label}
+    specs = to_job_specs(kept, collective=str(spec.get("collective", "ring")), host_ids=host_ids or None)
+    return TraceJobs(jobs=specs, notes=tuple(notes))
+
+
+def _arguments(kind: str, loader: Callable[..., Trace], params: dict[str, Any]) -> dict[str, Any]:
+    if kind == "synthetic":
+        return params
+    sig = list(inspect.signature(loader).parameters)
+    out = dict(params)
+    if "path" in out and "path" not in sig:
+        first = sig[0]
+        out[first] = out.pop("path")
+    return out
