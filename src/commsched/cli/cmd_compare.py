@@ -34,7 +34,10 @@ def _table(obj: dict[str, object]) -> Table:
         "done",
         "wall s",
     ):
-        t.add_column(col, justify="right" if col != "policy" else "left")
+        if col == "policy":
+            t.add_column(col, justify="left", no_wrap=True, min_width=12)
+        else:
+            t.add_column(col, justify="right")
     pols = obj["policies"]
     assert isinstance(pols, dict)
     best = max((v["gpu_utilization"] or 0.0 for v in pols.values()), default=0.0)

@@ -28,7 +28,9 @@ def stderr_console() -> Console:
 
 
 def stdout_console() -> Console:
-    return Console(highlight=False)
+    """Tables fit a terminal; piped output gets 120 columns so tables are not cut."""
+    probe = Console()
+    return Console(highlight=False, width=None if probe.is_terminal else 120)
 
 
 def print_json(obj: Any) -> None:

@@ -95,7 +95,8 @@ def _intensity(plt: Any, cmp: Comparison, topology: Topology, path: Path) -> Pat
         ("ToR-Agg / fabric", {LinkKind.FABRIC, LinkKind.ABSTRACT}),
     ]
     results = cmp.results
-    fig, axes = plt.subplots(len(groups), len(results), figsize=(2.6 * len(results) + 1, 6.5), squeeze=False)
+    fig, axes = plt.subplots(len(groups), len(results), figsize=(2.6 * len(results) + 1, 7.5), squeeze=False)
+    fig.subplots_adjust(hspace=0.55, top=0.88)
     kinds = np.array([lk.kind for lk in topology.links])
     vmax = 0.0
     for r in results:

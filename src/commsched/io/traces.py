@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from commsched.workload.traces import (
 )
 
 #: keys every trace section may have besides ``kind`` and the loader's own parameters
-COMMON_KEYS = ("max_jobs", "collective")
+COMMON_KEYS = ("max_jobs", "collective", "compute_scale", "comm_scale")
 PATH_KEYS = ("path", "job_path", "worker_path", "topo_path", "throughputs_path", "traces_dir")
 
 
@@ -112,7 +112,38 @@ def trace_jobs(spec: Mapping[str, Any], topology: Topology, *, base_dir: Path) -
     kept = Trace(name=trace.name, source=trace.source, jobs=tuple(jobs), notes=trace.notes)
     host_ids = {h.label: str(h.id) for h in topology.hosts if h.label}
     specs = to_job_specs(kept, collective=str(spec.get("collective", "ring")), host_ids=host_ids or None)
+    compute_scale = _positive(spec, "compute_scale")
+    comm_scale = _positive(spec, "comm_scale")
+    if compute_scale != 1.0 or comm_scale != 1.0:
+        specs = tuple(_scaled(s, compute_scale, comm_scale) for s in specs)
+        notes.append(f"profiles scaled: compute x{compute_scale:g}, synchronised bytes x{comm_scale:g}")
     return TraceJobs(jobs=specs, notes=tuple(notes))
+
+
+def _positive(spec: Mapping[str, Any], key: str) -> float:
+    value = spec.get(key, 1.0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise InputError(f"{key} = {value!r}", where=f"trace.{key}", expected="a positive number")
+    return float(value)
+
+
+def _scaled(job: JobSpec, compute_scale: float, comm_scale: float) -> JobSpec:
+    """The job with its profile's compute time and bytes scaled (smaller per-GPU batches, other
+    precisions); a ``duration_s`` keeps its meaning (standalone run time), so the job runs more or
+    fewer iterations."""
+    p = job.profile
+    prof = replace(
+        p,
+        compute_s=p.compute_s * compute_scale,
+        sync_bytes=p.sync_bytes * comm_scale,
+        layers=tuple(
+            replace(layer, forward_s=layer.forward_s * compute_scale, backward_s=layer.backward_s * compute_scale,
+                    param_bytes=layer.param_bytes * comm_scale)
+            for layer in p.layers
+        ),
+        notes=(p.notes + f" [scaled: compute x{compute_scale:g}, bytes x{comm_scale:g}]").strip(),
+    )
+    return replace(job, profile=prof)
 
 
 def _arguments(kind: str, loader: Callable[..., Trace], params: dict[str, Any]) -> dict[str, Any]:

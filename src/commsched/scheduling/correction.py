@@ -212,8 +212,12 @@ class _Rational:
 
 
 def _rational(job: LinkJob, settings: CorrectionSettings) -> _Rational:
+    tick = Fraction(1, settings.max_denominator)
+
     def conv(x: float) -> Fraction:
-        return Fraction(x).limit_denominator(settings.max_denominator)
+        # a positive time never rounds to 0 (a zero period would make the comparison undefined)
+        f = Fraction(x).limit_denominator(settings.max_denominator)
+        return max(f, tick) if x > 0 else f
 
     compute = conv(job.compute_s)
     release = (Fraction(job.overlap).limit_denominator(settings.max_denominator)) * compute

@@ -71,14 +71,26 @@ class JobTraffic:
 
 
 def job_schedule(topology: Topology, job: PlacedJob) -> CollectiveSchedule:
-    """The collective schedule a job runs each iteration (its ``collective`` over its ranks)."""
+    """The collective schedule a job runs each iteration (its ``collective`` over its ranks).
+
+    A ``hierarchical_ring`` needs the same number of GPUs on every host of the job; with an uneven
+    placement the job runs a flat ring instead.
+    """
     spec = job.spec
     ranks = len(job.gpus)
     params: dict[str, object] = {}
-    if spec.collective == "hierarchical_ring" and job.gpus:
-        hosts = {topology.host_of(g).id for g in job.gpus}
-        params["ranks_per_host"] = max(1, ranks // max(1, len(hosts)))
-    return build_collective(spec.collective, ranks=ranks, size_bytes=spec.profile.sync_bytes, **params)
+    name = spec.collective
+    if name == "hierarchical_ring" and job.gpus:
+        per_host: dict[str, int] = {}
+        for g in job.gpus:
+            h = str(topology.host_of(g).id)
+            per_host[h] = per_host.get(h, 0) + 1
+        counts = set(per_host.values())
+        if len(counts) == 1:
+            params["ranks_per_host"] = counts.pop()
+        else:
+            name = "ring"  # uneven GPUs per host: a hierarchical ring is undefined, use a flat ring
+    return build_collective(name, ranks=ranks, size_bytes=spec.profile.sync_bytes, **params)
 
 
 def job_connections(topology: Topology, job: PlacedJob) -> dict[ConnectionKey, float]:
