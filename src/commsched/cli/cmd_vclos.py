@@ -13,10 +13,23 @@ from commsched.cli.common import print_json, stderr_console, stdout_console, use
 from commsched.errors import InputError
 
 
-def _floats(values: list[float] | None) -> tuple[float, ...]:
-    out = tuple(values or (120.0,))
+def _floats(values: list[float] | None, default: float) -> tuple[float, ...]:
+    out = tuple(values or (default,))
     if any(not math.isfinite(v) or v <= 0 for v in out):
         raise InputError(f"{list(out)}", where="--lambda", expected="positive mean gaps in seconds")
+    return out
+
+
+def _settings(values: list[str] | None) -> dict[str, object]:
+    """``KEY=VALUE`` pairs (values parsed as YAML scalars or flow lists)."""
+    from commsched.io.yamlio import load
+
+    out: dict[str, object] = {}
+    for item in values or ():
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"{item!r}", where="--set", expected="KEY=VALUE, e.g. median_duration_s=6000")
+        out[key.strip()] = load(raw)
     return out
 
 
@@ -26,12 +39,20 @@ def vclos_experiment_cmd(
     lambdas: list[float] | None = typer.Option(
         None, "--lambda", help="Mean arrival gap(s) in s (repeatable)."
     ),
-    tasks: int = typer.Option(5000, "--tasks", help="Tasks in the generated trace."),
+    tasks: int | None = typer.Option(
+        None, "--tasks", help="Tasks in the generated trace (default: the scenario's trace section)."
+    ),
     policies: str = typer.Option(
         "best,ocs-vclos,vclos,sr,balanced-ecmp,ecmp", "--policies", help="Comma-separated policies."
     ),
     queue: str = typer.Option("fifo", "--queue", help="Queue order: fifo, sf or edf."),
-    seed: int = typer.Option(0, "--seed", help="Trace seed."),
+    seed: int | None = typer.Option(None, "--seed", help="Trace seed (default: the scenario's)."),
+    settings: list[str] | None = typer.Option(
+        None, "--set", help="Override a helios_like trace parameter, KEY=VALUE (repeatable)."
+    ),
+    macro_iterations: int = typer.Option(
+        10, "--macro-iterations", help="Simulated macro-iterations per job (events per job)."
+    ),
     workers: int = typer.Option(1, "--workers", help="Parallel simulations (processes)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     out: str | None = typer.Option(None, "--out", help="Directory for the JSON and figures."),
@@ -43,18 +64,30 @@ def vclos_experiment_cmd(
         experiment_json,
         plot_experiment,
         run_experiment,
+        scenario_trace,
     )
     from commsched.io.shipped import resolve_scenario
+    from commsched.io.traces import trace_jobs
 
-    if tasks < 1:
-        raise InputError(f"{tasks}", where="--tasks", expected=">= 1")
+    overrides = _settings(settings)
+    if tasks is not None:
+        if tasks < 1:
+            raise InputError(f"{tasks}", where="--tasks", expected=">= 1")
+        overrides["tasks"] = tasks
+    if seed is not None:
+        overrides["seed"] = seed
+    trace, base_dir = scenario_trace(scenario)
+    small = {**trace, **overrides, "tasks": 1}  # validates the section and overrides cheaply
     base = resolve_scenario(scenario)
+    trace_jobs(small, base.topology, base_dir=base_dir)
     spec = ExperimentSpec(
-        lambdas=_floats(lambdas),
+        lambdas=_floats(lambdas, float(trace.get("mean_gap_s", 120.0))),
         policies=tuple(p.strip() for p in policies.split(",") if p.strip()),
-        tasks=tasks,
-        seed=seed,
+        trace=trace,
+        overrides=overrides,
         queue=queue,
+        macro_iterations=macro_iterations,
+        base_dir=base_dir,
     )
     err = stderr_console()
     runs = run_experiment(

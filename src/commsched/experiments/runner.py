@@ -10,6 +10,7 @@ from commsched.catalog import placement_registry, policy_registry, queue_registr
 from commsched.io.scenario import Scenario
 from commsched.sim.engine import SimJob, Simulation
 from commsched.sim.records import Mode, SimConfig, SimResult
+from commsched.workload import JobSpec
 
 
 def simulate_scenario(
@@ -37,7 +38,10 @@ def simulate_scenario(
     )
     sim = Simulation(
         topology=topology,
-        jobs=[SimJob(spec=j.spec, gpus=j.gpu_ids) for j in scenario.jobs],
+        jobs=[
+            SimJob(spec=j.spec, gpus=j.gpu_ids, iteration_model=_iteration_model(j.spec))
+            for j in scenario.jobs
+        ],
         policy=bundle.communication,
         placement=placement_fn,
         config=config,
@@ -50,3 +54,15 @@ def simulate_scenario(
     t0 = time.perf_counter()
     result = sim.run()
     return replace(result, wall_time_s=time.perf_counter() - t0)
+
+
+def _iteration_model(spec: JobSpec) -> Callable[[float], float] | None:
+    """The layer-wise iteration model of a job that names an intra-job policy (else ``None``)."""
+    if spec.intrajob is None:
+        return None
+    from commsched.intrajob.sweep import policy_registry as intrajob_policies
+    from commsched.intrajob.tiein import iteration_model
+
+    return iteration_model(
+        spec.profile, intrajob_policies().get(spec.intrajob, where=f"jobs.{spec.id}.intrajob")
+    )

@@ -1,24 +1,14 @@
 """The large-scale experiments of vClos (Table 5, Figs. 12-13): Helios-like traces replayed per policy.
 
-Trace (``helios_like_trace``)
------------------------------
-The Helios job logs are not in the data snapshot (``data/helios/README.md``: only per-cluster
-summaries), so the trace is synthetic, matched to the summary of Venus (the Helios cluster closest to
-CLUSTER512 in size, 1,022 GPUs): median GPU request 1, mean 6.74 GPUs. GPU counts are drawn from
-
-=====  ====  ====  ====  ====  ====  =====  =====  =====  =====
-GPUs   1     2     4     8     16    32     64     96     128
-p      .52   .10   .10   .16   .06   .035   .013   .005   .007
-=====  ====  ====  ====  ====  ====  =====  =====  =====  =====
-
-(median 1, mean 6.69), powers of two as in Helios (nearly all requests are) plus 96 (the paper's
-Fig. 12d names 96- and 160-GPU jobs; 160 cannot be built on CLUSTER512 with T = 8 and 32-port
-leaves, so it is left out). Requested run times (standalone seconds) are log-normal with median
-``median_duration_s`` and shape ``sigma``, rounded to a geometric grid of 16 values per decade so that
-jobs share parameters (needed for Stability), then capped. Models are drawn uniformly from the zoo
-profiles of the paper's testbed mix (§8.1, Table 3: VGG16, ResNet50/101, BERT) plus GNMT as a
-communication-heavy stand-in for the recommendation/MoE jobs (DLRM and MoE profiles of the zoo are
-toy-scale or PP-only). Arrivals are Poisson with mean gap ``mean_gap_s`` (the paper's lambda).
+Trace
+-----
+The jobs come from the scenario's ``trace:`` section, of kind ``helios_like``
+(:mod:`commsched.workload.traces.helios`: sizes from the Helios Venus summary, log-normal run times,
+Poisson arrivals with mean gap lambda); the experiment overrides its ``mean_gap_s`` (``--lambda``),
+``tasks``, ``seed`` and any calibration knob. Each job's profile is turned into a *macro-iteration*
+profile (:func:`~commsched.workload.traces.helios.macro_profile`, about ``macro_iterations`` per job)
+and its requested run time into an iteration count at the contention-free speed
+(:func:`with_iterations`), so that network contention lengthens a job's run time.
 
 References
 ----------
@@ -30,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,42 +44,17 @@ from commsched.scheduling.vclos.policy import FabricPlacement
 from commsched.sim.engine import SimJob, Simulation
 from commsched.sim.records import Mode, SimConfig, SimResult
 from commsched.topology import Topology
-from commsched.workload import JobId, JobSpec, ModelProfile, get_model
+from commsched.workload import JobSpec
+from commsched.workload.traces.helios import macro_profile
 
-HELIOS_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 96, 128)
-HELIOS_PROBS: tuple[float, ...] = (0.52, 0.10, 0.10, 0.16, 0.06, 0.035, 0.013, 0.005, 0.007)
-TRACE_MODELS: tuple[str, ...] = ("vgg16", "resnet50", "resnet101", "bert-base", "bert-large", "gnmt")
 TABLE5_LAMBDAS: tuple[float, ...] = (100.0, 110.0, 120.0, 130.0, 140.0)
 TABLE5_POLICIES: tuple[str, ...] = ("best", "ocs-vclos", "vclos", "sr", "balanced-ecmp", "ecmp")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TraceParams:
-    """Parameters of a Helios-like trace (see the module docstring for the derivation)."""
-
-    tasks: int = 5000
-    mean_gap_s: float = 120.0
-    seed: int = 0
-    median_duration_s: float = 3000.0
-    sigma: float = 1.0
-    max_duration_s: float = 36000.0
-    sizes: tuple[int, ...] = HELIOS_SIZES
-    probs: tuple[float, ...] = HELIOS_PROBS
-    models: tuple[str, ...] = TRACE_MODELS
-    collective: str = "hierarchical_ring"
-    comm_scale: float = 8.0
-    macro_iterations: int = 10
-
-    def __post_init__(self) -> None:
-        if self.tasks < 1 or self.mean_gap_s <= 0 or self.median_duration_s <= 0:
-            raise InputError("tasks, mean gap and duration must be positive", where="TraceParams")
-        if len(self.sizes) != len(self.probs) or not math.isclose(sum(self.probs), 1.0, abs_tol=1e-9):
-            raise InputError("sizes and probabilities must match and sum to 1", where="TraceParams.probs")
-
-
-def _grid(x: float) -> float:
-    """Round to a geometric grid of 16 values per decade."""
-    return float(10 ** (round(math.log10(x) * 16) / 16))
+#: the trace of a leaf-spine scenario that has no ``trace:`` section
+DEFAULT_TRACE: Mapping[str, Any] = {
+    "kind": "helios_like",
+    "collective": "hierarchical_ring",
+    "comm_scale": 8.0,
+}
 
 
 def standalone_iteration_s(topology: Topology, spec: JobSpec) -> float:
@@ -110,44 +76,6 @@ def standalone_iteration_s(topology: Topology, spec: JobSpec) -> float:
     return max(p.compute_s, p.overlap * p.compute_s + comm)
 
 
-def helios_like_trace(params: TraceParams, *, max_gpus: int | None = None) -> tuple[JobSpec, ...]:
-    """Jobs of a Helios-like trace: sizes, durations, models and Poisson arrivals (deterministic in seed).
-
-    Examples
-    --------
-    >>> jobs = helios_like_trace(TraceParams(tasks=3, seed=1))
-    >>> [j.id for j in jobs], all(j.duration_s is not None for j in jobs)
-    (['t0', 't1', 't2'], True)
-    """
-    rng = np.random.default_rng(params.seed)
-    n = params.tasks
-    sizes = np.array(params.sizes)
-    probs = np.array(params.probs)
-    if max_gpus is not None:
-        probs = np.where(sizes <= max_gpus, probs, 0.0)
-        probs = probs / probs.sum()
-    gpus = rng.choice(sizes, size=n, p=probs)
-    arrivals = np.cumsum(rng.exponential(params.mean_gap_s, size=n))
-    dur = rng.lognormal(math.log(params.median_duration_s), params.sigma, size=n)
-    models = rng.integers(len(params.models), size=n)
-    out = []
-    for i in range(n):
-        name = params.models[int(models[i])]
-        d = min(_grid(float(dur[i])), params.max_duration_s)
-        out.append(
-            JobSpec(
-                id=JobId(f"t{i}"),
-                profile=macro_profile(get_model(name), params, d),
-                model=name,
-                gpus=int(gpus[i]),
-                arrival_s=float(arrivals[i]),
-                duration_s=d,
-                collective=params.collective,
-            )
-        )
-    return tuple(out)
-
-
 def with_iterations(topology: Topology, jobs: Sequence[JobSpec]) -> tuple[JobSpec, ...]:
     """Jobs whose ``duration_s`` is turned into an iteration count at the contention-free speed."""
     memo: dict[tuple[str, int, float], float] = {}
@@ -162,32 +90,72 @@ def with_iterations(topology: Topology, jobs: Sequence[JobSpec]) -> tuple[JobSpe
     return tuple(out)
 
 
-def macro_profile(profile: ModelProfile, params: TraceParams, duration_s: float) -> ModelProfile:
-    """The profile of one *macro-iteration*: ``k`` real iterations with compute and bytes times ``k``
-    (bytes also times ``comm_scale``), ``k`` chosen so the job runs about ``macro_iterations`` of them.
+def scenario_trace(spec: str) -> tuple[dict[str, Any], Path]:
+    """The raw ``trace:`` section of a scenario (a shipped name or a file) and its folder.
 
-    The simulator is fluid: under a contention pattern that holds for a macro-iteration, the job's
-    slow-down is the one of its real iterations; the saving is the per-iteration events.
+    A scenario without one gets :data:`DEFAULT_TRACE`; a trace of another kind is refused (lambda
+    and the task count are parameters of the ``helios_like`` generator).
     """
-    k = max(1.0, duration_s / (params.macro_iterations * profile.compute_s))
-    return replace(
-        profile,
-        name=f"{profile.name}-x{k:.0f}",
-        compute_s=profile.compute_s * k,
-        sync_bytes=profile.sync_bytes * k * params.comm_scale,
-        layers=(),
-        source=f"{profile.name} x {k:.4g} iterations, gradient bytes x {params.comm_scale:g} (vclos_exp)",
-    )
+    from commsched.io.shipped import shipped_text
+    from commsched.io.yamlio import load
+
+    p = Path(spec)
+    if p.exists() or p.suffix in (".yaml", ".yml") or "/" in spec:
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(str(exc), where=spec, expected="a readable scenario file") from exc
+        base_dir = p.resolve().parent
+    else:
+        text = shipped_text(spec)
+        base_dir = Path(".")
+    data = load(text)
+    section = data.get("trace") if isinstance(data, dict) else None
+    if section is None:
+        return dict(DEFAULT_TRACE), base_dir
+    if not isinstance(section, dict) or section.get("kind") != "helios_like":
+        raise InputError(
+            f"trace kind {section.get('kind') if isinstance(section, dict) else section!r}",
+            where=f"{spec}: trace.kind",
+            expected="helios_like (or no trace section)",
+        )
+    return dict(section), base_dir
 
 
-def trace_scenario(base: Scenario, params: TraceParams) -> Scenario:
-    """The scenario's fabric and defaults with a generated trace as its jobs."""
-    jobs = with_iterations(base.topology, helios_like_trace(params, max_gpus=base.topology.n_gpus))
+def trace_scenario(
+    base: Scenario,
+    trace: Mapping[str, Any],
+    *,
+    macro_iterations: int = 10,
+    base_dir: Path = Path("."),
+) -> Scenario:
+    """The scenario's fabric and defaults with the jobs of a ``trace:`` section, as macro-iterations
+    with iteration counts (see the module docstring)."""
+    from commsched.io.traces import trace_jobs
+
+    if macro_iterations < 1:
+        raise InputError(f"{macro_iterations}", where="--macro-iterations", expected=">= 1")
+    raw = trace_jobs(trace, base.topology, base_dir=base_dir).jobs
+    macro = [
+        replace(j, profile=macro_profile(j.profile, j.duration_s or 0.0, macro_iterations=macro_iterations))
+        for j in raw
+    ]
+    jobs = with_iterations(base.topology, macro)
     return replace(
         base,
-        name=f"{base.name}@lambda={params.mean_gap_s:g}",
+        name=f"{base.name}@lambda={float(trace.get('mean_gap_s', 120.0)):g}",
         jobs=tuple(ScenarioJob(spec=j, gpu_ids=()) for j in jobs),
     )
+
+
+def offered_load(scenario: Scenario) -> float:
+    """Standalone GPU-seconds requested per second of arrivals, over the cluster's GPUs."""
+    jobs = [j.spec for j in scenario.jobs]
+    if not jobs or scenario.topology.n_gpus == 0:
+        return 0.0
+    span = max(j.arrival_s for j in jobs)
+    work = sum(j.gpus * (j.duration_s or 0.0) for j in jobs)
+    return work / max(span, 1e-9) / scenario.topology.n_gpus
 
 
 def parameter_groups(jobs: Sequence[ScenarioJob]) -> dict[str, str]:
@@ -211,6 +179,9 @@ class PolicyRun:
     queue: QueueDepth
     waits_s: tuple[float, ...]
     wall_s: float
+    jrt_by_gpus: Mapping[int, float] = field(default_factory=dict)
+    jwt_by_gpus: Mapping[int, float] = field(default_factory=dict)
+    offered_load: float = math.nan
     result: SimResult | None = field(default=None, repr=False)
 
 
@@ -257,9 +228,14 @@ def run_policy(scenario: Scenario, policy: str, mean_gap_s: float, *, queue: str
     wall = time.perf_counter() - t0
     groups = parameter_groups(scenario.jobs)
     by_gpus: dict[int, float] = {}
+    jrt: dict[int, float] = {}
+    jwt: dict[int, float] = {}
     for g in sorted({j.spec.gpus for j in scenario.jobs}):
         sub = {k: v for k, v in groups.items() if v.startswith(f"{g}/")}
         by_gpus[g] = stability(result, sub).mean_s
+        done = [r for r in result.jobs if r.gpus == g and r.finished]
+        jrt[g] = float(np.mean([r.run_s for r in done])) if done else math.nan
+        jwt[g] = float(np.mean([r.wait_s for r in done])) if done else math.nan
     return PolicyRun(
         policy=policy,
         mean_gap_s=mean_gap_s,
@@ -270,22 +246,37 @@ def run_policy(scenario: Scenario, policy: str, mean_gap_s: float, *, queue: str
         queue=queue_depth(result.jobs),
         waits_s=tuple(sorted(j.wait_s for j in result.jobs if j.start_s is not None)),
         wall_s=wall,
+        jrt_by_gpus=jrt,
+        jwt_by_gpus=jwt,
+        offered_load=offered_load(scenario),
     )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExperimentSpec:
-    """What to run: lambdas x policies on a base scenario's fabric, trace size and seed, queue order."""
+    """What to run: lambdas x policies on a base scenario's fabric and ``trace:`` section.
+
+    ``trace`` is the scenario's ``helios_like`` section; ``overrides`` replace its parameters (task
+    count, seed, calibration knobs) and each lambda replaces its ``mean_gap_s``.
+    """
 
     lambdas: tuple[float, ...] = (120.0,)
     policies: tuple[str, ...] = TABLE5_POLICIES
-    tasks: int = 5000
-    seed: int = 0
+    trace: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_TRACE))
+    overrides: Mapping[str, Any] = field(default_factory=dict)
     queue: str = "fifo"
+    macro_iterations: int = 10
+    base_dir: Path = Path(".")
+
+    def section(self, lam: float) -> dict[str, Any]:
+        """The trace section of one lambda."""
+        return {**self.trace, **self.overrides, "mean_gap_s": lam}
 
 
 def _one(base: Scenario, spec: ExperimentSpec, lam: float, policy: str) -> PolicyRun:
-    sc = trace_scenario(base, TraceParams(tasks=spec.tasks, mean_gap_s=lam, seed=spec.seed))
+    sc = trace_scenario(
+        base, spec.section(lam), macro_iterations=spec.macro_iterations, base_dir=spec.base_dir
+    )
     return run_policy(sc, policy, lam, queue=spec.queue)
 
 
@@ -348,6 +339,9 @@ def experiment_json(scenario: str, runs: Sequence[PolicyRun]) -> dict[str, Any]:
                 "jobs": r.times.jobs,
                 "stability_s": _num(r.stability_s),
                 "stability_by_gpus_s": {str(k): _num(v) for k, v in r.stability_by_gpus.items()},
+                "avg_jrt_by_gpus_s": {str(k): _num(v) for k, v in r.jrt_by_gpus.items()},
+                "avg_jwt_by_gpus_s": {str(k): _num(v) for k, v in r.jwt_by_gpus.items()},
+                "offered_load": _num(r.offered_load),
                 "fragmentation": {
                     "gpu_total": r.fragmentation.gpu_total,
                     "gpu_shape": r.fragmentation.gpu_shape,

@@ -29,7 +29,7 @@ from pydantic import ValidationError as PydanticError
 from commsched.errors import CommschedError, InputError, TopologyError, ValidationError
 from commsched.io import yamlio
 from commsched.topology import NodeId, Topology
-from commsched.workload import JobId, JobSpec, ModelProfile
+from commsched.workload import JobId, JobSpec, ModelProfile, SyncKind
 
 # ---------------------------------------------------------------------------------------------- schema
 
@@ -55,6 +55,9 @@ class JobEntry(_Strict):
     duration_s: float | None = Field(default=None, gt=0)
     collective: str = "ring"
     priority: int | None = Field(default=None, ge=0)
+    sync: Literal["allreduce", "ps", "byteps"] = "allreduce"
+    cpu_machines: int = Field(default=0, ge=0)
+    intrajob: str | None = None
 
     @field_validator("id", mode="before")
     @classmethod
@@ -505,9 +508,40 @@ def _build_job(entry: JobEntry, i: int, topo: Topology | None, probs: _Problems)
         duration_s=entry.duration_s,
         collective=entry.collective,
         priority=entry.priority,
+        sync=SyncKind(entry.sync),
+        ps_servers=entry.cpu_machines,
+        intrajob=entry.intrajob,
     )
     _check_collective(entry, i, probs)
+    _check_sync(entry, i, profile, probs)
     return ScenarioJob(spec=spec, gpu_ids=gpu_ids)
+
+
+def _check_sync(entry: JobEntry, i: int, profile: ModelProfile, probs: _Problems) -> None:
+    from commsched.intrajob.sweep import policy_registry as intrajob_policies
+
+    if entry.sync == "ps" and entry.cpu_machines < 1:
+        probs.add(
+            ("jobs", i, "cpu_machines"), "a parameter-server job without CPU machines", "cpu_machines >= 1"
+        )
+    if entry.sync == "allreduce" and entry.cpu_machines:
+        probs.add(
+            ("jobs", i, "cpu_machines"), "CPU machines given to an all-reduce job", "sync: ps or byteps"
+        )
+    if entry.intrajob is not None:
+        names = intrajob_policies().names()
+        if entry.intrajob not in names:
+            probs.add(
+                ("jobs", i, "intrajob"),
+                f"unknown intra-job policy {entry.intrajob!r}",
+                "one of " + ", ".join(names),
+            )
+        elif not profile.layers:
+            probs.add(
+                ("jobs", i, "intrajob"),
+                f"model {profile.name!r} has no per-layer profile",
+                "a model with layers (see `commsched models`)",
+            )
 
 
 def _check_collective(entry: JobEntry, i: int, probs: _Problems) -> None:

@@ -5,6 +5,7 @@ Examples::
     trace: {kind: synthetic, jobs: 300, days: 0.5, seed: 1}
     trace: {kind: tiresias, path: ../shared/data/tiresias/60_job.csv}
     trace: {kind: lingjun, job_path: job.csv, worker_path: worker.csv, topo_path: topo.csv}
+    trace: {kind: helios_like, tasks: 5000, mean_gap_s: 120, seed: 0}
 
 Relative paths are taken from the scenario file's folder. ``max_jobs`` keeps the first jobs by arrival.
 """
@@ -32,6 +33,7 @@ from commsched.workload.traces import (
     synthetic_trace,
     to_job_specs,
 )
+from commsched.workload.traces.helios import HeliosParams, helios_like_trace, helios_params
 
 #: keys every trace section may have besides ``kind`` and the loader's own parameters
 COMMON_KEYS = ("max_jobs", "collective", "compute_scale", "comm_scale")
@@ -51,6 +53,10 @@ def _synthetic(topology: Topology, **params: Any) -> Trace:
     return synthetic_trace(SyntheticParams(**params))
 
 
+def _helios_like(**params: Any) -> Trace:
+    return helios_like_trace(helios_params(**params))
+
+
 def _loaders() -> Registry[Callable[..., Trace]]:
     reg: Registry[Callable[..., Trace]] = Registry("trace kind")
     reg.register("synthetic", _synthetic)
@@ -59,6 +65,7 @@ def _loaders() -> Registry[Callable[..., Trace]]:
     reg.register("gavel", load_gavel_trace)
     reg.register("pollux", load_pollux_workload)
     reg.register("philly", load_philly_csv)
+    reg.register("helios_like", _helios_like)
     return reg
 
 
@@ -69,6 +76,8 @@ def trace_kinds() -> tuple[str, ...]:
 def _valid_params(kind: str, loader: Callable[..., Trace]) -> list[str]:
     if kind == "synthetic":
         return [f.name for f in fields(SyntheticParams) if f.name not in ("sizes",)]
+    if kind == "helios_like":
+        return [f.name for f in fields(HeliosParams)]
     names = list(inspect.signature(loader).parameters)
     return ["path" if n in ("workload_path", "trace_path") else n for n in names]
 
@@ -137,8 +146,12 @@ def _scaled(job: JobSpec, compute_scale: float, comm_scale: float) -> JobSpec:
         compute_s=p.compute_s * compute_scale,
         sync_bytes=p.sync_bytes * comm_scale,
         layers=tuple(
-            replace(layer, forward_s=layer.forward_s * compute_scale, backward_s=layer.backward_s * compute_scale,
-                    param_bytes=layer.param_bytes * comm_scale)
+            replace(
+                layer,
+                forward_s=layer.forward_s * compute_scale,
+                backward_s=layer.backward_s * compute_scale,
+                param_bytes=layer.param_bytes * comm_scale,
+            )
             for layer in p.layers
         ),
         notes=(p.notes + f" [scaled: compute x{compute_scale:g}, bytes x{comm_scale:g}]").strip(),

@@ -287,7 +287,8 @@ def source_routes(state: ClusterState) -> MappingProxyType[ConnectionKey, int]:
     out: dict[ConnectionKey, int] = {}
     for job in state.jobs:
         for f in job_flows(table, job):
-            src_nic = topo.nic_of(f.keys[0].src)
+            pair = network_pair(topo, f.keys[0])
+            src_nic = NodeId(pair[0]) if pair is not None else topo.nic_of(f.keys[0].src)
             choice = ports.get(src_nic, 0) % f.candidates.shape[0]
             out.update(dict.fromkeys(f.keys, choice))
     return MappingProxyType(out)

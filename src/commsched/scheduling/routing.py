@@ -14,7 +14,7 @@ import numpy as np
 
 from commsched.scheduling.state import ClusterState, ConnectionKey
 from commsched.scheduling.traffic import job_connections
-from commsched.topology import Topology
+from commsched.topology import NodeKind, Topology
 from commsched.topology.ecmp import FiveTuple, ecmp_path_index
 
 #: RoCEv2 source ports come from 0xC000-0xFFFF (Linux derives them from the GRH flow label)
@@ -30,10 +30,12 @@ def network_pair(topology: Topology, key: ConnectionKey) -> tuple[str, str] | No
     """The NICs a connection crosses the network between, or ``None`` for intra-host/abstract ones."""
     if not topology.hosts:
         return None
-    ha, hb = topology.host_of(key.src), topology.host_of(key.dst)
-    if ha.id == hb.id:
+    na, nb = topology.node(key.src), topology.node(key.dst)
+    if na.host == nb.host:
         return None
-    return topology.nic_of(key.src), topology.nic_of(key.dst)
+    nic_a = topology.nic_of(key.src) if na.kind is NodeKind.GPU else key.src
+    nic_b = topology.nic_of(key.dst) if nb.kind is NodeKind.GPU else key.dst
+    return nic_a, nic_b
 
 
 def ecmp_routes(

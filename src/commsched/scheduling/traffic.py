@@ -16,8 +16,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from commsched.scheduling.state import ConnectionKey, PlacedJob
+from commsched.scheduling.sync import SyncPlan, endpoint_route, sync_plan
 from commsched.topology import NodeId, Topology
-from commsched.workload import CollectiveSchedule, Step
+from commsched.workload import CollectiveSchedule, Step, SyncKind
 from commsched.workload.collectives import build_collective
 
 #: the two ends of the abstract single link
@@ -93,6 +94,13 @@ def job_schedule(topology: Topology, job: PlacedJob) -> CollectiveSchedule:
     return build_collective(name, ranks=ranks, size_bytes=spec.profile.sync_bytes, **params)
 
 
+def job_sync(topology: Topology, job: PlacedJob) -> SyncPlan:
+    """The schedule and endpoints of a placed job's per-iteration synchronisation."""
+    if job.spec.sync is SyncKind.ALLREDUCE:
+        return SyncPlan(schedule=job_schedule(topology, job), endpoints=job.gpus)
+    return sync_plan(topology, job)
+
+
 def job_connections(topology: Topology, job: PlacedJob) -> dict[ConnectionKey, float]:
     """Every directed connection of a job with its bytes per iteration (insertion order = first use)."""
     out: dict[ConnectionKey, float] = {}
@@ -100,12 +108,12 @@ def job_connections(topology: Topology, job: PlacedJob) -> dict[ConnectionKey, f
         if job.spec.profile.sync_bytes > 0:
             out[ConnectionKey(job=job.id, src=ABSTRACT_SRC, dst=ABSTRACT_DST)] = job.spec.profile.sync_bytes
         return out
-    if len(job.gpus) < 2:
+    if len(job.gpus) < 2 and job.spec.sync is SyncKind.ALLREDUCE:
         return out
-    sched = job_schedule(topology, job)
-    for step in sched.steps:
+    plan = job_sync(topology, job)
+    for step in plan.schedule.steps:
         for t in step.transfers:
-            key = ConnectionKey(job=job.id, src=job.gpus[t.src], dst=job.gpus[t.dst])
+            key = ConnectionKey(job=job.id, src=plan.endpoints[t.src], dst=plan.endpoints[t.dst])
             out[key] = out.get(key, 0.0) + t.size_bytes * step.repeat
     return out
 
@@ -113,15 +121,17 @@ def job_connections(topology: Topology, job: PlacedJob) -> dict[ConnectionKey, f
 RouteFn = Callable[[ConnectionKey], int]
 
 
-def _step_load(topology: Topology, job: PlacedJob, step: Step, route: RouteFn) -> StepLoad | None:
+def _step_load(
+    topology: Topology, job: PlacedJob, step: Step, endpoints: tuple[NodeId, ...], route: RouteFn
+) -> StepLoad | None:
     acc: dict[int, float] = {}
     max_flow = 0.0
     latency = 0.0
     for t in step.transfers:
         if t.size_bytes <= 0:
             continue
-        a, b = job.gpus[t.src], job.gpus[t.dst]
-        path = topology.gpu_route(a, b, route(ConnectionKey(job=job.id, src=a, dst=b)))
+        a, b = endpoints[t.src], endpoints[t.dst]
+        path = endpoint_route(topology, a, b, route(ConnectionKey(job=job.id, src=a, dst=b)))
         for lid in path.links:
             acc[lid] = acc.get(lid, 0.0) + t.size_bytes
         max_flow = max(max_flow, t.size_bytes)
@@ -165,9 +175,10 @@ def job_traffic(
                     share=np.array([1.0]),
                 )
             )
-    elif len(job.gpus) >= 2:
-        for step in job_schedule(topology, job).steps:
-            load = _step_load(topology, job, step, route)
+    elif len(job.gpus) >= 2 or job.spec.sync is not SyncKind.ALLREDUCE:
+        plan = job_sync(topology, job)
+        for step in plan.schedule.steps:
+            load = _step_load(topology, job, step, plan.endpoints, route)
             if load is not None:
                 steps.append(load)
     totals: dict[int, float] = {}

@@ -29,6 +29,7 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
 from commsched.errors import InputError
+from commsched.intrajob.tiein import effective_overlap
 from commsched.scheduling.intensity import intensity_from_traffic
 from commsched.scheduling.interfaces import (
     Allocation,
@@ -65,6 +66,7 @@ class SimJob:
 
     spec: JobSpec
     gpus: tuple[NodeId, ...] = ()
+    iteration_model: Callable[[float], float] | None = None  # standalone comm time -> iteration time
 
 
 class _Run:
@@ -87,7 +89,9 @@ class _Run:
         "it_start",
         "last_end",
         "last_t",
+        "model",
         "next_traffic",
+        "overlap",
         "pace",
         "placed",
         "progress",
@@ -138,6 +142,8 @@ class _Run:
         self.shift = 0.0
         self.delay = 0.0
         self.weight = float(spec.gpus)
+        self.overlap = spec.profile.overlap
+        self.model: Callable[[float], float] | None = None
 
 
 class Simulation:
@@ -197,6 +203,8 @@ class Simulation:
         self._seq = 0
         self._heap: list[tuple[float, int, int, int, int]] = []
         self._runs = [_Run(i, sj.spec) for i, sj in enumerate(jobs)]
+        for r, sj in zip(self._runs, jobs, strict=True):
+            r.model = sj.iteration_model
         self._explicit = [sj.gpus for sj in jobs]
         self._abstract = len(topology.hosts) == 0
         self.cluster_gpus = topology.n_gpus if not self._abstract else sum(j.spec.gpus for j in jobs)
@@ -413,7 +421,9 @@ class Simulation:
         for s in r.traffic.steps:
             pace = float(np.min(self._cap_Bps[s.links] / s.share))
             comm += s.repeat * (s.latency_s + s.max_flow_bytes / pace)
-        r.standalone = max(p.compute_s, p.overlap * p.compute_s + comm)
+        if r.model is not None:
+            r.overlap = effective_overlap(p.compute_s, comm, r.model(comm))
+        r.standalone = max(p.compute_s, r.overlap * p.compute_s + comm)
         assert r.placed is not None
         r.intensity = intensity_from_traffic(self.topology, r.placed, r.traffic).value
         if r.spec.iterations is not None:
@@ -436,7 +446,7 @@ class Simulation:
         r.version += 1
         self._push(r.compute_end, _Ev.COMPUTE_END, r.idx, r.version)
         if not r.comm_done:
-            r.release = t + r.spec.profile.overlap * c
+            r.release = t + r.overlap * c
             self._push(r.release, _Ev.RELEASE, r.idx, r.version)
         if self.config.mode is Mode.FAST and self._anchor.get(r.comp) == r.idx and self.now == t:
             self._maybe_jump(r.comp)

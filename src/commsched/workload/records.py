@@ -148,4 +148,5 @@ class JobSpec:
     collective: str = "ring"
     priority: int | None = None
     sync: SyncKind = SyncKind.ALLREDUCE
-    ps_servers: int = 0
+    ps_servers: int = 0  # CPU machines of a PS / BytePS job
+    intrajob: str | None = None  # intra-job scheduling policy (wfbp, mercury, ...) using the layers
