@@ -23,8 +23,9 @@ from commsched.topology import (
     two_layer_clos,
 )
 from commsched.topology.paths import SWITCH_KINDS
+from tests.paths import SHARED_DATA
 
-LINGJUN = "/work/shared/data/alibaba-lingjun-2023/topo.csv"
+LINGJUN = str(SHARED_DATA / "alibaba-lingjun-2023" / "topo.csv")
 
 SMALL: dict[str, dict[str, object]] = {
     "single_link": {},

@@ -8,8 +8,9 @@ import pytest
 
 from commsched.errors import InputError
 from commsched.topology import NodeKind, load_lingjun_topo, oversubscription
+from tests.paths import SHARED_DATA
 
-REAL = Path("/work/shared/data/alibaba-lingjun-2023/topo.csv")
+REAL = SHARED_DATA / "alibaba-lingjun-2023" / "topo.csv"
 
 
 @pytest.mark.skipif(not REAL.exists(), reason="shared Lingjun data not present")

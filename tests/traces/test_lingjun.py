@@ -10,6 +10,7 @@ import pytest
 
 from commsched.errors import InputError
 from commsched.workload.traces import LINGJUN, load_lingjun_trace, to_job_specs
+from tests.paths import SHARED_DATA
 
 JOB_HEADER = [
     "id", "uid", "job_name", "kind", "namespace", "model", "status", "reason", "reason_code", "priority",
@@ -134,7 +135,7 @@ def test_unreadable_file(tmp_path: Path) -> None:
 
 
 def test_real_topo_joins(tmp_path: Path) -> None:
-    topo = Path("/work/shared/data/alibaba-lingjun-2023/topo.csv")
+    topo = SHARED_DATA / "alibaba-lingjun-2023" / "topo.csv"
     if not topo.exists():
         pytest.skip("Lingjun topo.csv not present")
     ip = topo.read_text().splitlines()[1].split(",")[0]

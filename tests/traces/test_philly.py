@@ -1,4 +1,4 @@
-"""Loaders of the Philly-derived traces on the real files in /work/shared/data (skipped when absent)."""
+"""Loaders of the Philly-derived traces on the real files in ../shared/data (skipped when absent)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from commsched.workload.traces import (
     load_tiresias_trace,
     to_job_specs,
 )
+from tests.paths import SHARED_DATA
 
-DATA = Path("/work/shared/data")
+DATA = SHARED_DATA
 
 
 def need(path: Path) -> Path:

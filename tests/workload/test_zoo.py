@@ -22,8 +22,9 @@ from commsched.workload import (
 )
 from commsched.workload.profiles_io import read_zoo_json, write_zoo_json
 from commsched.workload.records import ModelProfile
+from tests.paths import SHARED_DATA
 
-DATA = Path("/work/shared/data")
+DATA = SHARED_DATA
 REQUIRED = [
     "gpt3-crux", "bert-base", "bert-large", "resnet50", "vgg16", "vgg19", "alexnet", "gnmt", "transformer",
     "moe-simai", "dlrm",
