@@ -32,7 +32,8 @@ app = typer.Typer(
     help=(
         "Communication scheduling for multi-tenant GPU training clusters: decide placement, paths and "
         "priority classes (Crux, vClos, BytePS, Mercury and their baselines), simulate what they do to "
-        "GPU utilisation and job completion time, and enforce them on real hosts."
+        "GPU utilisation and job completion time. (The runtime that enforces decisions on real hosts is not "
+        "part of this release.)"
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -53,7 +54,7 @@ def _root(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
-    """commsched: decide, simulate and enforce communication scheduling for GPU clusters."""
+    """commsched: decide and simulate communication scheduling for GPU clusters."""
 
 
 for _mod in COMMAND_MODULES:
