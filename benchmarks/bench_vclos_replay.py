@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from commsched.experiments.vclos_exp import TraceParams, run_policy, trace_scenario
+from commsched.experiments.vclos_exp import ExperimentSpec, run_policy, scenario_trace, trace_scenario
 from commsched.io.shipped import resolve_scenario
 
 BUDGET_S = 180.0
@@ -28,8 +28,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     base = resolve_scenario("vclos-table5-512")
+    section, _ = scenario_trace("vclos-table5-512")
+    spec = ExperimentSpec(trace=section, overrides={"tasks": args.tasks, "seed": args.seed})
     t0 = time.perf_counter()
-    sc = trace_scenario(base, TraceParams(tasks=args.tasks, mean_gap_s=args.lam, seed=args.seed))
+    sc = trace_scenario(base, spec.section(args.lam))
     t_trace = time.perf_counter() - t0
     run = run_policy(sc, args.policy, args.lam)
     ref = RAPIDNETSIM_S_PER_JOB * args.tasks

@@ -10,6 +10,18 @@ profile (:func:`~commsched.workload.traces.helios.macro_profile`, about ``macro_
 and its requested run time into an iteration count at the contention-free speed
 (:func:`with_iterations`), so that network contention lengthens a job's run time.
 
+Calibration and the Table-5 order
+---------------------------------
+The shipped calibration (median 3,000 s, sigma 1, offered load about 0.55 of the 512 GPUs at
+lambda = 120 s) reproduces the paper's Best regime (average JCT about 4,900 s with about 260 s of
+waiting, paper: 5,053 s). It does not reproduce vClos < SR < balanced ECMP: with locality packing
+only the 64-128-GPU jobs (about 3% of the tasks) cross leaves, their hierarchical rings are
+leaf-wise permutations, and each leaf has one uplink per GPU, so source routing collides rarely and
+``balanced-ecmp`` (a global least-loaded *path* choice, stronger than the paper's per-port choice)
+almost never; vClos pays for isolation with shape waits (equal servers per leaf, reserved links).
+``--set`` changes the knobs (``median_duration_s``, ``sigma``, ``size_exponent``, ``comm_scale``,
+``collective``, ...) to explore other regimes.
+
 References
 ----------
 vClos §9.2 (5,000 Helios tasks, Poisson arrivals, FIFO), §9.4-9.6 (Figs. 12-13, Table 5).
