@@ -20,7 +20,7 @@ def _mode_value(mode: str | None) -> str | None:
 
 @user_errors
 def simulate(
-    scenario: Path = typer.Argument(..., help="Scenario YAML file (see `commsched validate`)."),
+    scenario: Path = typer.Argument(..., help="Scenario YAML file, or the name of a shipped scenario."),
     policy: str | None = typer.Option(
         None, "--policy", "-p", help="Communication policy; default: the scenario's."
     ),
@@ -34,9 +34,9 @@ def simulate(
     """Simulate a scenario and report GPU utilisation and per-job results."""
     from commsched.experiments.runner import simulate_scenario
     from commsched.io.results import result_summary, write_outputs
-    from commsched.io.scenario import load_scenario
+    from commsched.io.shipped import resolve_scenario
 
-    sc = load_scenario(scenario)
+    sc = resolve_scenario(str(scenario))
     err = stderr_console()
     with Progress(
         TextColumn("[bold]simulating"),
@@ -108,14 +108,14 @@ def _print_table(summary: dict[str, object]) -> None:
 
 @user_errors
 def validate(
-    scenario: Path = typer.Argument(..., help="Scenario YAML file."),
+    scenario: Path = typer.Argument(..., help="Scenario YAML file, or the name of a shipped scenario."),
     as_json: bool = typer.Option(False, "--json", help="Print the problems as a JSON object."),
 ) -> None:
     """Check a scenario file and print every problem, one line each (exit 2 if any)."""
-    from commsched.io.scenario import load_scenario
+    from commsched.io.shipped import resolve_scenario
 
     try:
-        sc = load_scenario(scenario)
+        sc = resolve_scenario(str(scenario))
     except ValidationError as exc:
         if as_json:
             print_json({"valid": False, "problems": exc.problems})

@@ -1,0 +1,120 @@
+"""Time crux-full replaying a Crux-scale trace (5,000 jobs, 14 days, 2,048 GPUs) in fast mode.
+
+The fabric and calibration are those of the shipped ``crux-fig23-clos`` scenario (64 ToR x 16 Agg
+two-layer Clos, 4:1 uplinks, compute_scale 0.2); only the trace is stretched to the paper's full two
+weeks (reference/crux-spec.md §6.5: 5,000+ jobs, two weeks, 2,000+ GPUs). Prints the wall time (and
+the process CPU time, the fairer figure on a shared machine), its ratio to the 300 s budget (two cores),
+and its ratio to RapidNetSim's published cost (358 CPU-s per 1,000 jobs on 1,024 GPUs with link
+contention switched off, ``DESIGN.md``; scaled linearly to the job count).
+
+``--agreement`` instead replays the jobs that arrive in the first ``--window-h`` hours (default 6) of the
+same trace in fast and in exact mode and prints the difference in GPU utilisation and the per-job JCT
+differences (jobs finished in both runs).
+
+Run: ``.venv/bin/python benchmarks/bench_trace_replay.py [--jobs 5000] [--days 14] [--policy crux-full]``
+or ``.venv/bin/python benchmarks/bench_trace_replay.py --agreement [--window-h 6]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from commsched.experiments.runner import simulate_scenario
+from commsched.io import yamlio
+from commsched.io.scenario import Scenario, scenario_from_data
+from commsched.io.shipped import shipped_text
+
+BUDGET_S = 300.0
+RAPIDNETSIM_S_PER_JOB = 358.0 / 1000.0
+DAY_S = 86_400.0
+
+
+def trace_scenario(jobs: int, days: float, seed: int) -> Scenario:
+    """``crux-fig23-clos`` with its trace stretched to ``jobs`` over ``days``."""
+    data = yamlio.load(shipped_text("crux-fig23-clos"))
+    data["trace"] = {**data["trace"], "jobs": jobs, "days": days, "seed": seed}
+    data["horizon_s"] = days * DAY_S
+    data["name"] = f"crux-trace-{jobs}-{days:g}d"
+    return scenario_from_data(data, source="bench_trace_replay")
+
+
+def bench(args: argparse.Namespace) -> None:
+    t0 = time.perf_counter()
+    sc = trace_scenario(args.jobs, args.days, args.seed)
+    t_load = time.perf_counter() - t0
+    c0 = time.process_time()
+    res = simulate_scenario(sc, policy=args.policy, mode="fast")
+    cpu_s = time.process_time() - c0
+    fin = sum(j.finished for j in res.jobs)
+    ref = RAPIDNETSIM_S_PER_JOB * len(sc.jobs)
+    print(f"scenario build (topology + trace): {t_load:.2f} s")
+    print(
+        f"{args.policy} fast on {sc.topology.n_gpus} GPUs, {len(sc.jobs)} jobs, {args.days:g} days: "
+        f"{res.wall_time_s:.1f} s wall ({cpu_s:.1f} CPU-s), GPU utilisation {res.gpu_utilization:.3f}, "
+        f"{fin} finished, {res.events} events"
+    )
+    print(
+        f"ratio to the {BUDGET_S:.0f} s budget: {res.wall_time_s / BUDGET_S:.2f} "
+        f"(CPU: {cpu_s / BUDGET_S:.2f})"
+    )
+    print(f"ratio to RapidNetSim's published {ref:.0f} CPU-s (contention off): {res.wall_time_s / ref:.3f}")
+
+
+def agreement(args: argparse.Namespace) -> None:
+    full = trace_scenario(args.jobs, args.days, args.seed)
+    window = args.window_h * 3600.0
+    jobs = tuple(j for j in full.jobs if j.spec.arrival_s < window)
+    sc = replace(full, jobs=jobs, horizon_s=window, name=f"{full.name}-first-{args.window_h:g}h")
+    runs = {}
+    for mode in ("fast", "exact"):
+        runs[mode] = simulate_scenario(sc, policy=args.policy, mode=mode)
+        print(
+            f"{mode:5s}: {runs[mode].wall_time_s:7.1f} s wall, "
+            f"GPU utilisation {runs[mode].gpu_utilization:.4f}"
+        )
+    fast, exact = runs["fast"], runs["exact"]
+    du = fast.gpu_utilization - exact.gpu_utilization
+    print(
+        f"{args.policy} on the first {args.window_h:g} h ({len(jobs)} jobs, {sc.topology.n_gpus} GPUs): "
+        f"utilisation fast - exact = {du:+.4f} ({du / exact.gpu_utilization * 100:+.2f} % relative)"
+    )
+    ex = {j.id: j for j in exact.jobs}
+    rel = []
+    for j in fast.jobs:
+        e = ex[j.id]
+        if j.finished and e.finished and math.isfinite(e.jct_s) and e.jct_s > 0:
+            rel.append(abs(j.jct_s - e.jct_s) / e.jct_s)
+    if rel:
+        r = np.array(rel)
+        print(
+            f"per-job JCT |fast - exact| / exact over {r.size} jobs finished in both: "
+            f"mean {r.mean() * 100:.2f} %, median {np.median(r) * 100:.2f} %, "
+            f"p95 {np.quantile(r, 0.95) * 100:.2f} %, max {r.max() * 100:.2f} %"
+        )
+    else:
+        print("no job finished in both runs")
+    print(f"wall-time ratio exact / fast: {exact.wall_time_s / fast.wall_time_s:.1f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=5000)
+    ap.add_argument("--days", type=float, default=14.0)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--policy", default="crux-full")
+    ap.add_argument("--agreement", action="store_true", help="fast against exact on the first hours")
+    ap.add_argument("--window-h", type=float, default=6.0)
+    args = ap.parse_args()
+    if args.agreement:
+        agreement(args)
+    else:
+        bench(args)
+
+
+if __name__ == "__main__":
+    main()
