@@ -10,6 +10,7 @@ import yaml
 
 from commsched.cli.common import print_json, stdout_console, user_errors
 from commsched.errors import InputError
+from commsched.io import yamlio
 from commsched.topology.builders import build_topology, load_lingjun_topo
 from commsched.topology.graph import Topology
 from commsched.topology.summary import TopologySummary, summarize
@@ -22,7 +23,7 @@ def _parse_params(items: list[str]) -> dict[str, Any]:
         if not sep or not key.strip():
             raise InputError(f"bad parameter {item!r}", where="--param", expected="KEY=VALUE")
         try:
-            out[key.strip()] = yaml.safe_load(raw)
+            out[key.strip()] = yamlio.load(raw)
         except yaml.YAMLError:
             out[key.strip()] = raw
     return out
@@ -30,7 +31,7 @@ def _parse_params(items: list[str]) -> dict[str, Any]:
 
 def _from_yaml(path: Path, extra: dict[str, Any]) -> Topology:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yamlio.load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise InputError(f"cannot read YAML: {exc}", where=str(path)) from None
     if isinstance(data, dict) and isinstance(data.get("topology"), dict):
