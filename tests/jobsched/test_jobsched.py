@@ -18,6 +18,8 @@ from commsched.topology.builders.lingjun import load_lingjun_topo
 from commsched.workload import job_from_model
 
 SCHEDULERS = job_schedulers()
+#: the locality-aware ones (first-fit is the trace's topology-blind production scheduler)
+LOCALITY = sorted(set(SCHEDULERS) - {"first-fit"})
 
 
 def small() -> Topology:
@@ -41,10 +43,28 @@ def hosts_of(topo: Topology, gpus: tuple[NodeId, ...]) -> Counter[str]:
 
 
 def test_registry_names() -> None:
-    assert set(SCHEDULERS) == {"pack", "hived", "muri"}
+    assert set(SCHEDULERS) == {"first-fit", "pack", "hived", "muri"}
 
 
-@pytest.mark.parametrize("name", sorted(SCHEDULERS))
+def test_first_fit_takes_the_first_host_and_tor_that_fit() -> None:
+    topo = small()  # tors: (h0, h1), (h2, h3), (h4, h5)
+    g = {str(h.id): list(h.gpus) for h in topo.hosts}
+    # h0 has 2 free, h1 6, h2 8: a 4-GPU job goes to h1 (first fit), pack takes h1 too (best fit)
+    free = set(g["h0"][6:] + g["h1"][2:] + g["h2"] + g["h3"] + g["h4"] + g["h5"])
+    alloc = SCHEDULERS["first-fit"](request(topo, 4, free))
+    assert alloc is not None and hosts_of(topo, alloc.gpus) == Counter({"h1": 4})
+    # 2 GPUs: first fit takes h0's last two, best fit too; 8 GPUs: the first whole host, h2
+    alloc = SCHEDULERS["first-fit"](request(topo, 8, free))
+    assert alloc is not None and hosts_of(topo, alloc.gpus) == Counter({"h2": 8})
+    # 20 GPUs fit under tor1 (h2 + h3 = 16)? no; under no single ToR: the first 20 free GPUs in order,
+    # straddling tor0 and tor1, where pack would start from the emptiest ToRs (tor1, tor2)
+    alloc = SCHEDULERS["first-fit"](request(topo, 20, free))
+    assert alloc is not None and hosts_of(topo, alloc.gpus) == Counter({"h0": 2, "h1": 6, "h2": 8, "h3": 4})
+    packed = SCHEDULERS["pack"](request(topo, 20, free))
+    assert packed is not None and tors_of(topo, packed.gpus) == {NodeId("tor1"), NodeId("tor2")}
+
+
+@pytest.mark.parametrize("name", LOCALITY)
 @pytest.mark.parametrize("n", [8, 16, 24])
 def test_whole_hosts_for_multiples_of_eight(name: str, n: int) -> None:
     topo = small()

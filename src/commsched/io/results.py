@@ -40,6 +40,7 @@ def result_summary(result: SimResult, *, include_wall_time: bool = True) -> dict
                 "slowdown": _num(j.slowdown),
                 "priority_class": j.priority_class,
                 "intensity": _num(j.intensity),
+                "shared_links": j.shared_links,
             }
         )
     out: dict[str, Any] = {

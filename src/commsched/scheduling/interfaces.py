@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from commsched.scheduling.memo import Memo
 from commsched.scheduling.state import ClusterState, ConnectionKey, Decisions, PlacedJob
 from commsched.topology import LinkId, NodeId, Topology
 from commsched.workload import JobSpec
@@ -16,12 +17,15 @@ class PolicyContext:
     """What a communication policy may know besides the cluster state.
 
     ``seed`` is the simulation's seed; ``epoch`` counts the decisions taken so far (a policy that draws
-    random numbers derives its generator from both, so runs are reproducible).
+    random numbers derives its generator from both, so runs are reproducible). ``memo`` is the
+    simulation's store of pure per-job and per-pair results that a policy may reuse from one decision
+    to the next (:mod:`commsched.scheduling.memo`); ``None`` outside a simulation.
     """
 
     seed: int
     now_s: float
     epoch: int
+    memo: Memo | None = field(default=None, compare=False, repr=False)
 
 
 #: A communication policy: paths, ranking, classes (and time shifts) for the running jobs.

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from types import MappingProxyType
 
 import numpy as np
@@ -53,6 +54,7 @@ from commsched.scheduling.compression import (
     varys_compression,
 )
 from commsched.scheduling.interfaces import PolicyContext, PolicyFn
+from commsched.scheduling.memo import Memo, maybe
 from commsched.scheduling.paths import (
     Flow,
     FlowWeight,
@@ -145,12 +147,15 @@ class _Ctx:
     table: PathTable
     network: NDArray[np.bool_]
     flows: dict[JobId, tuple[Flow, ...]]
+    memo: Memo | None = None
 
     @staticmethod
-    def of(state: ClusterState) -> _Ctx:
-        table = PathTable(state.topology)
-        flows = {j.id: job_flows(table, j) for j in state.jobs}
-        return _Ctx(table=table, network=network_link_mask(state.topology), flows=flows)
+    def of(state: ClusterState, memo: Memo | None = None) -> _Ctx:
+        topo = state.topology
+        table = maybe(memo, "path-table", lambda: PathTable(topo))
+        flows = {j.id: maybe(memo, ("flows", j.id), partial(job_flows, table, j)) for j in state.jobs}
+        network = maybe(memo, "network-mask", lambda: network_link_mask(topo))
+        return _Ctx(table=table, network=network, flows=flows, memo=memo)
 
 
 def _rng(ctx: PolicyContext) -> np.random.Generator:
@@ -170,17 +175,29 @@ def _weight(facts: JobFacts, settings: PathSettings) -> FlowWeight:
 
 
 def _facts(state: ClusterState, c: _Ctx, routes: Routes) -> list[JobFacts]:
-    return [job_facts(state.topology, j, routes, c.network) for j in state.jobs]
+    if c.memo is None:
+        return [job_facts(state.topology, j, routes, c.network) for j in state.jobs]
+    own: dict[JobId, list[tuple[ConnectionKey, int]]] = {}
+    for key, path in routes.items():
+        own.setdefault(key.job, []).append((key, path))
+    return [
+        c.memo.get(
+            ("facts", j.id, frozenset(own.get(j.id, ()))),
+            partial(job_facts, state.topology, j, routes, c.network),
+        )
+        for j in state.jobs
+    ]
 
 
 def _solo_facts(state: ClusterState, c: _Ctx, settings: PathSettings) -> list[JobFacts]:
     """Each job's facts under its *solo* routes: its own flows spread on an empty network."""
     unit = FlowWeight(per_byte=1.0) if settings.metric == "rate" else FlowWeight(per_flow=1.0)
-    out = []
-    for j in state.jobs:
+
+    def solo_facts(j: PlacedJob) -> JobFacts:
         solo = greedy_routes(c.table, [(j, c.flows[j.id])], {j.id: unit}, settings)
-        out.append(job_facts(state.topology, j, solo, c.network))
-    return out
+        return job_facts(state.topology, j, solo, c.network)
+
+    return [maybe(c.memo, ("solo", j.id, settings), partial(solo_facts, j)) for j in state.jobs]
 
 
 def _crux_routes(state: ClusterState, c: _Ctx, solo: Sequence[JobFacts], settings: PathSettings) -> Routes:
@@ -294,7 +311,7 @@ def crux_plan(state: ClusterState, ctx: PolicyContext, settings: CruxSettings | 
     cfg = settings or CruxSettings()
     if not state.jobs:
         return Plan(decisions=Decisions(), intensity={})
-    c = _Ctx.of(state)
+    c = _Ctx.of(state, ctx.memo)
     if cfg.select_paths:
         solo = _solo_facts(state, c, cfg.paths)
         routes = _crux_routes(state, c, solo, cfg.paths)
@@ -302,7 +319,7 @@ def crux_plan(state: ClusterState, ctx: PolicyContext, settings: CruxSettings | 
     else:
         routes = ecmp_routes(state, seed=ctx.seed)
         facts = _facts(state, c, routes)
-    ranking = crux_ranking(facts, cfg.priority)
+    ranking = crux_ranking(facts, cfg.priority, memo=ctx.memo)
     rng = _rng(ctx)
 
     def crux_k_cut(share: NDArray[np.bool_], inten: NDArray[np.float64], k: int) -> Compression:
@@ -322,7 +339,7 @@ def _crux_variant(settings: CruxSettings) -> PlanFn:
 # ---------------------------------------------------------------------------------------------- baselines
 def sincronia_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
     """ECMP paths, Sincronia BSSI ranking (weight 1), Sincronia-style split to K levels."""
-    c = _Ctx.of(state)
+    c = _Ctx.of(state, ctx.memo)
     routes = ecmp_routes(state, seed=ctx.seed)
     facts = _facts(state, c, routes)
     ranking = sincronia_ranking(state.topology, facts)
@@ -331,7 +348,7 @@ def sincronia_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
 
 def varys_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
     """ECMP paths, Varys SEBF ranking, Varys-style split to K levels."""
-    c = _Ctx.of(state)
+    c = _Ctx.of(state, ctx.memo)
     routes = ecmp_routes(state, seed=ctx.seed)
     facts = _facts(state, c, routes)
     ranking = varys_ranking(state.topology, facts)
@@ -365,7 +382,7 @@ def _taccl_routes(state: ClusterState, c: _Ctx, settings: PathSettings | None = 
 
 def taccl_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
     """TACCL*: least-congested paths in arrival order, most hops first, Varys-style split."""
-    c = _Ctx.of(state)
+    c = _Ctx.of(state, ctx.memo)
     routes = _taccl_routes(state, c)
     facts = _facts(state, c, routes)
     ranking = taccl_ranking(state.topology, facts, routes)
@@ -391,18 +408,18 @@ def _one_class(state: ClusterState, routes: Routes, c: _Ctx) -> Plan:
 
 def balanced_ecmp_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
     """Balanced ECMP paths (least loaded at arrival), one class."""
-    c = _Ctx.of(state)
+    c = _Ctx.of(state, ctx.memo)
     return _one_class(state, _balanced_routes(state, c), c)
 
 
 def source_routing_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
     """Plain source routing with a fixed port mapping, one class."""
-    return _one_class(state, source_routes(state), _Ctx.of(state))
+    return _one_class(state, source_routes(state), _Ctx.of(state, ctx.memo))
 
 
 def cassini_plan(state: ClusterState, ctx: PolicyContext, settings: CassiniSettings | None = None) -> Plan:
     """ECMP paths, one class, CASSINI time shifts of the iteration starts."""
-    c = _Ctx.of(state)
+    c = _Ctx.of(state, ctx.memo)
     routes = ecmp_routes(state, seed=ctx.seed)
     facts = _facts(state, c, routes)
     shifts = cassini_shifts(state.topology, facts, c.network, settings)
@@ -414,7 +431,7 @@ def cassini_plan(state: ClusterState, ctx: PolicyContext, settings: CassiniSetti
 
 def _wrap(policy: PolicyFn) -> PlanFn:
     def plan(state: ClusterState, ctx: PolicyContext) -> Plan:
-        c = _Ctx.of(state)
+        c = _Ctx.of(state, ctx.memo)
         d = policy(state, ctx)
         facts = _facts(state, c, d.routes)
         return Plan(decisions=d, intensity=MappingProxyType({f.job.id: f.intensity.value for f in facts}))

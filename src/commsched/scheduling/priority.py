@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -43,6 +44,7 @@ from commsched.scheduling.correction import (
     reference_job,
 )
 from commsched.scheduling.intensity import Intensity, intensity_from_traffic
+from commsched.scheduling.memo import Memo, maybe
 from commsched.scheduling.routing import network_pair
 from commsched.scheduling.state import ConnectionKey, PlacedJob
 from commsched.scheduling.traffic import JobTraffic, job_connections, job_traffic
@@ -162,7 +164,9 @@ def _link_key(job: LinkJob, settings: CorrectionSettings) -> tuple[Fraction, Fra
     return q(job.compute_s), q(job.transfer_s), q(job.overlap)
 
 
-def crux_ranking(facts: Sequence[JobFacts], settings: CruxPriority | None = None) -> Ranking:
+def crux_ranking(
+    facts: Sequence[JobFacts], settings: CruxPriority | None = None, *, memo: Memo | None = None
+) -> Ranking:
     """Crux's unique ranking by ``P_j = k_j I_j`` (module docstring).
 
     Examples
@@ -188,7 +192,15 @@ def crux_ranking(facts: Sequence[JobFacts], settings: CruxPriority | None = None
         lj = f.link_job
         key = _link_key(lj, cfg)
         if key not in cache:
-            cache[key] = correction_factor(lj, ref_link, settings=cfg) if lj.transfer_s > 0 else 1.0
+            cache[key] = (
+                maybe(
+                    memo,
+                    ("k", key, _link_key(ref_link, cfg), cfg),
+                    partial(correction_factor, lj, ref_link, settings=cfg),
+                )
+                if lj.transfer_s > 0
+                else 1.0
+            )
         factor[f.job.id] = cache[key]
     intensity = {str(f.job.id): f.intensity.value for f in facts}
     order = rank_jobs(intensity, {str(k): v for k, v in factor.items()})

@@ -39,6 +39,7 @@ from commsched.scheduling.interfaces import (
     PolicyFn,
     QueueOrderFn,
 )
+from commsched.scheduling.memo import Memo
 from commsched.scheduling.state import ClusterState, Decisions, PlacedJob
 from commsched.scheduling.traffic import JobTraffic, job_traffic
 from commsched.sim.accounting import Jump, Sampler
@@ -97,6 +98,7 @@ class _Run:
         "progress",
         "release",
         "released",
+        "shared",
         "shift",
         "spec",
         "standalone",
@@ -138,6 +140,7 @@ class _Run:
         self.version = 0
         self.sver = 0
         self.comp = -1
+        self.shared = False
         self.last_end = 0.0
         self.shift = 0.0
         self.delay = 0.0
@@ -220,6 +223,7 @@ class Simulation:
         self._alloc_t = 0.0
         self._busy_done = 0.0
         self._epoch = 0
+        self._memo = Memo()  # pure per-job / per-pair results the policy reuses between decisions
         self._events = 0
         self._sampler = Sampler()
         self._comp_jobs: dict[int, list[int]] = {}
@@ -380,21 +384,22 @@ class Simulation:
             jobs=tuple(p for i in self._running if (p := self._runs[i].placed) is not None),
             priority_levels=self.priority_levels,
         )
-        ctx = PolicyContext(seed=self.config.seed, now_s=self.now, epoch=self._epoch)
+        ctx = PolicyContext(seed=self.config.seed, now_s=self.now, epoch=self._epoch, memo=self._memo)
         self._epoch += 1
         decisions = self.policy(state, ctx)
         self._apply(decisions)
 
     def _apply(self, d: Decisions) -> None:
+        own: dict[str, list[tuple[tuple[str, str], int]]] = {}
+        for k, v in d.routes.items():
+            own.setdefault(k.job, []).append(((str(k.src), str(k.dst)), v))
         for i in self._running:
             r = self._runs[i]
             assert r.placed is not None
             r.cls = d.class_of(r.spec.id)
-            key = tuple(
-                sorted(((str(k.src), str(k.dst)), v) for k, v in d.routes.items() if k.job == r.spec.id)
-            )
+            key = tuple(sorted(own.get(r.spec.id, ())))
             if r.next_traffic is None or self._routes_cache.get(i) != key:
-                r.next_traffic = job_traffic(self.topology, r.placed, {k: v for k, v in d.routes.items()})
+                r.next_traffic = job_traffic(self.topology, r.placed, d.routes)
                 self._routes_cache[i] = key
             new_job = r.traffic is None
             if new_job:
@@ -610,6 +615,8 @@ class Simulation:
         for c, idxs in comps.items():
             for i in idxs:
                 self._runs[i].comp = c
+                if len(idxs) > 1:
+                    self._runs[i].shared = True
             self._anchor[c] = max(idxs, key=lambda i: (self._runs[i].standalone, -i))
 
     # ------------------------------------------------------------------ fast mode
@@ -795,6 +802,7 @@ class Simulation:
                     finished=r.finished,
                     priority_class=r.cls,
                     intensity=r.intensity,
+                    shared_links=r.shared,
                     placement=tuple(str(g) for g in r.placed.gpus) if r.placed is not None else (),
                 )
             )

@@ -68,6 +68,9 @@ class JobResult:
     finished: bool
     priority_class: int
     intensity: float
+    #: shared a link (intra-host or network) with another running job at some time: Crux Fig. 6's
+    #: "at risk of contention"
+    shared_links: bool = False
     placement: tuple[str, ...] = ()
 
     @property

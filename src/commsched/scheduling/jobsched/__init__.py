@@ -11,20 +11,22 @@ References
 from __future__ import annotations
 
 from commsched.scheduling.interfaces import PlacementFn
+from commsched.scheduling.jobsched.firstfit import first_fit
 from commsched.scheduling.jobsched.hived import hived
 from commsched.scheduling.jobsched.muri import REF_BPS, comm_share, muri
 from commsched.scheduling.placement import pack
 
 
 def job_schedulers() -> dict[str, PlacementFn]:
-    """Name -> placement policy: ``pack`` (locality packing), ``hived``, ``muri``.
+    """Name -> placement policy: ``first-fit`` (the trace's production scheduler), ``pack`` (best-fit
+    locality packing), ``hived``, ``muri``.
 
     Examples
     --------
     >>> sorted(job_schedulers())
-    ['hived', 'muri', 'pack']
+    ['first-fit', 'hived', 'muri', 'pack']
     """
-    return {"pack": pack, "hived": hived, "muri": muri}
+    return {"first-fit": first_fit, "pack": pack, "hived": hived, "muri": muri}
 
 
-__all__ = ["REF_BPS", "comm_share", "hived", "job_schedulers", "muri"]
+__all__ = ["REF_BPS", "comm_share", "first_fit", "hived", "job_schedulers", "muri"]

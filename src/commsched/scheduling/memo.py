@@ -1,0 +1,67 @@
+"""A per-simulation store of pure results that policies reuse from one decision to the next.
+
+Crux recomputes its decisions on every arrival and departure; most of what it computes depends only on
+one job (its flows, its traffic under given routes, its solo routes) or on a pair of jobs' link
+parameters (the correction factor ``k_j``), and those inputs rarely change between two decisions. The
+simulation owns one :class:`Memo` and hands it to the policy in every
+:class:`~commsched.scheduling.interfaces.PolicyContext`; a policy looks values up by keys that name every
+input they depend on. Within one simulation a job id names one job with one placement, so a job id plus
+the job's routes is a complete key for per-job values; the topology is the simulation's own.
+
+The memo never changes a result: every value is recomputed identically when it is missing (tested: the
+same decisions with and without a memo).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class Memo:
+    """Values by key, computed on first use; forgets everything when it holds ``max_entries``.
+
+    Examples
+    --------
+    >>> memo = Memo()
+    >>> memo.get(("square", 3), lambda: 3 * 3)
+    9
+    >>> memo.get(("square", 3), lambda: 0)  # computed once
+    9
+    >>> memo.hits, memo.misses
+    (1, 1)
+    """
+
+    __slots__ = ("_values", "hits", "max_entries", "misses")
+
+    def __init__(self, max_entries: int = 200_000) -> None:
+        if max_entries < 1:
+            raise ValueError("max_entries must be at least 1")
+        self._values: dict[Hashable, Any] = {}
+        self.max_entries = max_entries
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """The value stored under ``key``; ``compute()`` it and store it when missing."""
+        try:
+            value: T = self._values[key]
+        except KeyError:
+            self.misses += 1
+            if len(self._values) >= self.max_entries:
+                self._values.clear()
+            value = compute()
+            self._values[key] = value
+            return value
+        self.hits += 1
+        return value
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+def maybe(memo: Memo | None, key: Hashable, compute: Callable[[], T]) -> T:
+    """``memo.get(key, compute)``, or ``compute()`` when there is no memo."""
+    return compute() if memo is None else memo.get(key, compute)
