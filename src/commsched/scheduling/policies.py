@@ -229,14 +229,18 @@ Compressor = Callable[[NDArray[np.bool_], NDArray[np.float64], int], Compression
 
 
 def _classes(
-    state: ClusterState, ranking: Ranking, facts: Sequence[JobFacts], compress: Compressor | None
+    state: ClusterState,
+    ranking: Ranking,
+    facts: Sequence[JobFacts],
+    compress: Compressor | None,
+    network: NDArray[np.bool_],
 ) -> dict[JobId, int]:
     """Classes from a ranking: one per rank (``compress`` None) or a compression to K levels."""
     if compress is None:
         return {jid: r for r, jid in enumerate(ranking.order)}
     by_id = {f.job.id: f for f in facts}
     ranked = [by_id[jid] for jid in ranking.order]
-    share = contention_matrix(state.topology, ranked, network_link_mask(state.topology))
+    share = contention_matrix(state.topology, ranked, network)
     inten = np.array([f.intensity.value for f in ranked], dtype=np.float64)
     comp = compress(share, inten, state.priority_levels)
     return {jid: int(level) for jid, level in zip(ranking.order, comp.levels, strict=True)}
@@ -325,7 +329,7 @@ def crux_plan(state: ClusterState, ctx: PolicyContext, settings: CruxSettings | 
     def crux_k_cut(share: NDArray[np.bool_], inten: NDArray[np.float64], k: int) -> Compression:
         return componentwise_compression(share, inten, k, rng=rng, orders=cfg.orders)
 
-    classes = _classes(state, ranking, facts, crux_k_cut if cfg.compress else None)
+    classes = _classes(state, ranking, facts, crux_k_cut if cfg.compress else None, c.network)
     return _plan(routes, ranking, classes, facts)
 
 
@@ -343,7 +347,7 @@ def sincronia_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
     routes = ecmp_routes(state, seed=ctx.seed)
     facts = _facts(state, c, routes)
     ranking = sincronia_ranking(state.topology, facts)
-    return _plan(routes, ranking, _classes(state, ranking, facts, sincronia_compression), facts)
+    return _plan(routes, ranking, _classes(state, ranking, facts, sincronia_compression, c.network), facts)
 
 
 def varys_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
@@ -352,7 +356,7 @@ def varys_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
     routes = ecmp_routes(state, seed=ctx.seed)
     facts = _facts(state, c, routes)
     ranking = varys_ranking(state.topology, facts)
-    return _plan(routes, ranking, _classes(state, ranking, facts, varys_compression), facts)
+    return _plan(routes, ranking, _classes(state, ranking, facts, varys_compression, c.network), facts)
 
 
 def crux_routes(state: ClusterState, settings: PathSettings | None = None) -> Routes:
@@ -386,7 +390,7 @@ def taccl_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
     routes = _taccl_routes(state, c)
     facts = _facts(state, c, routes)
     ranking = taccl_ranking(state.topology, facts, routes)
-    return _plan(routes, ranking, _classes(state, ranking, facts, varys_compression), facts)
+    return _plan(routes, ranking, _classes(state, ranking, facts, varys_compression, c.network), facts)
 
 
 def balanced_ecmp_routes(state: ClusterState, granularity: Granularity = "connection") -> Routes:

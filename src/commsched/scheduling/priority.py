@@ -183,19 +183,24 @@ def crux_ranking(
         return Ranking(order=())
     ref = JobId(reference_job({str(f.job.id): f.injected_rate for f in facts}))
     ref_link = next(f for f in facts if f.job.id == ref).link_job
-    cache: dict[tuple[Fraction, Fraction, Fraction], float] = {_link_key(ref_link, cfg): 1.0}
+
+    def link_key(lj: LinkJob) -> tuple[Fraction, Fraction, Fraction]:
+        return maybe(memo, ("link-key", lj, cfg), partial(_link_key, lj, cfg))
+
+    ref_key = link_key(ref_link)
+    cache: dict[tuple[Fraction, Fraction, Fraction], float] = {ref_key: 1.0}
     factor: dict[JobId, float] = {}
     for f in facts:
         if f.job.id == ref:
             factor[f.job.id] = 1.0
             continue
         lj = f.link_job
-        key = _link_key(lj, cfg)
+        key = link_key(lj)
         if key not in cache:
             cache[key] = (
                 maybe(
                     memo,
-                    ("k", key, _link_key(ref_link, cfg), cfg),
+                    ("k", key, ref_key, cfg),
                     partial(correction_factor, lj, ref_link, settings=cfg),
                 )
                 if lj.transfer_s > 0

@@ -558,6 +558,14 @@ class Simulation:
             self._settle(r)
         if not members:
             return
+        if len(members) == 1:  # alone: the pace its tightest link allows (max_min_rates' one-group case)
+            r = members[0]
+            assert r.traffic is not None
+            s = r.traffic.steps[r.step]
+            r.pace = max(float(np.min(self._cap_Bps[s.links] / s.share)), 0.0)
+            r.last_t = max(r.last_t, self.now)
+            self._reschedule_step(r)
+            return
         rows, cols, vals = [], [], []
         for k, r in enumerate(members):
             assert r.traffic is not None
