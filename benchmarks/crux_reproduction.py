@@ -7,14 +7,16 @@ Parts (``--only`` picks a subset, comma-separated; default all):
 * ``fig23``: the synthetic Crux-like trace on the two-layer Clos and on the three-layer double-sided
   fabric under Sincronia, TACCL*, CASSINI, Crux-PA, Crux-PS-PA and Crux-full: average GPU utilisation
   and Crux-full's gain over each baseline beside the paper's bars (reference/crux-spec.md A18).
-* ``jobsched``: the fig23 Clos fabric with the ``pack``, ``hived`` and ``muri`` job schedulers, each with
-  the ``ecmp-fair`` network (no communication scheduling) and with ``crux-full`` (paper Fig. 25).
+* ``jobsched``: the fig23 Clos fabric with the ``first-fit`` (the trace's production scheduler, the
+  paper's "None"), ``pack``, ``hived`` and ``muri`` job schedulers, each with the ``ecmp-fair`` network
+  (no communication scheduling) and with ``crux-full`` (paper Fig. 25); and for every run the share of
+  jobs and GPUs at risk of contention (paper Fig. 6).
 * ``fairness``: the worst per-job throughput loss under ``crux-full`` on the fig23 Clos run (paper §7.2:
   55.5 %, nobody starved), taken from the ``fig23`` results when they were run.
 
 Run: ``.venv/bin/python benchmarks/crux_reproduction.py [--only testbed,fig23,jobsched] [--workers 2]``
-(``--mode fast|exact`` overrides the scenarios' own mode; ``--max-jobs N`` trims the traces for a quick
-look).
+(``--mode fast|exact`` overrides the scenarios' own mode; ``--max-jobs N`` or ``--hours H`` trim the
+traces for a quick look; ``--placement NAME`` overrides the fig23 scenarios' job scheduler).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dataclasses import replace
 from commsched.experiments.compare import Comparison, compare, throughput_loss
 from commsched.io.scenario import Scenario
 from commsched.io.shipped import resolve_scenario
+from commsched.sim.records import SimResult
 
 PARTS = ("testbed", "fig23", "jobsched", "fairness")
 BASELINES = ("sincronia", "taccl-star", "cassini")
@@ -51,8 +54,16 @@ PAPER_FIG23 = {
         "crux-full": 0.50,
     },
 }
-#: Fig. 25 bars: scheduler -> (without Crux, with Crux); "pack" stands for the paper's "None"
-PAPER_FIG25 = {"pack": (0.39, 0.62), "hived": (0.64, 0.75), "muri": (0.59, 0.73)}
+#: Fig. 25 bars: scheduler -> (without Crux, with Crux); "first-fit" stands for the paper's "None" (the
+#: trace's own placement, by the production scheduler); "pack" (best-fit locality packing) has no bar
+PAPER_FIG25: dict[str, tuple[float, float] | None] = {
+    "first-fit": (0.39, 0.62),
+    "pack": None,
+    "hived": (0.64, 0.75),
+    "muri": (0.59, 0.73),
+}
+#: Crux Fig. 6: share of jobs, and of their GPUs, at risk of contention in the production trace
+PAPER_AT_RISK = (0.363, 0.51)
 #: testbed: (utilisation gain, {job prefix: JCT change}) from §6.2 (ranges as text)
 PAPER_TESTBED = {
     "crux-fig19-bert2": ("+8.3…12.9 %", {"gpt": "-11…-25 %", "bert": "+0…3 %"}),
@@ -62,11 +73,28 @@ PAPER_TESTBED = {
 }
 
 
-def _load(name: str, max_jobs: int | None) -> Scenario:
+def _load(name: str, max_jobs: int | None, hours: float | None = None) -> Scenario:
     sc = resolve_scenario(name)
     if max_jobs is not None and len(sc.jobs) > max_jobs:
         sc = replace(sc, jobs=sc.jobs[:max_jobs])
+    if hours is not None:
+        end = hours * 3600.0
+        sc = replace(sc, horizon_s=end, jobs=tuple(j for j in sc.jobs if j.spec.arrival_s < end))
     return sc
+
+
+def _at_risk(res: SimResult) -> str:
+    """Crux Fig. 6's statistic in a run: jobs (and their GPUs) that shared a link with another job."""
+    started = [j for j in res.jobs if j.start_s is not None]
+    if not started:
+        return "no job started"
+    risk = [j for j in started if j.shared_links]
+    share = len(risk) / len(started)
+    gshare = sum(j.gpus for j in risk) / max(1, sum(j.gpus for j in started))
+    return (
+        f"at risk of contention: {share * 100:.1f} % of jobs, {gshare * 100:.1f} % of their GPUs "
+        f"(trace: {PAPER_AT_RISK[0] * 100:.1f} % / {PAPER_AT_RISK[1] * 100:.0f} %)"
+    )
 
 
 def _run(
@@ -108,8 +136,8 @@ def fig23(args: argparse.Namespace) -> dict[str, Comparison]:
     print("\n== Trace simulation (Fig. 23): average GPU utilisation ==")
     out: dict[str, Comparison] = {}
     for name, paper in PAPER_FIG23.items():
-        sc = _load(name, args.max_jobs)
-        cmp = _run(sc, TRACE_POLICIES, args)
+        sc = _load(name, args.max_jobs, args.hours)
+        cmp = _run(sc, TRACE_POLICIES, args, args.placement)
         out[name] = cmp
         util = {s.policy: s.gpu_utilization for s in cmp.summaries}
         print(f"{name}:")
@@ -143,36 +171,43 @@ def fig23(args: argparse.Namespace) -> dict[str, Comparison]:
             "  paper's order (full ≈ ps-pa > pa > best baseline): "
             + ("reproduced" if order else "NOT reproduced")
         )
+        print("  ecmp-based runs, " + _at_risk(cmp.results[0]))
     return out
 
 
 def jobsched(args: argparse.Namespace) -> None:
     print("\n== Job schedulers (Fig. 25): utilisation without and with crux-full ==")
-    sc = _load("crux-fig25-job-schedulers", args.max_jobs)
+    sc = _load("crux-fig25-job-schedulers", args.max_jobs, args.hours)
     rows = {}
     for sched in PAPER_FIG25:
         cmp = _run(sc, ("ecmp-fair", "crux-full"), args, sched)
         rows[sched] = tuple(s.gpu_utilization for s in cmp.summaries)
+        print(f"  {sched} with ecmp-fair: " + _at_risk(cmp.results[0]))
     print(f"  {'scheduler':<9} {'alone':>6} {'+crux':>6} {'gain':>7}   paper alone/+crux/gain")
     for sched, (a, b) in rows.items():
-        pa, pb = PAPER_FIG25[sched]
-        print(
-            f"  {sched:<9} {a:>6.3f} {b:>6.3f} {(b - a) * 100:>+6.1f}   "
-            f"{pa:.2f} / {pb:.2f} / {(pb - pa) * 100:+.0f}"
-        )
-    base = rows["pack"][0]
-    for sched in ("hived", "muri"):
-        print(
-            f"  {sched} alone vs pack alone: {(rows[sched][0] - base) * 100:+.1f} points (paper "
-            f"{(PAPER_FIG25[sched][0] - PAPER_FIG25['pack'][0]) * 100:+.0f})"
-        )
+        paper = PAPER_FIG25[sched]
+        ref = f"{paper[0]:.2f} / {paper[1]:.2f} / {(paper[1] - paper[0]) * 100:+.0f}" if paper else "-"
+        print(f"  {sched:<9} {a:>6.3f} {b:>6.3f} {(b - a) * 100:>+6.1f}   {ref}")
+    none = PAPER_FIG25["first-fit"]
+    assert none is not None
+    for base in ("first-fit", "pack"):
+        for sched in ("hived", "muri"):
+            paper = PAPER_FIG25[sched]
+            ref = (
+                f" (paper {(paper[0] - none[0]) * 100:+.0f} over None)"
+                if base == "first-fit" and paper
+                else ""
+            )
+            print(
+                f"  {sched} alone vs {base} alone: {(rows[sched][0] - rows[base][0]) * 100:+.1f} points{ref}"
+            )
 
 
 def fairness(args: argparse.Namespace, runs: dict[str, Comparison] | None) -> None:
     print("\n== Fairness (§7.2): per-job throughput loss under crux-full ==")
     if runs is None:
-        sc = _load("crux-fig23-clos", args.max_jobs)
-        runs = {sc.name: _run(sc, ("crux-full",), args)}
+        sc = _load("crux-fig23-clos", args.max_jobs, args.hours)
+        runs = {sc.name: _run(sc, ("crux-full",), args, args.placement)}
     for name, cmp in runs.items():
         res = next(r for r in cmp.results if r.policy == "crux-full")
         losses = sorted(throughput_loss(res))
@@ -192,6 +227,12 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--mode", choices=("fast", "exact"), default=None)
     ap.add_argument("--max-jobs", type=int, default=None, help="keep the first N trace jobs")
+    ap.add_argument(
+        "--hours", type=float, default=None, help="simulate the first H hours only (jobs arriving in them)"
+    )
+    ap.add_argument(
+        "--placement", default=None, help="fig23: override the scenarios' job scheduler (e.g. first-fit)"
+    )
     args = ap.parse_args()
     parts = [p.strip() for p in args.only.split(",") if p.strip()]
     bad = [p for p in parts if p not in PARTS]

@@ -61,3 +61,17 @@ def test_higher_class_job_unaffected_by_lower_class_job() -> None:
     assert both.jobs[0].end_s == pytest.approx(alone.jobs[0].end_s, rel=1e-9)
     assert both.jobs[1].mean_iteration_s >= both.jobs[1].standalone_iteration_s * (1 - 1e-9)
     assert np.isfinite(both.gpu_utilization)
+
+
+def test_shared_links_marks_jobs_that_met_another_job() -> None:
+    # a and b share host h0's NIC and its uplinks while both run; c runs alone on h2/h3 after b is gone
+    h = [[str(g) for g in host.gpus] for host in TOPO.hosts]
+    jobs = [
+        job("a", compute_s=0.01, comm_bytes=1e8, gpus=2, iterations=20, gpu_ids=[h[0][0], h[1][0]]),
+        job("b", compute_s=0.01, comm_bytes=1e8, gpus=2, iterations=20, gpu_ids=[h[0][1], h[1][1]]),
+        job("c", compute_s=0.01, comm_bytes=1e8, gpus=2, iterations=20, gpu_ids=[h[2][0], h[3][0]]),
+    ]
+    res = run(TOPO, jobs, horizon_s=1e4, policy=fair_policy)
+    shared = {str(j.id): j.shared_links for j in res.jobs}
+    assert shared == {"a": True, "b": True, "c": False}
+    assert result_summary(res)["jobs"][0]["shared_links"] is True

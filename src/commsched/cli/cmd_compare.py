@@ -114,7 +114,9 @@ def compare_cmd(
     ),
     policies: str = typer.Option(",".join(DEMO_POLICIES), "--policies", help="Comma-separated policy names."),
     job_scheduler: str | None = typer.Option(
-        None, "--job-scheduler", help="Placement policy; default: the scenario's."
+        None,
+        "--job-scheduler",
+        help="Placement policy: pack, first-fit, hived or muri; default: the scenario's.",
     ),
     mode: str | None = typer.Option(None, "--mode", help="exact or fast; default: the scenario's."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Write compare.json and plots here."),

@@ -228,6 +228,8 @@ class Simulation:
         self._sampler = Sampler()
         self._comp_jobs: dict[int, list[int]] = {}
         self._history: dict[int, list[Signature]] = {}
+        #: per component: the traffic objects its signature links were computed from, and the links
+        self._sig_links: dict[int, tuple[tuple[JobTraffic | None, ...], NDArray[np.int64]]] = {}
         self._anchor: dict[int, int] = {}
         self._routes_cache: dict[int, tuple[tuple[tuple[str, str], int], ...]] = {}
         self._arrivals: list[float] = []
@@ -618,6 +620,7 @@ class Simulation:
         for k, i in enumerate(running):
             comps.setdefault(int(labels[k]), []).append(i)
         self._comp_jobs = comps
+        self._sig_links = {}
         self._history = {}
         self._anchor = {}
         for c, idxs in comps.items():
@@ -632,11 +635,19 @@ class Simulation:
         runs = [self._runs[i] for i in self._comp_jobs[comp]]
         for r in runs:
             self._settle(r)
-        links = np.unique(
-            np.concatenate(
-                [r.traffic.link_ids for r in runs if r.traffic is not None] or [np.zeros(0, np.int64)]
-            )
-        ).astype(np.int64)
+        traffics = tuple(r.traffic for r in runs)
+        cached = self._sig_links.get(comp)
+        if (
+            cached is not None
+            and len(cached[0]) == len(traffics)
+            and all(a is b for a, b in zip(cached[0], traffics, strict=True))
+        ):
+            links = cached[1]
+        else:
+            links = np.unique(
+                np.concatenate([t.link_ids for t in traffics if t is not None] or [np.zeros(0, np.int64)])
+            ).astype(np.int64)
+            self._sig_links[comp] = (traffics, links)
         sig = Signature(
             t=self.now,
             phase=np.array([(self.now - r.it_start) / max(r.standalone, 1e-12) for r in runs]),

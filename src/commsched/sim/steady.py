@@ -38,14 +38,28 @@ def distance(a: Signature, b: Signature) -> float:
 
 
 def best_match(history: list[Signature], now: Signature) -> tuple[int, float]:
-    """Index and distance of the earlier signature closest to ``now`` (latest wins ties)."""
-    best, best_d = -1, float("inf")
-    for i, h in enumerate(history):
-        if h.t >= now.t:
-            continue
-        if not np.all(now.done - h.done >= 1):  # every job must have advanced by a whole iteration
-            continue
-        d = distance(h, now)
-        if d <= best_d:
-            best, best_d = i, d
-    return best, best_d
+    """Index and distance of the earlier signature closest to ``now`` (latest wins ties).
+
+    Only earlier signatures of the same shape after which every job has advanced by at least one
+    whole iteration are candidates; ``(-1, inf)`` when there is none.
+    """
+    idx = [
+        i
+        for i, h in enumerate(history)
+        if h.t < now.t and h.phase.shape == now.phase.shape and h.step.shape == now.step.shape
+    ]
+    if not idx:
+        return -1, float("inf")
+    done = np.stack([history[i].done for i in idx])
+    ok = np.all(now.done - done >= 1, axis=1)
+    if not ok.any():
+        return -1, float("inf")
+    d = np.zeros(len(idx))
+    if now.phase.size:
+        d = np.max(np.abs(np.stack([history[i].phase for i in idx]) - now.phase), axis=1)
+    if now.step.size:
+        d = np.maximum(d, np.max(np.abs(np.stack([history[i].step for i in idx]) - now.step), axis=1))
+    d_ok = np.where(ok, d, np.inf)
+    best_d = float(d_ok.min())
+    last = int(np.flatnonzero(d_ok == best_d)[-1])
+    return idx[last], best_d
