@@ -395,14 +395,20 @@ class Simulation:
         own: dict[str, list[tuple[tuple[str, str], int]]] = {}
         for k, v in d.routes.items():
             own.setdefault(k.job, []).append(((str(k.src), str(k.dst)), v))
+        changed: set[int] = set()  # jobs whose routes or phase this decision changes
+        reclassed: set[int] = set()  # jobs whose class it changes (matters only beside other jobs)
         for i in self._running:
             r = self._runs[i]
             assert r.placed is not None
-            r.cls = d.class_of(r.spec.id)
+            cls = d.class_of(r.spec.id)
+            if cls != r.cls:
+                reclassed.add(i)
+            r.cls = cls
             key = tuple(sorted(own.get(r.spec.id, ())))
             if r.next_traffic is None or self._routes_cache.get(i) != key:
                 r.next_traffic = job_traffic(self.topology, r.placed, d.routes)
                 self._routes_cache[i] = key
+                changed.add(i)
             new_job = r.traffic is None
             if new_job:
                 r.traffic = r.next_traffic
@@ -411,8 +417,9 @@ class Simulation:
             if not new_job and shift != r.shift and r.standalone > 0:
                 # CASSINI: a changed phase delays the next iteration start once by the difference
                 r.delay = (shift - r.shift) % r.standalone
+                changed.add(i)
             r.shift = shift
-        self._rebuild_components()
+        self._rebuild_components(changed, reclassed)
         for comp in self._comp_jobs:
             self._reallocate(comp)
         for i in list(self._running):
@@ -595,12 +602,20 @@ class Simulation:
         if prate > 0:
             self._push(r.last_t + (1.0 - r.progress) / prate, _Ev.STEP_END, r.idx, r.sver)
 
-    def _rebuild_components(self) -> None:
-        """Group the running jobs into components of jobs that share links (current or next routes)."""
+    def _rebuild_components(self, changed: set[int] | None = None, reclassed: set[int] | None = None) -> None:
+        """Group the running jobs into components of jobs that share links (current or next routes).
+
+        A component with the same jobs as before keeps its fast-mode history (its periodic regime goes
+        on untouched) unless the decision changed the routes or phase of one of them (``changed``) or,
+        for a component of several jobs, the class of one of them (``reclassed``). ``changed=None``
+        forgets every history.
+        """
         running = self._running
         if not running:
             self._comp_jobs = {}
             return
+        old = {tuple(idxs): c for c, idxs in self._comp_jobs.items()}
+        old_history = self._history
         rows, cols = [], []
         for k, i in enumerate(running):
             r = self._runs[i]
@@ -624,6 +639,11 @@ class Simulation:
         self._history = {}
         self._anchor = {}
         for c, idxs in comps.items():
+            prev = old.get(tuple(idxs))
+            if prev is not None and prev in old_history and changed is not None:
+                touched = changed | (reclassed or set()) if len(idxs) > 1 else changed
+                if not touched.intersection(idxs):
+                    self._history[c] = old_history[prev]
             for i in idxs:
                 self._runs[i].comp = c
                 if len(idxs) > 1:
