@@ -1,18 +1,19 @@
 """Time crux-full replaying a Crux-scale trace (5,000 jobs, 14 days, 2,048 GPUs) in fast mode.
 
 The fabric and calibration are those of the shipped ``crux-fig23-clos`` scenario (64 ToR x 16 Agg
-two-layer Clos, 4:1 uplinks, compute_scale 0.2); only the trace is stretched to the paper's full two
-weeks (reference/crux-spec.md §6.5: 5,000+ jobs, two weeks, 2,000+ GPUs). Prints the wall time (and
-the process CPU time, the fairer figure on a shared machine), its ratio to the 300 s budget (two cores),
-and its ratio to RapidNetSim's published cost (358 CPU-s per 1,000 jobs on 1,024 GPUs with link
-contention switched off, ``DESIGN.md``; scaled linearly to the job count).
+two-layer Clos, 4:1 uplinks, compute 2x and bytes 10x the zoo's), placed by ``pack`` unless ``--placement``
+says otherwise; only the trace is stretched to the paper's full two weeks (reference/crux-spec.md §6.5:
+5,000+ jobs, two weeks, 2,000+ GPUs). Prints the wall time (and the process CPU time, the fairer figure
+on a shared machine), its ratio to the 300 s budget (two cores), and its ratio to RapidNetSim's
+published cost (358 CPU-s per 1,000 jobs on 1,024 GPUs with link contention switched off, ``DESIGN.md``;
+scaled linearly to the job count).
 
-``--agreement`` instead replays the jobs that arrive in the first ``--window-h`` hours (default 6) of the
-same trace in fast and in exact mode and prints the difference in GPU utilisation and the per-job JCT
-differences (jobs finished in both runs).
+``--agreement`` instead replays the jobs that arrive in the first ``--window-h`` hours (default 6) of
+the same trace in fast and in exact mode and prints the difference in GPU utilisation and the per-job
+JCT differences (jobs finished in both runs).
 
-Run: ``.venv/bin/python benchmarks/bench_trace_replay.py [--jobs 5000] [--days 14] [--policy crux-full]``
-or ``.venv/bin/python benchmarks/bench_trace_replay.py --agreement [--window-h 6]``
+Run: ``.venv/bin/python benchmarks/bench_trace_replay.py [--jobs 5000] [--days 14] [--policy crux-full]
+[--placement pack]`` or ``.venv/bin/python benchmarks/bench_trace_replay.py --agreement [--window-h 6]``
 """
 
 from __future__ import annotations
@@ -34,10 +35,11 @@ RAPIDNETSIM_S_PER_JOB = 358.0 / 1000.0
 DAY_S = 86_400.0
 
 
-def trace_scenario(jobs: int, days: float, seed: int) -> Scenario:
-    """``crux-fig23-clos`` with its trace stretched to ``jobs`` over ``days``."""
+def trace_scenario(jobs: int, days: float, seed: int, placement: str = "pack") -> Scenario:
+    """``crux-fig23-clos`` with its trace stretched to ``jobs`` over ``days``, placed by ``placement``."""
     data = yamlio.load(shipped_text("crux-fig23-clos"))
     data["trace"] = {**data["trace"], "jobs": jobs, "days": days, "seed": seed}
+    data["placement"] = placement
     data["horizon_s"] = days * DAY_S
     data["name"] = f"crux-trace-{jobs}-{days:g}d"
     return scenario_from_data(data, source="bench_trace_replay")
@@ -45,7 +47,7 @@ def trace_scenario(jobs: int, days: float, seed: int) -> Scenario:
 
 def bench(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
-    sc = trace_scenario(args.jobs, args.days, args.seed)
+    sc = trace_scenario(args.jobs, args.days, args.seed, args.placement)
     t_load = time.perf_counter() - t0
     c0 = time.process_time()
     res = simulate_scenario(sc, policy=args.policy, mode="fast")
@@ -66,7 +68,7 @@ def bench(args: argparse.Namespace) -> None:
 
 
 def agreement(args: argparse.Namespace) -> None:
-    full = trace_scenario(args.jobs, args.days, args.seed)
+    full = trace_scenario(args.jobs, args.days, args.seed, args.placement)
     window = args.window_h * 3600.0
     jobs = tuple(j for j in full.jobs if j.spec.arrival_s < window)
     sc = replace(full, jobs=jobs, horizon_s=window, name=f"{full.name}-first-{args.window_h:g}h")
@@ -107,6 +109,11 @@ def main() -> None:
     ap.add_argument("--days", type=float, default=14.0)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--policy", default="crux-full")
+    ap.add_argument(
+        "--placement",
+        default="pack",
+        help="job scheduler (default pack; the shipped scenario's first-fit is slower: crowded components)",
+    )
     ap.add_argument("--agreement", action="store_true", help="fast against exact on the first hours")
     ap.add_argument("--window-h", type=float, default=6.0)
     args = ap.parse_args()
