@@ -5,8 +5,10 @@ Parts (``--only`` picks a subset, comma-separated; default all):
 * ``testbed``: Figs. 19 (2, 3, 4 BERTs) and 20 on the 12-host testbed, ``ecmp-fair`` against
   ``crux-full``: per-job JCT change and GPU utilisation (over the jobs' GPUs) beside the paper's.
 * ``fig23``: the synthetic Crux-like trace on the two-layer Clos and on the three-layer double-sided
-  fabric under Sincronia, TACCL*, CASSINI, Crux-PA, Crux-PS-PA and Crux-full: average GPU utilisation
-  and Crux-full's gain over each baseline beside the paper's bars (reference/crux-spec.md A18).
+  fabric (``--fig23`` picks scenarios, e.g. the Clos variants ``crux-fig23-clos-4agg`` with NIC-speed
+  uplinks and ``crux-fig23-clos-dense`` with 2-host ToRs) under Sincronia, TACCL*, CASSINI, Crux-PA,
+  Crux-PS-PA and Crux-full: average GPU utilisation and Crux-full's gain over each baseline beside the
+  paper's bars (reference/crux-spec.md A18).
 * ``jobsched``: the fig23 Clos fabric with the ``first-fit`` (the trace's production scheduler, the
   paper's "None"), ``pack``, ``hived`` and ``muri`` job schedulers, each with the ``ecmp-fair`` network
   (no communication scheduling) and with ``crux-full`` (paper Fig. 25); and for every run the share of
@@ -38,6 +40,22 @@ TRACE_POLICIES = (*BASELINES, "crux-pa", "crux-ps-pa", "crux-full")
 #: Fig. 23 bars (reference/crux-spec.md §6.7, A18)
 PAPER_FIG23 = {
     "crux-fig23-clos": {
+        "sincronia": 0.39,
+        "taccl-star": 0.49,
+        "cassini": 0.48,
+        "crux-pa": 0.51,
+        "crux-ps-pa": 0.62,
+        "crux-full": 0.62,
+    },
+    "crux-fig23-clos-4agg": {
+        "sincronia": 0.39,
+        "taccl-star": 0.49,
+        "cassini": 0.48,
+        "crux-pa": 0.51,
+        "crux-ps-pa": 0.62,
+        "crux-full": 0.62,
+    },
+    "crux-fig23-clos-dense": {
         "sincronia": 0.39,
         "taccl-star": 0.49,
         "cassini": 0.48,
@@ -135,7 +153,11 @@ def testbed(args: argparse.Namespace) -> None:
 def fig23(args: argparse.Namespace) -> dict[str, Comparison]:
     print("\n== Trace simulation (Fig. 23): average GPU utilisation ==")
     out: dict[str, Comparison] = {}
-    for name, paper in PAPER_FIG23.items():
+    wanted = [n.strip() for n in args.fig23.split(",")] if args.fig23 else list(PAPER_FIG23)
+    for name in wanted:
+        if name not in PAPER_FIG23:
+            raise SystemExit(f"--fig23: unknown scenario {name!r}; choose from {', '.join(PAPER_FIG23)}")
+        paper = PAPER_FIG23[name]
         sc = _load(name, args.max_jobs, args.hours)
         cmp = _run(sc, TRACE_POLICIES, args, args.placement)
         out[name] = cmp
@@ -229,6 +251,11 @@ def main() -> None:
     ap.add_argument("--max-jobs", type=int, default=None, help="keep the first N trace jobs")
     ap.add_argument(
         "--hours", type=float, default=None, help="simulate the first H hours only (jobs arriving in them)"
+    )
+    ap.add_argument(
+        "--fig23",
+        default="crux-fig23-clos,crux-fig23-double-sided",
+        help="fig23: comma-separated scenarios (also crux-fig23-clos-4agg, crux-fig23-clos-dense)",
     )
     ap.add_argument(
         "--placement", default=None, help="fig23: override the scenarios' job scheduler (e.g. first-fit)"

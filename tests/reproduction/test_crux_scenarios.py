@@ -18,6 +18,8 @@ CRUX = (
     "crux-fig19-bert4",
     "crux-fig20",
     "crux-fig23-clos",
+    "crux-fig23-clos-4agg",
+    "crux-fig23-clos-dense",
     "crux-fig23-double-sided",
     "crux-fig25-job-schedulers",
 )
@@ -51,7 +53,7 @@ def test_validate_command_accepts_the_shipped_file(name: str) -> None:
     assert result.exit_code == 0, result.output
 
 
-@pytest.mark.parametrize("name", ["crux-fig23-clos", "crux-fig23-double-sided", "crux-fig25-job-schedulers"])
+@pytest.mark.parametrize("name", [n for n in CRUX if "fig23" in n or "fig25" in n])
 def test_trace_scenarios_are_at_paper_scale(name: str) -> None:
     sc = resolve_scenario(name)
     assert sc.topology.n_gpus >= 2000
