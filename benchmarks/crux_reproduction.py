@@ -38,31 +38,18 @@ BASELINES = ("sincronia", "taccl-star", "cassini")
 TRACE_POLICIES = (*BASELINES, "crux-pa", "crux-ps-pa", "crux-full")
 
 #: Fig. 23 bars (reference/crux-spec.md §6.7, A18)
+_CLOS_BARS = {
+    "sincronia": 0.39,
+    "taccl-star": 0.49,
+    "cassini": 0.48,
+    "crux-pa": 0.51,
+    "crux-ps-pa": 0.62,
+    "crux-full": 0.62,
+}
 PAPER_FIG23 = {
-    "crux-fig23-clos": {
-        "sincronia": 0.39,
-        "taccl-star": 0.49,
-        "cassini": 0.48,
-        "crux-pa": 0.51,
-        "crux-ps-pa": 0.62,
-        "crux-full": 0.62,
-    },
-    "crux-fig23-clos-4agg": {
-        "sincronia": 0.39,
-        "taccl-star": 0.49,
-        "cassini": 0.48,
-        "crux-pa": 0.51,
-        "crux-ps-pa": 0.62,
-        "crux-full": 0.62,
-    },
-    "crux-fig23-clos-dense": {
-        "sincronia": 0.39,
-        "taccl-star": 0.49,
-        "cassini": 0.48,
-        "crux-pa": 0.51,
-        "crux-ps-pa": 0.62,
-        "crux-full": 0.62,
-    },
+    "crux-fig23-clos": _CLOS_BARS,
+    "crux-fig23-clos-4agg": _CLOS_BARS,  # readings of the same Clos (uplinks, ToR size unknown)
+    "crux-fig23-clos-dense": _CLOS_BARS,
     "crux-fig23-double-sided": {
         "sincronia": 0.43,
         "taccl-star": 0.46,
