@@ -185,13 +185,14 @@ def check_sequence(fn: PlacementFn, name: str, ops: list[tuple[bool, int, int]])
             request(topo, n, free, tuple(running), model=("bert", "gnmt", "resnet50")[pick % 3])
         )
         if alloc is None:
-            # pack and Muri refuse only when too few GPUs are free; HiveD may also refuse on fragmentation
+            # pack, first-fit and Muri refuse only when too few GPUs are free; HiveD may also refuse on
+            # fragmentation
             assert name == "hived" or len(free) < n
             continue
         assert set(alloc.gpus) <= free  # never a busy GPU
         assert len(alloc.gpus) == n == len(set(alloc.gpus))
         if n <= 8:
-            assert len(hosts_of(topo, alloc.gpus)) == 1 or name in {"pack", "muri"}
+            assert len(hosts_of(topo, alloc.gpus)) == 1 or name in {"pack", "muri", "first-fit"}
         if name == "hived" and n > 8:
             assert sum(k != 8 for k in hosts_of(topo, alloc.gpus).values()) <= 1  # one partial host at most
             assert len(hosts_of(topo, alloc.gpus)) == math.ceil(n / 8)
