@@ -10,6 +10,7 @@ from commsched.scheduling.interfaces import PolicyContext
 from commsched.scheduling.memo import Memo, maybe
 from commsched.scheduling.policies import communication_plans
 from commsched.scheduling.state import PlacedJob
+from commsched.topology import Topology
 from commsched.topology.builders import two_layer_clos
 from commsched.workload import JobId, JobSpec
 from commsched.workload.zoo import get_model
@@ -19,8 +20,7 @@ from .helpers import state
 MODELS = ("bert-base", "resnet50", "vgg16", "gpt3-crux", "gnmt")
 
 
-def _jobs(seed: int) -> list[PlacedJob]:
-    topo = two_layer_clos(tors=4, aggs=2, hosts_per_tor=3, uplinks_per_tor=2, uplink_bps=50e9)
+def _jobs(topo: Topology, seed: int) -> list[PlacedJob]:
     rng = np.random.default_rng(seed)
     hosts = rng.permutation(len(topo.hosts)).tolist()
     out = []
@@ -38,8 +38,8 @@ def _jobs(seed: int) -> list[PlacedJob]:
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_shared_memo_changes_no_decision(policy: str, seed: int) -> None:
     plan = communication_plans()[policy]
-    jobs = _jobs(seed)
     topo = two_layer_clos(tors=4, aggs=2, hosts_per_tor=3, uplinks_per_tor=2, uplink_bps=50e9)
+    jobs = _jobs(topo, seed)
     memo = Memo()
     # arrivals one by one, then departures from the front: the job sets and the routes change
     sets = [jobs[: k + 1] for k in range(len(jobs))] + [jobs[k:] for k in range(1, len(jobs))]
