@@ -48,6 +48,22 @@ class Sampler:
         if jump.t1 > jump.t0:
             self._jumps.append(jump)
 
+    def truncate_jump(self, jump: Jump, t1: float) -> None:
+        """Shorten a recorded stretch to ``[t0, t1)``, its increments scaled to match (a catch-up)."""
+        self._jumps = [j for j in self._jumps if j is not jump]
+        if t1 > jump.t0:
+            f = (t1 - jump.t0) / (jump.t1 - jump.t0)
+            self.add_jump(
+                Jump(
+                    t0=jump.t0,
+                    t1=t1,
+                    busy_gpu_s=jump.busy_gpu_s * f,
+                    links=jump.links,
+                    link_bytes=jump.link_bytes * f,
+                    link_iw_bytes=jump.link_iw_bytes * f,
+                )
+            )
+
     def record(
         self,
         t: float,

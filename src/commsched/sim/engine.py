@@ -70,6 +70,23 @@ class SimJob:
     iteration_model: Callable[[float], float] | None = None  # standalone comm time -> iteration time
 
 
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class _Ahead:
+    """A component that a fast-mode jump moved ahead of the clock by ``m`` periods from ``t0``."""
+
+    t0: float
+    period: float
+    m: int
+    then: Signature
+    now: Signature
+    links: NDArray[np.int64]
+    jump: Jump | None
+
+    @property
+    def t_end(self) -> float:
+        return self.t0 + self.m * self.period
+
+
 class _Run:
     """Mutable run state of one job (owned by the Simulation)."""
 
@@ -231,6 +248,9 @@ class Simulation:
         #: per component: the traffic objects its signature links were computed from, and the links
         self._sig_links: dict[int, tuple[tuple[JobTraffic | None, ...], NDArray[np.int64]]] = {}
         self._anchor: dict[int, int] = {}
+        #: per component that has jumped ahead of the clock: the stretch it extrapolated (see _Ahead)
+        self._ahead: dict[int, _Ahead] = {}
+        self._replaying = False  # catching a component up to the clock: no jumps
         self._routes_cache: dict[int, tuple[tuple[tuple[str, str], int], ...]] = {}
         self._arrivals: list[float] = []
         self._alloc_extra: dict[int, Allocation] = {}
@@ -395,33 +415,50 @@ class Simulation:
         own: dict[str, list[tuple[tuple[str, str], int]]] = {}
         for k, v in d.routes.items():
             own.setdefault(k.job, []).append(((str(k.src), str(k.dst)), v))
+        # first what the decision changes, with nothing changed yet: a component that a jump moved ahead
+        # of the clock and that the decision touches is caught up first, under the regime it extrapolated
         changed: set[int] = set()  # jobs whose routes or phase this decision changes
         reclassed: set[int] = set()  # jobs whose class it changes (matters only beside other jobs)
+        plan: list[tuple[_Run, int, tuple[tuple[tuple[str, str], int], ...], JobTraffic | None, float]] = []
         for i in self._running:
             r = self._runs[i]
             assert r.placed is not None
             cls = d.class_of(r.spec.id)
             if cls != r.cls:
                 reclassed.add(i)
-            r.cls = cls
             key = tuple(sorted(own.get(r.spec.id, ())))
+            new_tr = None
             if r.next_traffic is None or self._routes_cache.get(i) != key:
-                r.next_traffic = job_traffic(self.topology, r.placed, d.routes)
-                self._routes_cache[i] = key
+                new_tr = job_traffic(self.topology, r.placed, d.routes)
                 changed.add(i)
+            shift = float(d.time_shift_s.get(r.spec.id, 0.0))
+            if r.traffic is not None and shift != r.shift and r.standalone > 0:
+                changed.add(i)
+            plan.append((r, cls, key, new_tr, shift))
+        comps = self._partition(
+            [(r.traffic if r.traffic is not None else t, t if t is not None else r.next_traffic) for r, _, _, t, _ in plan]
+        )
+        keep = self._untouched(comps, changed, reclassed)
+        for c in list(self._ahead):
+            if tuple(self._comp_jobs.get(c, ())) not in keep:
+                self._catch_up(c)
+        for r, cls, key, new_tr, shift in plan:
+            r.cls = cls
+            if new_tr is not None:
+                r.next_traffic = new_tr
+                self._routes_cache[r.idx] = key
             new_job = r.traffic is None
             if new_job:
                 r.traffic = r.next_traffic
                 self._init_job(r)
-            shift = float(d.time_shift_s.get(r.spec.id, 0.0))
             if not new_job and shift != r.shift and r.standalone > 0:
                 # CASSINI: a changed phase delays the next iteration start once by the difference
                 r.delay = (shift - r.shift) % r.standalone
-                changed.add(i)
             r.shift = shift
-        self._rebuild_components(changed, reclassed)
+        self._rebuild_components(comps, keep)
         for comp in self._comp_jobs:
-            self._reallocate(comp)
+            if comp not in self._ahead:  # a component ahead of the clock keeps its paces and events
+                self._reallocate(comp)
         for i in list(self._running):
             r = self._runs[i]
             if r.start_s == self.now and r.done == 0 and not r.computing and not r.released:
@@ -462,7 +499,12 @@ class Simulation:
         if not r.comm_done:
             r.release = t + r.overlap * c
             self._push(r.release, _Ev.RELEASE, r.idx, r.version)
-        if self.config.mode is Mode.FAST and self._anchor.get(r.comp) == r.idx and self.now == t:
+        if (
+            self.config.mode is Mode.FAST
+            and not self._replaying
+            and self._anchor.get(r.comp) == r.idx
+            and self.now == t
+        ):
             self._maybe_jump(r.comp)
 
     def _on_compute_end(self, r: _Run) -> None:
@@ -602,25 +644,15 @@ class Simulation:
         if prate > 0:
             self._push(r.last_t + (1.0 - r.progress) / prate, _Ev.STEP_END, r.idx, r.sver)
 
-    def _rebuild_components(self, changed: set[int] | None = None, reclassed: set[int] | None = None) -> None:
-        """Group the running jobs into components of jobs that share links (current or next routes).
-
-        A component with the same jobs as before keeps its fast-mode history (its periodic regime goes
-        on untouched) unless the decision changed the routes or phase of one of them (``changed``) or,
-        for a component of several jobs, the class of one of them (``reclassed``). ``changed=None``
-        forgets every history.
-        """
+    def _partition(self, traffics: list[tuple[JobTraffic | None, JobTraffic | None]]) -> list[list[int]]:
+        """Components of the running jobs (in ``_running`` order), given each one's current and next traffic."""
         running = self._running
         if not running:
-            self._comp_jobs = {}
-            return
-        old = {tuple(idxs): c for c, idxs in self._comp_jobs.items()}
-        old_history = self._history
+            return []
         rows, cols = [], []
-        for k, i in enumerate(running):
-            r = self._runs[i]
-            links = set()
-            for tr in (r.traffic, r.next_traffic):
+        for k, pair in enumerate(traffics):
+            links: set[int] = set()
+            for tr in pair:
                 if tr is not None:
                     links.update(tr.link_ids.tolist())
             rows.extend([k] * len(links))
@@ -634,16 +666,42 @@ class Simulation:
         comps: dict[int, list[int]] = {}
         for k, i in enumerate(running):
             comps.setdefault(int(labels[k]), []).append(i)
-        self._comp_jobs = comps
+        return list(comps.values())
+
+    def _untouched(
+        self, comps: list[list[int]], changed: set[int], reclassed: set[int]
+    ) -> dict[tuple[int, ...], int]:
+        """The new components that a decision leaves as they were, with their current ids.
+
+        Untouched: the same jobs as an existing component, none of whose routes or phase change and,
+        for a component of several jobs, none of whose classes change. Its periodic regime goes on.
+        """
+        old = {tuple(idxs): c for c, idxs in self._comp_jobs.items()}
+        keep: dict[tuple[int, ...], int] = {}
+        for idxs in comps:
+            prev = old.get(tuple(idxs))
+            if prev is None:
+                continue
+            touched = changed | reclassed if len(idxs) > 1 else changed
+            if not touched.intersection(idxs):
+                keep[tuple(idxs)] = prev
+        return keep
+
+    def _rebuild_components(self, comps: list[list[int]], keep: dict[tuple[int, ...], int]) -> None:
+        """Install the new components; those in ``keep`` keep their fast-mode history and jump."""
+        old_history, old_ahead = self._history, self._ahead
+        self._comp_jobs = dict(enumerate(comps))
         self._sig_links = {}
         self._history = {}
+        self._ahead = {}
         self._anchor = {}
-        for c, idxs in comps.items():
-            prev = old.get(tuple(idxs))
-            if prev is not None and prev in old_history and changed is not None:
-                touched = changed | (reclassed or set()) if len(idxs) > 1 else changed
-                if not touched.intersection(idxs):
+        for c, idxs in self._comp_jobs.items():
+            prev = keep.get(tuple(idxs))
+            if prev is not None:
+                if prev in old_history:
                     self._history[c] = old_history[prev]
+                if prev in old_ahead and old_ahead[prev].t_end > self.now:
+                    self._ahead[c] = old_ahead[prev]
             for i in idxs:
                 self._runs[i].comp = c
                 if len(idxs) > 1:
@@ -702,7 +760,8 @@ class Simulation:
         if m < 1:
             self._remember(hist, sig)
             return
-        self._apply_jump(runs, links, then, sig, m)
+        jump = self._apply_jump(runs, links, then, sig, m)
+        self._ahead[comp] = _Ahead(t0=self.now, period=sig.t - then.t, m=m, then=then, now=sig, links=links, jump=jump)
         # the regime goes on: keep the matched stretch of history, moved forward, for the next jump
         shift = m * (sig.t - then.t)
         self._history[comp] = [self._shifted(h, then, sig, m, shift) for h in hist[idx:]]
@@ -728,28 +787,71 @@ class Simulation:
         )
 
     def _jump_count(self, runs: list[_Run], period: float, d_done: NDArray[np.float64]) -> int:
-        """How many periods can be skipped before anything outside the component may happen."""
-        bound = self.config.horizon_s
-        if self._arrivals:
-            bound = min(bound, self._arrivals[0])
-        mine = {r.idx for r in runs}
-        for i in self._running:
-            o = self._runs[i]
-            if i in mine or o.target is None:
-                continue
-            # earliest possible departure: no iteration is faster than the job alone on the cluster
-            earliest = max(self.now, o.it_start + max(0.0, o.target - o.done) * o.standalone)
-            bound = min(bound, earliest)
-        m = math.floor((bound - self.now) / period) - 1
+        """How many periods the component may repeat: up to the horizon, and short of its own departures.
+
+        Events outside the component (arrivals, other departures) do not bound the jump: a decision that
+        touches the component catches it up to the clock first (``_catch_up``), and one that does not
+        leaves its regime as it was.
+        """
+        m = math.floor((self.config.horizon_s - self.now) / period) - 1
         for r, dn in zip(runs, d_done.tolist(), strict=True):
             if r.target is not None and dn > 0:
-                m = min(m, math.floor((r.target - r.done - 1.0) / dn) - 1)
+                # one period of margin: catching up replays less than a period, which must not finish a job
+                m = min(m, math.floor((r.target - r.done - 1.0) / dn) - 2)
         return m
 
+    def _catch_up(self, comp: int) -> None:
+        """Bring a component that a jump moved ahead of the clock back to ``now``.
+
+        The jump repeated ``m`` periods from ``t0``; ``k`` of them have elapsed by now. The ``m - k``
+        periods not yet due are taken back (counters, times and the sampler's record), and the part of
+        the current period up to now is simulated, events of this component only (no other job shares
+        its links, so nothing else can interleave).
+        """
+        a = self._ahead.pop(comp, None)
+        if a is None or self.now >= a.t_end:
+            return
+        t_now = self.now
+        k = min(a.m, max(0, math.floor((t_now - a.t0) / a.period)))
+        runs = [self._runs[i] for i in self._comp_jobs[comp]]
+        outer = self._heap
+        self._heap = []
+        self.now = a.t_end
+        self._apply_jump(runs, a.links, a.then, a.now, k - a.m, record=False)
+        if a.jump is not None:
+            self._sampler.truncate_jump(a.jump, a.t0 + k * a.period)
+        self.now = a.t0 + k * a.period
+        self._replaying = True
+        try:
+            while self._heap and self._heap[0][0] < t_now:
+                t, kind, _, job, version = heapq.heappop(self._heap)
+                self.now = t
+                self._events += 1
+                self._dispatch(_Ev(kind), job, version)
+        finally:
+            self._replaying = False
+            self.now = t_now
+            for ev in self._heap:
+                heapq.heappush(outer, ev)
+            self._heap = outer
+        for r in runs:
+            self._settle(r)
+
     def _apply_jump(
-        self, runs: list[_Run], links: NDArray[np.int64], then: Signature, now: Signature, m: int
-    ) -> None:
-        """Move the component ``m`` periods forward: same state, counters credited ``m`` times."""
+        self,
+        runs: list[_Run],
+        links: NDArray[np.int64],
+        then: Signature,
+        now: Signature,
+        m: int,
+        *,
+        record: bool = True,
+    ) -> Jump | None:
+        """Move the component ``m`` periods forward: same state, counters credited ``m`` times.
+
+        ``m`` may be negative (periods taken back by ``_catch_up``; the caller corrects the sampler).
+        Returns the sampler's record of the stretch when ``record``.
+        """
         shift = m * (now.t - then.t)
         busy_inc = 0.0
         for k, r in enumerate(runs):
@@ -774,16 +876,11 @@ class Simulation:
         liw = m * (now.link_iw_bytes - then.link_iw_bytes)
         self._link_bytes[links] += lb
         self._link_iw[links] += liw
-        self._sampler.add_jump(
-            Jump(
-                t0=self.now,
-                t1=self.now + shift,
-                busy_gpu_s=busy_inc,
-                links=links,
-                link_bytes=lb,
-                link_iw_bytes=liw,
-            )
-        )
+        if not record:
+            return None
+        jump = Jump(t0=self.now, t1=self.now + shift, busy_gpu_s=busy_inc, links=links, link_bytes=lb, link_iw_bytes=liw)
+        self._sampler.add_jump(jump)
+        return jump
 
     # ------------------------------------------------------------------ accounting
     def _advance_alloc(self) -> None:
