@@ -45,9 +45,13 @@ from commsched.scheduling.traffic import JobTraffic, job_traffic
 from commsched.sim.accounting import Jump, Sampler
 from commsched.sim.rates import max_min_rates_coo
 from commsched.sim.records import JobResult, Mode, SimConfig, SimResult, TimeSeries
-from commsched.sim.steady import Signature, best_match
+from commsched.sim.steady import Signature, best_match, best_relative_match
 from commsched.topology import NodeId, Topology
 from commsched.workload import JobSpec
+
+
+#: entries of the pace cache before it is cleared
+_PACE_CACHE_MAX = 200_000
 
 
 class _Ev(IntEnum):
@@ -251,6 +255,8 @@ class Simulation:
         #: per component that has jumped ahead of the clock: the stretch it extrapolated (see _Ahead)
         self._ahead: dict[int, _Ahead] = {}
         self._replaying = False  # catching a component up to the clock: no jumps
+        #: max-min paces by the members' (traffic, step, class): see _reallocate
+        self._pace_cache: dict[tuple[tuple[int, int, int], ...], tuple[list[float], tuple[JobTraffic | None, ...]]] = {}
         self._routes_cache: dict[int, tuple[tuple[tuple[str, str], int], ...]] = {}
         self._arrivals: list[float] = []
         self._alloc_extra: dict[int, Allocation] = {}
@@ -617,22 +623,31 @@ class Simulation:
             r.last_t = max(r.last_t, self.now)
             self._reschedule_step(r)
             return
-        rows, cols, vals = [], [], []
-        for k, r in enumerate(members):
-            assert r.traffic is not None
-            s = r.traffic.steps[r.step]
-            rows.append(np.full(s.links.size, k))
-            cols.append(s.links)
-            vals.append(s.share)
-        paces = max_min_rates_coo(
-            rows=np.concatenate(rows),
-            cols=np.concatenate(cols),
-            vals=np.concatenate(vals),
-            n_groups=len(members),
-            capacity=self._cap_Bps,
-            classes=np.array([r.cls for r in members], dtype=np.int64),
-        )
-        for r, pace in zip(members, paces.tolist(), strict=True):
+        # the paces depend only on each member's step (its links and shares) and class: groups in a
+        # periodic regime meet the same combinations again and again
+        key = tuple((id(r.traffic), r.step, r.cls) for r in members)
+        hit = self._pace_cache.get(key)
+        if hit is None:
+            rows, cols, vals = [], [], []
+            for k, r in enumerate(members):
+                assert r.traffic is not None
+                s = r.traffic.steps[r.step]
+                rows.append(np.full(s.links.size, k))
+                cols.append(s.links)
+                vals.append(s.share)
+            paces = max_min_rates_coo(
+                rows=np.concatenate(rows),
+                cols=np.concatenate(cols),
+                vals=np.concatenate(vals),
+                n_groups=len(members),
+                capacity=self._cap_Bps,
+                classes=np.array([r.cls for r in members], dtype=np.int64),
+            ).tolist()
+            if len(self._pace_cache) >= _PACE_CACHE_MAX:
+                self._pace_cache.clear()
+            # the traffic objects are kept with the entry so that their ids are not reused while it lives
+            hit = self._pace_cache[key] = (paces, tuple(r.traffic for r in members))
+        for r, pace in zip(members, hit[0], strict=True):
             r.pace = pace
             r.last_t = max(r.last_t, self.now)
             self._reschedule_step(r)
@@ -649,18 +664,18 @@ class Simulation:
         running = self._running
         if not running:
             return []
-        rows, cols = [], []
-        for k, pair in enumerate(traffics):
-            links: set[int] = set()
-            for tr in pair:
+        rows: list[NDArray[np.int64]] = []
+        cols: list[NDArray[np.int64]] = []
+        for k, (cur, nxt) in enumerate(traffics):
+            for tr in (cur,) if nxt is cur else (cur, nxt):
                 if tr is not None:
-                    links.update(tr.link_ids.tolist())
-            rows.extend([k] * len(links))
-            cols.extend(sorted(links))
+                    rows.append(np.full(tr.link_ids.size, k, dtype=np.int64))
+                    cols.append(tr.link_ids)
         n_jobs, n_links = len(running), self._cap_Bps.size
-        adj = sparse.coo_matrix(
-            (np.ones(len(rows)), (np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64) + n_jobs)),
-            shape=(n_jobs + n_links, n_jobs + n_links),
+        r_all = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        c_all = np.concatenate(cols).astype(np.int64) + n_jobs if cols else np.zeros(0, np.int64)
+        adj = sparse.csr_matrix(
+            (np.ones(r_all.size, dtype=np.int8), (r_all, c_all)), shape=(n_jobs + n_links, n_jobs + n_links)
         )
         _, labels = connected_components(adj, directed=False)
         comps: dict[int, list[int]] = {}
@@ -689,7 +704,7 @@ class Simulation:
 
     def _rebuild_components(self, comps: list[list[int]], keep: dict[tuple[int, ...], int]) -> None:
         """Install the new components; those in ``keep`` keep their fast-mode history and jump."""
-        old_history, old_ahead = self._history, self._ahead
+        old_history, old_ahead, old_anchor = self._history, self._ahead, self._anchor
         self._comp_jobs = dict(enumerate(comps))
         self._sig_links = {}
         self._history = {}
@@ -706,7 +721,10 @@ class Simulation:
                 self._runs[i].comp = c
                 if len(idxs) > 1:
                     self._runs[i].shared = True
-            self._anchor[c] = max(idxs, key=lambda i: (self._runs[i].standalone, -i))
+            if prev is not None and old_anchor.get(prev) in idxs:
+                self._anchor[c] = old_anchor[prev]
+            else:
+                self._anchor[c] = max(idxs, key=lambda i: (self._runs[i].standalone, -i))
 
     # ------------------------------------------------------------------ fast mode
     def _signature(self, comp: int) -> tuple[Signature, NDArray[np.int64]]:
@@ -750,11 +768,25 @@ class Simulation:
             return  # routes about to change: not a steady state yet
         sig, links = self._signature(comp)
         hist = self._history.setdefault(comp, [])
+        cfg = self.config
         idx, dist = best_match(hist, sig)
-        exact = idx >= 0 and dist <= self.config.fast_tolerance
-        if not exact and (len(hist) < self.config.fast_max_history or idx < 0):
-            self._remember(hist, sig)
-            return
+        if idx < 0 or dist > cfg.fast_tolerance:
+            # no exact period: the approximate one that misstates the jobs' throughputs least, accepted
+            # at once within fast_rel_tolerance (the phases of quasi-periodic groups never meet
+            # exactly) and after fast_max_history anchor iterations in any case
+            idx, rel = best_relative_match(hist, sig)
+            if idx < 0 and len(hist) >= cfg.fast_max_history:
+                # no candidate in a full history: some job has not finished an iteration over it
+                # (slowed far below its standalone speed); take signatures at its iteration starts
+                adv = sig.done - hist[0].done
+                k = int(np.argmin(adv))
+                if adv[k] < 1 and runs[k].idx != self._anchor.get(comp):
+                    self._anchor[comp] = runs[k].idx
+                    self._history[comp] = []
+                    return
+            if idx < 0 or (rel > cfg.fast_rel_tolerance and len(hist) < cfg.fast_max_history):
+                self._remember(hist, sig)
+                return
         then = hist[idx]
         m = self._jump_count(runs, sig.t - then.t, sig.done - then.done)
         if m < 1:

@@ -37,6 +37,10 @@ class SimConfig:
     fast_tolerance
         Largest phase mismatch (fraction of an iteration) accepted as "the same state" when the fast
         mode looks for a period before extrapolating.
+    fast_rel_tolerance
+        An approximate period is accepted at once when extrapolating it misstates no job's throughput
+        by more than this fraction (phase mismatch over the iterations the job completes in the
+        period); 0 disables it.
     fast_max_history
         Iterations of a component's anchor job after which the fast mode extrapolates with the best
         match it has seen even if no exact period was found.
@@ -48,6 +52,7 @@ class SimConfig:
     sample_s: float | None = None
     warmup_s: float = 0.0
     fast_tolerance: float = 1e-6
+    fast_rel_tolerance: float = 1e-3
     fast_max_history: int = 24
 
 

@@ -63,3 +63,34 @@ def best_match(history: list[Signature], now: Signature) -> tuple[int, float]:
     best_d = float(d_ok.min())
     last = int(np.flatnonzero(d_ok == best_d)[-1])
     return idx[last], best_d
+
+
+def best_relative_match(history: list[Signature], now: Signature) -> tuple[int, float]:
+    """Index and relative mismatch of the earlier signature that makes the best approximate period.
+
+    The relative mismatch of a candidate is, over the jobs, the largest phase (or step) mismatch divided
+    by the iterations the job completed since the candidate: extrapolating an approximate period
+    misstates a job's throughput by about that fraction. Same candidates as :func:`best_match`;
+    ``(-1, inf)`` when there is none.
+    """
+    idx = [
+        i
+        for i, h in enumerate(history)
+        if h.t < now.t and h.phase.shape == now.phase.shape and h.step.shape == now.step.shape
+    ]
+    if not idx or not now.done.size:
+        return -1, float("inf")
+    adv = now.done - np.stack([history[i].done for i in idx])
+    ok = np.all(adv >= 1, axis=1)
+    if not ok.any():
+        return -1, float("inf")
+    mis = np.zeros(adv.shape)
+    if now.phase.size:
+        mis = np.abs(np.stack([history[i].phase for i in idx]) - now.phase)
+    if now.step.size:
+        mis = np.maximum(mis, np.abs(np.stack([history[i].step for i in idx]) - now.step))
+    rel = np.max(mis / np.where(adv >= 1, adv, 1.0), axis=1)
+    rel = np.where(ok, rel, np.inf)
+    best = float(rel.min())
+    last = int(np.flatnonzero(rel == best)[-1])
+    return idx[last], best
