@@ -64,6 +64,7 @@ __all__ = [
     "PathSettings",
     "PathTable",
     "connection_ports",
+    "GreedyTrail",
     "greedy_routes",
     "job_flows",
     "source_routes",
@@ -163,8 +164,10 @@ class FlowWeight:
 def _best(scores: NDArray[np.float64]) -> int:
     """Index of the least congested candidate: max, then sum, then index (rows = candidates)."""
     primary = scores.max(axis=1)
-    secondary = scores.sum(axis=1)
-    return int(np.lexsort((np.arange(scores.shape[0]), secondary, primary))[0])
+    ties = np.flatnonzero(primary == primary.min())
+    if ties.size == 1:
+        return int(ties[0])
+    return int(ties[np.argmin(scores[ties].sum(axis=1))])  # argmin: the lowest index among equal sums
 
 
 @dataclass(slots=True)
@@ -208,11 +211,31 @@ def _place_job(state: _Load, flows: Sequence[Flow], weight: FlowWeight) -> int:
     return best_k
 
 
+class GreedyTrail:
+    """What a greedy pass did after each job, so that the next pass over the same first jobs resumes there.
+
+    Crux recomputes its path selection on every arrival and departure over all running jobs in
+    decreasing intensity; the jobs ranked above the one that arrived or left are processed exactly as
+    before. A trail holds, per processed job, its key (id and weight), the link loads after it and its
+    choices; :func:`greedy_routes` restarts after the longest common prefix, with the same floating-point
+    operations in the same order, so the routes are the same as from scratch. A trail belongs to one
+    path table and one :class:`PathSettings` (the caller keys it by them).
+    """
+
+    __slots__ = ("keys", "loads", "routes")
+
+    def __init__(self) -> None:
+        self.keys: list[tuple[JobId, FlowWeight | None]] = []
+        self.loads: list[NDArray[np.float64]] = []
+        self.routes: list[dict[ConnectionKey, int]] = []
+
+
 def greedy_routes(
     table: PathTable,
     jobs: Sequence[tuple[PlacedJob, Sequence[Flow]]],
     weights: Mapping[JobId, FlowWeight],
     settings: PathSettings,
+    trail: GreedyTrail | None = None,
 ) -> MappingProxyType[ConnectionKey, int]:
     """Least-congested paths for the flows of ``jobs``, taken in the given order.
 
@@ -221,11 +244,15 @@ def greedy_routes(
     table
         The candidate paths (and the topology).
     jobs
-        ``(job, its flows)`` in processing order.
+        ``(job, its flows)`` in processing order; within one trail, a job id names one placement and
+        one set of flows.
     weights
         Per job, what one of its flows adds to the links it crosses.
     settings
         Granularity (the metric is already folded into ``weights``).
+    trail
+        The previous pass with the same table and settings, resumed after the common first jobs and
+        updated in place (same result as without it).
 
     Returns
     -------
@@ -237,24 +264,40 @@ def greedy_routes(
     Crux §4.1 ("the least congested path from all available options at that moment"); crux-spec §2.
     """
     cap_bytes = table.topology.capacity_bps / 8.0  # bits/s -> bytes/s
-    state = _Load(load=np.zeros(cap_bytes.size), inv_cap=1.0 / cap_bytes)
+    start = 0
+    keys = [(job.id, weights.get(job.id)) for job, _ in jobs]
+    if trail is not None:
+        while start < min(len(keys), len(trail.keys)) and trail.keys[start] == keys[start]:
+            start += 1
+        del trail.keys[start:], trail.loads[start:], trail.routes[start:]
+    load = trail.loads[start - 1].copy() if trail is not None and start else np.zeros(cap_bytes.size)
+    state = _Load(load=load, inv_cap=1.0 / cap_bytes)
     out: dict[ConnectionKey, int] = {}
-    for job, flows in jobs:
-        weight = weights.get(job.id, FlowWeight(per_flow=1.0))
+    if trail is not None:
+        for done in trail.routes:
+            out.update(done)
+    for key, (job, flows) in zip(keys[start:], jobs[start:], strict=True):
+        mine: dict[ConnectionKey, int] = {}
+        weight = key[1] or FlowWeight(per_flow=1.0)
         pinned = [f for f in flows if f.keys[0] in job.pinned_routes]
         free = [f for f in flows if f.keys[0] not in job.pinned_routes]
         for f in pinned:
             choice = job.pinned_routes[f.keys[0]] % f.candidates.shape[0]
             state.add(f.candidates[choice], weight.per_byte * f.size_bytes + weight.per_flow)
-            out.update(dict.fromkeys(f.keys, choice))
+            mine.update(dict.fromkeys(f.keys, choice))
         if settings.granularity == "job" and free:
             k = _place_job(state, free, weight)
             for f in free:
-                out.update(dict.fromkeys(f.keys, k % f.candidates.shape[0]))
-            continue
-        for f in free:
-            choice = _place_flow(state, f, weight.per_byte * f.size_bytes + weight.per_flow)
-            out.update(dict.fromkeys(f.keys, choice))
+                mine.update(dict.fromkeys(f.keys, k % f.candidates.shape[0]))
+        else:
+            for f in free:
+                choice = _place_flow(state, f, weight.per_byte * f.size_bytes + weight.per_flow)
+                mine.update(dict.fromkeys(f.keys, choice))
+        out.update(mine)
+        if trail is not None:
+            trail.keys.append(key)
+            trail.loads.append(state.load.copy())
+            trail.routes.append(mine)
     return MappingProxyType(out)
 
 

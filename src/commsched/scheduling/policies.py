@@ -59,6 +59,7 @@ from commsched.scheduling.paths import (
     Flow,
     FlowWeight,
     Granularity,
+    GreedyTrail,
     PathSettings,
     PathTable,
     greedy_routes,
@@ -204,7 +205,9 @@ def _crux_routes(state: ClusterState, c: _Ctx, solo: Sequence[JobFacts], setting
     """Crux path selection: jobs in decreasing ``I_j`` (solo), ties by id (crux-spec §2.2 item 4)."""
     order = sorted(solo, key=lambda f: (-f.intensity.value, f.job.id))
     weights = {f.job.id: _weight(f, settings) for f in solo}
-    return greedy_routes(c.table, [(f.job, c.flows[f.job.id]) for f in order], weights, settings)
+    # the jobs ranked above the one that arrived or left are placed as in the previous decision
+    trail = maybe(c.memo, ("greedy-trail", settings), GreedyTrail)
+    return greedy_routes(c.table, [(f.job, c.flows[f.job.id]) for f in order], weights, settings, trail)
 
 
 def contention_matrix(

@@ -257,7 +257,7 @@ class Simulation:
         self._replaying = False  # catching a component up to the clock: no jumps
         #: max-min paces by the members' (traffic, step, class): see _reallocate
         self._pace_cache: dict[tuple[tuple[int, int, int], ...], tuple[list[float], tuple[JobTraffic | None, ...]]] = {}
-        self._routes_cache: dict[int, tuple[tuple[tuple[str, str], int], ...]] = {}
+        self._routes_cache: dict[int, dict[tuple[str, str], int]] = {}  # per job: its routes now
         self._arrivals: list[float] = []
         self._alloc_extra: dict[int, Allocation] = {}
         self._check_jobs()
@@ -418,21 +418,22 @@ class Simulation:
         self._apply(decisions)
 
     def _apply(self, d: Decisions) -> None:
-        own: dict[str, list[tuple[tuple[str, str], int]]] = {}
+        own: dict[str, dict[tuple[str, str], int]] = {}
         for k, v in d.routes.items():
-            own.setdefault(k.job, []).append(((str(k.src), str(k.dst)), v))
+            own.setdefault(k.job, {})[(k.src, k.dst)] = v
         # first what the decision changes, with nothing changed yet: a component that a jump moved ahead
         # of the clock and that the decision touches is caught up first, under the regime it extrapolated
         changed: set[int] = set()  # jobs whose routes or phase this decision changes
         reclassed: set[int] = set()  # jobs whose class it changes (matters only beside other jobs)
-        plan: list[tuple[_Run, int, tuple[tuple[tuple[str, str], int], ...], JobTraffic | None, float]] = []
+        plan: list[tuple[_Run, int, dict[tuple[str, str], int], JobTraffic | None, float]] = []
+        no_routes: dict[tuple[str, str], int] = {}
         for i in self._running:
             r = self._runs[i]
             assert r.placed is not None
             cls = d.class_of(r.spec.id)
             if cls != r.cls:
                 reclassed.add(i)
-            key = tuple(sorted(own.get(r.spec.id, ())))
+            key = own.get(r.spec.id, no_routes)
             new_tr = None
             if r.next_traffic is None or self._routes_cache.get(i) != key:
                 new_tr = job_traffic(self.topology, r.placed, d.routes)
