@@ -79,3 +79,27 @@ def test_untouched_component_is_not_caught_up() -> None:
     res = sim.run()
     assert all(j.finished for j in res.jobs)
     assert sim.caught_up == 0
+
+
+def test_starved_job_becomes_the_anchor() -> None:
+    """A low-priority job slowed ~60x: the anchor moves to it, and fast mode still finds its period.
+
+    ``hi`` (class 0) holds the link except during its 0.05 s of compute, so ``lo`` (class 1) moves its
+    3 GB only in those windows: one ``lo`` iteration spans ~60 of ``hi``'s, more than a full history of
+    ``hi`` iteration starts, so no period can be found at them.
+    """
+    from commsched.topology.builders import single_link
+
+    from .helpers import run
+
+    topo = single_link(capacity_bps=8e9)
+    jobs = [
+        job("hi", compute_s=0.05, comm_bytes=5e9, gpus=8, priority=0, iterations=4000),
+        job("lo", compute_s=0.05, comm_bytes=3e9, gpus=8, priority=1, iterations=40),
+    ]
+    exact = run(topo, jobs, horizon_s=1e6, mode=Mode.EXACT)
+    fast = run(topo, jobs, horizon_s=1e6, mode=Mode.FAST)
+    assert all(j.finished for j in fast.jobs)
+    for f, e in zip(fast.jobs, exact.jobs, strict=True):
+        assert abs(f.jct_s - e.jct_s) / e.jct_s < 0.01, (f.id, f.jct_s, e.jct_s)
+    assert fast.events < exact.events / 5
