@@ -10,9 +10,9 @@ three contend from the right state. Fast mode must agree with exact mode on ever
 from __future__ import annotations
 
 from commsched.scheduling.basic import static_policy
+from commsched.scheduling.placement import pack
 from commsched.sim.engine import Simulation
 from commsched.sim.records import Mode, SimConfig
-from commsched.scheduling.placement import pack
 
 from .helpers import job
 from .scenarios import small_clos
@@ -26,10 +26,30 @@ def _gpus(hosts: list[int], per_host: int = 8) -> list[str]:
 
 def _jobs():  # type: ignore[no-untyped-def]
     return [
-        job("a", compute_s=0.2, comm_bytes=1.0e9, gpus=16, overlap=0.5, iterations=3000, gpu_ids=_gpus([0, 4])),
-        job("b", compute_s=0.3, comm_bytes=1.5e9, gpus=16, overlap=1.0, iterations=2000, gpu_ids=_gpus([1, 5])),
-        job("far", compute_s=0.25, comm_bytes=0.8e9, gpus=16, iterations=400, arrival_s=120.0, gpu_ids=_gpus([8, 12])),
-        job("near", compute_s=0.15, comm_bytes=1.2e9, gpus=16, iterations=800, arrival_s=400.0, gpu_ids=_gpus([2, 6])),
+        job(
+            "a", compute_s=0.2, comm_bytes=1.0e9, gpus=16, overlap=0.5, iterations=3000, gpu_ids=_gpus([0, 4])
+        ),
+        job(
+            "b", compute_s=0.3, comm_bytes=1.5e9, gpus=16, overlap=1.0, iterations=2000, gpu_ids=_gpus([1, 5])
+        ),
+        job(
+            "far",
+            compute_s=0.25,
+            comm_bytes=0.8e9,
+            gpus=16,
+            iterations=400,
+            arrival_s=120.0,
+            gpu_ids=_gpus([8, 12]),
+        ),
+        job(
+            "near",
+            compute_s=0.15,
+            comm_bytes=1.2e9,
+            gpus=16,
+            iterations=800,
+            arrival_s=400.0,
+            gpu_ids=_gpus([2, 6]),
+        ),
     ]
 
 
@@ -74,7 +94,11 @@ def test_untouched_component_is_not_caught_up() -> None:
     """Without `near`, no decision touches a/b: the arrival of `far` never brings them back."""
     jobs = [j for j in _jobs() if j.spec.id != "near"]
     sim = _Counting(
-        topology=TOPO, jobs=jobs, policy=static_policy, placement=pack, config=SimConfig(horizon_s=1e5, mode=Mode.FAST)
+        topology=TOPO,
+        jobs=jobs,
+        policy=static_policy,
+        placement=pack,
+        config=SimConfig(horizon_s=1e5, mode=Mode.FAST),
     )
     res = sim.run()
     assert all(j.finished for j in res.jobs)

@@ -49,7 +49,6 @@ from commsched.sim.steady import Signature, best_match, best_relative_match
 from commsched.topology import NodeId, Topology
 from commsched.workload import JobSpec
 
-
 #: entries of the pace cache before it is cleared
 _PACE_CACHE_MAX = 200_000
 
@@ -256,7 +255,9 @@ class Simulation:
         self._ahead: dict[int, _Ahead] = {}
         self._replaying = False  # catching a component up to the clock: no jumps
         #: max-min paces by the members' (traffic, step, class): see _reallocate
-        self._pace_cache: dict[tuple[tuple[int, int, int], ...], tuple[list[float], tuple[JobTraffic | None, ...]]] = {}
+        self._pace_cache: dict[
+            tuple[tuple[int, int, int], ...], tuple[list[float], tuple[JobTraffic | None, ...]]
+        ] = {}
         self._routes_cache: dict[int, dict[tuple[str, str], int]] = {}  # per job: its routes now
         self._arrivals: list[float] = []
         self._alloc_extra: dict[int, Allocation] = {}
@@ -443,7 +444,10 @@ class Simulation:
                 changed.add(i)
             plan.append((r, cls, key, new_tr, shift))
         comps = self._partition(
-            [(r.traffic if r.traffic is not None else t, t if t is not None else r.next_traffic) for r, _, _, t, _ in plan]
+            [
+                (r.traffic if r.traffic is not None else t, t if t is not None else r.next_traffic)
+                for r, _, _, t, _ in plan
+            ]
         )
         keep = self._untouched(comps, changed, reclassed)
         for c in list(self._ahead):
@@ -661,7 +665,7 @@ class Simulation:
             self._push(r.last_t + (1.0 - r.progress) / prate, _Ev.STEP_END, r.idx, r.sver)
 
     def _partition(self, traffics: list[tuple[JobTraffic | None, JobTraffic | None]]) -> list[list[int]]:
-        """Components of the running jobs (in ``_running`` order), given each one's current and next traffic."""
+        """Components of the running jobs (``_running`` order), given each one's current and next traffic."""
         running = self._running
         if not running:
             return []
@@ -794,7 +798,9 @@ class Simulation:
             self._remember(hist, sig)
             return
         jump = self._apply_jump(runs, links, then, sig, m)
-        self._ahead[comp] = _Ahead(t0=self.now, period=sig.t - then.t, m=m, then=then, now=sig, links=links, jump=jump)
+        self._ahead[comp] = _Ahead(
+            t0=self.now, period=sig.t - then.t, m=m, then=then, now=sig, links=links, jump=jump
+        )
         # the regime goes on: keep the matched stretch of history, moved forward, for the next jump
         shift = m * (sig.t - then.t)
         self._history[comp] = [self._shifted(h, then, sig, m, shift) for h in hist[idx:]]
@@ -911,7 +917,14 @@ class Simulation:
         self._link_iw[links] += liw
         if not record:
             return None
-        jump = Jump(t0=self.now, t1=self.now + shift, busy_gpu_s=busy_inc, links=links, link_bytes=lb, link_iw_bytes=liw)
+        jump = Jump(
+            t0=self.now,
+            t1=self.now + shift,
+            busy_gpu_s=busy_inc,
+            links=links,
+            link_bytes=lb,
+            link_iw_bytes=liw,
+        )
         self._sampler.add_jump(jump)
         return jump
 
