@@ -546,6 +546,7 @@ class Simulation:
         assert r.traffic is not None
         r.step += 1
         r.progress = 0.0
+        r.pace = 0.0  # a new step: its end is scheduled afresh (see _reallocate)
         if r.step >= len(r.traffic.steps):
             r.step = -1
             r.comm_done = True
@@ -624,9 +625,7 @@ class Simulation:
             r = members[0]
             assert r.traffic is not None
             s = r.traffic.steps[r.step]
-            r.pace = max(float(np.min(self._cap_Bps[s.links] / s.share)), 0.0)
-            r.last_t = max(r.last_t, self.now)
-            self._reschedule_step(r)
+            self._set_pace(r, max(float(np.min(self._cap_Bps[s.links] / s.share)), 0.0))
             return
         # the paces depend only on each member's step (its links and shares) and class: groups in a
         # periodic regime meet the same combinations again and again
@@ -653,8 +652,17 @@ class Simulation:
             # the traffic objects are kept with the entry so that their ids are not reused while it lives
             hit = self._pace_cache[key] = (paces, tuple(r.traffic for r in members))
         for r, pace in zip(members, hit[0], strict=True):
+            self._set_pace(r, pace)
+
+    def _set_pace(self, r: _Run, pace: float) -> None:
+        """Give an active step (settled to now) its pace; its pending end stays valid if the pace is unchanged.
+
+        A step's end is ``last_t + (1 - progress) / rate``; settling moves ``last_t`` and ``progress``
+        together, so the end scheduled at the same pace is still right. A new step starts at pace 0.
+        """
+        r.last_t = max(r.last_t, self.now)
+        if pace != r.pace:
             r.pace = pace
-            r.last_t = max(r.last_t, self.now)
             self._reschedule_step(r)
 
     def _reschedule_step(self, r: _Run) -> None:
