@@ -176,9 +176,12 @@ class _Load:
 
     load: NDArray[np.float64]
     inv_cap: NDArray[np.float64]
+    log: list[tuple[NDArray[np.int64], float]] | None = None  # the additions, for a GreedyTrail
 
     def add(self, links: NDArray[np.int64], w: float) -> None:
         self.load[links] += w  # a path never repeats a link
+        if self.log is not None:
+            self.log.append((links, w))
 
 
 def _place_flow(state: _Load, flow: Flow, w: float) -> int:
@@ -222,12 +225,30 @@ class GreedyTrail:
     path table and one :class:`PathSettings` (the caller keys it by them).
     """
 
-    __slots__ = ("keys", "loads", "routes")
+    __slots__ = ("adds", "keys", "loads", "routes")
+
+    #: a copy of the link loads is kept after every this many jobs; the loads after any other job are
+    #: rebuilt from the copy before it by repeating the additions in order (bit for bit the same)
+    EVERY = 8
 
     def __init__(self) -> None:
         self.keys: list[tuple[JobId, FlowWeight | None]] = []
-        self.loads: list[NDArray[np.float64]] = []
+        self.adds: list[list[tuple[NDArray[np.int64], float]]] = []  # per job: (links, weight) in order
+        self.loads: list[NDArray[np.float64]] = []  # loads after jobs EVERY-1, 2*EVERY-1, ...
         self.routes: list[dict[ConnectionKey, int]] = []
+
+    def truncate(self, n: int) -> None:
+        """Keep the first ``n`` jobs."""
+        del self.keys[n:], self.adds[n:], self.routes[n:], self.loads[n // self.EVERY :]
+
+    def load_after(self, n: int, size: int) -> NDArray[np.float64]:
+        """The link loads after the first ``n`` jobs (a fresh array)."""
+        c = n // self.EVERY
+        load = self.loads[c - 1].copy() if c else np.zeros(size)
+        for adds in self.adds[c * self.EVERY : n]:
+            for links, w in adds:
+                load[links] += w
+        return load
 
 
 def greedy_routes(
@@ -269,9 +290,9 @@ def greedy_routes(
     if trail is not None:
         while start < min(len(keys), len(trail.keys)) and trail.keys[start] == keys[start]:
             start += 1
-        del trail.keys[start:], trail.loads[start:], trail.routes[start:]
-    load = trail.loads[start - 1].copy() if trail is not None and start else np.zeros(cap_bytes.size)
-    state = _Load(load=load, inv_cap=1.0 / cap_bytes)
+        trail.truncate(start)
+    load = trail.load_after(start, cap_bytes.size) if trail is not None else np.zeros(cap_bytes.size)
+    state = _Load(load=load, inv_cap=1.0 / cap_bytes, log=[] if trail is not None else None)
     out: dict[ConnectionKey, int] = {}
     if trail is not None:
         for done in trail.routes:
@@ -294,10 +315,13 @@ def greedy_routes(
                 choice = _place_flow(state, f, weight.per_byte * f.size_bytes + weight.per_flow)
                 mine.update(dict.fromkeys(f.keys, choice))
         out.update(mine)
-        if trail is not None:
+        if trail is not None and state.log is not None:
             trail.keys.append(key)
-            trail.loads.append(state.load.copy())
+            trail.adds.append(state.log)
             trail.routes.append(mine)
+            state.log = []
+            if len(trail.keys) % GreedyTrail.EVERY == 0:
+                trail.loads.append(state.load.copy())
     return MappingProxyType(out)
 
 

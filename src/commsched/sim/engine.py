@@ -655,7 +655,7 @@ class Simulation:
             self._set_pace(r, pace)
 
     def _set_pace(self, r: _Run, pace: float) -> None:
-        """Give an active step (settled to now) its pace; its pending end stays valid if the pace is unchanged.
+        """Give an active step (settled to now) its pace; its scheduled end stays valid at the same pace.
 
         A step's end is ``last_t + (1 - progress) / rate``; settling moves ``last_t`` and ``progress``
         together, so the end scheduled at the same pace is still right. A new step starts at pace 0.
