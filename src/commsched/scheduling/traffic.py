@@ -135,7 +135,7 @@ def _step_load(
         for lid in path.links:
             acc[lid] = acc.get(lid, 0.0) + t.size_bytes
         max_flow = max(max_flow, t.size_bytes)
-        latency = max(latency, float(topology.latency_s[list(path.links)].sum()) if path.links else 0.0)
+        latency = max(latency, topology.path_latency(path))
     if not acc or max_flow <= 0:
         return None
     ids = np.fromiter(acc.keys(), dtype=np.int64, count=len(acc))

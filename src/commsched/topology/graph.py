@@ -85,6 +85,8 @@ class Topology:
         self.latency_s.setflags(write=False)
         self._ecmp_cache: dict[tuple[NodeId, NodeId], tuple[Path, ...]] = {}
         self._intra_cache: dict[tuple[NodeId, NodeId], Path] = {}
+        self._route_cache: dict[tuple[NodeId, NodeId, int], Path] = {}
+        self._latency_cache: dict[tuple[LinkId, ...], float] = {}
 
     # ------------------------------------------------------------------ lookups
     def node(self, node_id: NodeId | str) -> Node:
@@ -319,18 +321,33 @@ class Topology:
         network path number ``choice % n`` between the two NICs, then NIC -> GPU.
         """
         a, b = NodeId(src_gpu), NodeId(dst_gpu)
+        hit = self._route_cache.get((a, b, choice))
+        if hit is not None:
+            return hit
         ha, hb = self.host_of(a), self.host_of(b)
         if ha.id == hb.id:
-            return self.intra_host_path(a, b)
-        nic_a, nic_b = self._gpu_nic[a], self._gpu_nic[b]
-        paths = self.equal_cost_paths(nic_a, nic_b)
-        mid = paths[choice % len(paths)]
-        first = self.intra_host_path(a, nic_a)
-        last = self.intra_host_path(nic_b, b)
-        return Path(
-            nodes=first.nodes[:-1] + mid.nodes + last.nodes[1:],
-            links=first.links + mid.links + last.links,
-        )
+            path = self.intra_host_path(a, b)
+        else:
+            nic_a, nic_b = self._gpu_nic[a], self._gpu_nic[b]
+            paths = self.equal_cost_paths(nic_a, nic_b)
+            mid = paths[choice % len(paths)]
+            first = self.intra_host_path(a, nic_a)
+            last = self.intra_host_path(nic_b, b)
+            path = Path(
+                nodes=first.nodes[:-1] + mid.nodes + last.nodes[1:],
+                links=first.links + mid.links + last.links,
+            )
+        self._route_cache[(a, b, choice)] = path
+        return path
+
+    def path_latency(self, path: Path) -> float:
+        """The summed latency of a path's links (seconds)."""
+        hit = self._latency_cache.get(path.links)
+        if hit is None:
+            hit = self._latency_cache[path.links] = (
+                float(self.latency_s[list(path.links)].sum()) if path.links else 0.0
+            )
+        return hit
 
     def __repr__(self) -> str:
         return (
