@@ -52,7 +52,7 @@ class SimConfig:
     sample_s: float | None = None
     warmup_s: float = 0.0
     fast_tolerance: float = 1e-6
-    fast_rel_tolerance: float = 1e-4
+    fast_rel_tolerance: float = 1e-3
     fast_max_history: int = 24
 
 
