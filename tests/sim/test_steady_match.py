@@ -34,11 +34,10 @@ def _reference(history: list[Signature], now: Signature) -> tuple[int, float]:
     return best, best_d
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.integers(1, 4), st.integers(0, 12), st.integers(0, 2**31 - 1))
-def test_best_match_equals_the_plain_loop(jobs: int, size: int, seed: int) -> None:
+def _random_case(jobs: int, size: int, seed: int) -> tuple[list[Signature], Signature]:
+    """A random history and a current signature on a coarse grid (ties and exact matches happen)."""
     rng = np.random.default_rng(seed)
-    grid = np.array([0.0, 0.25, 0.5])  # coarse values: ties and exact matches happen
+    grid = np.array([0.0, 0.25, 0.5])
     history = [
         _sig(
             float(k),
@@ -54,6 +53,13 @@ def test_best_match_equals_the_plain_loop(jobs: int, size: int, seed: int) -> No
         rng.choice(grid, jobs).tolist(),
         rng.integers(1, size + 4, jobs).astype(float).tolist(),
     )
+    return history, now
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 4), st.integers(0, 12), st.integers(0, 2**31 - 1))
+def test_best_match_equals_the_plain_loop(jobs: int, size: int, seed: int) -> None:
+    history, now = _random_case(jobs, size, seed)
     assert best_match(history, now) == _reference(history, now)
 
 
@@ -73,23 +79,7 @@ def _reference_relative(history: list[Signature], now: Signature) -> tuple[int, 
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 4), st.integers(0, 12), st.integers(0, 2**31 - 1))
 def test_best_relative_match_equals_the_plain_loop(jobs: int, size: int, seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    grid = np.array([0.0, 0.25, 0.5])
-    history = [
-        _sig(
-            float(k),
-            rng.choice(grid, jobs).tolist(),
-            rng.choice(grid, jobs).tolist(),
-            rng.integers(0, 3 + k, jobs).astype(float).tolist(),
-        )
-        for k in range(size)
-    ]
-    now = _sig(
-        float(rng.integers(0, size + 2)),
-        rng.choice(grid, jobs).tolist(),
-        rng.choice(grid, jobs).tolist(),
-        rng.integers(1, size + 4, jobs).astype(float).tolist(),
-    )
+    history, now = _random_case(jobs, size, seed)
     idx, rel = best_relative_match(history, now)
     ref_idx, ref_rel = _reference_relative(history, now)
     assert idx == ref_idx
