@@ -4,7 +4,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast test-slow lint typecheck bench clean
+.PHONY: setup sysdeps demo test test-fast test-slow lint typecheck bench clean
+
+#: Debian packages the runtime tests use (headless Chromium for the status page, tcpdump for captures)
+SYSDEPS := chromium tcpdump iproute2
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,6 +16,15 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+## System packages for the runtime tests: installed with apt-get when run as root, else only reported
+## (the tests that need them then skip with the reason).
+sysdeps:
+	@missing=""; for p in $(SYSDEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "sysdeps: missing$$missing (not root or no apt-get): the tests that need them will skip"; fi
 
 ## Main job: the embedded default scenario.
 demo: $(STAMP)
