@@ -1,8 +1,10 @@
 """Names -> policies, at the edge (CLI, scenario files). One strict registry per family.
 
 Three sources of names, in order: the built-in policies, policies that other installed packages
-declare through entry points (group :data:`POLICY_ENTRY_POINTS`, e.g. ``mypkg:mine``), and policies
-registered in this process with :func:`register_policy`. Built-in names cannot be taken over.
+declare through entry points (group :data:`POLICY_ENTRY_POINTS`), and policies registered in this
+process with :func:`register_policy`. Built-in names cannot be taken over. A plug-in's policy is
+named after the package that provides it: the entry point ``mine = "mypkg.policies:mine"`` is the
+policy ``mypkg:mine``.
 """
 
 from __future__ import annotations
@@ -137,13 +139,13 @@ def unregister_placement(name: str) -> None:
     del _REGISTERED_PLACEMENTS[name]
 
 
-def _entry_point_loader(ep: metadata.EntryPoint, family: str) -> Callable[[], object]:
+def _entry_point_loader(name: str, ep: metadata.EntryPoint, family: str) -> Callable[[], object]:
     def load() -> object:
         try:
             return ep.load()
         except Exception as exc:
             raise InputError(
-                f"cannot load {family} {ep.name!r} from {ep.value!r}: {type(exc).__name__}: {exc}",
+                f"cannot load {family} {name!r} from {ep.value!r}: {type(exc).__name__}: {exc}",
                 where=f"entry point group {ep.group}",
                 expected="an importable object",
             ) from None
@@ -151,19 +153,19 @@ def _entry_point_loader(ep: metadata.EntryPoint, family: str) -> Callable[[], ob
     return load
 
 
-def _policy_from_entry_point(ep: metadata.EntryPoint) -> Callable[[], PolicyBundle]:
-    load = _entry_point_loader(ep, "policy")
-    return lambda: as_bundle(cast(PolicyFn, load()), name=ep.name)  # as_bundle checks it is callable
+def _policy_from_entry_point(name: str, ep: metadata.EntryPoint) -> Callable[[], PolicyBundle]:
+    load = _entry_point_loader(name, ep, "policy")
+    return lambda: as_bundle(cast(PolicyFn, load()), name=name)  # as_bundle checks it is callable
 
 
-def _placement_from_entry_point(ep: metadata.EntryPoint) -> Callable[[], PlacementFn]:
-    load = _entry_point_loader(ep, "placement")
+def _placement_from_entry_point(name: str, ep: metadata.EntryPoint) -> Callable[[], PlacementFn]:
+    load = _entry_point_loader(name, ep, "placement")
 
     def placement() -> PlacementFn:
         fn = load()
         if not callable(fn):
             raise InputError(
-                f"placement {ep.name!r} from entry point {ep.value!r} is not callable",
+                f"placement {name!r} from entry point {ep.value!r} is not callable",
                 where=f"entry point group {ep.group}",
                 expected="a callable (PlacementRequest) -> Allocation | None",
             )
@@ -172,8 +174,19 @@ def _placement_from_entry_point(ep: metadata.EntryPoint) -> Callable[[], Placeme
     return placement
 
 
-def _entry_points(group: str) -> list[metadata.EntryPoint]:
-    return sorted(metadata.entry_points(group=group), key=lambda ep: ep.name)
+def plugin_name(ep: metadata.EntryPoint) -> str:
+    """The name of an entry point's policy: ``PACKAGE:NAME``, ``PACKAGE`` being its top-level module.
+
+    Examples
+    --------
+    >>> plugin_name(metadata.EntryPoint(name="mine", value="mypkg.policies:mine", group=POLICY_ENTRY_POINTS))
+    'mypkg:mine'
+    """
+    return ep.name if ":" in ep.name else f"{ep.module.split('.')[0]}:{ep.name}"
+
+
+def _entry_points(group: str) -> list[tuple[str, metadata.EntryPoint]]:
+    return sorted(((plugin_name(ep), ep) for ep in metadata.entry_points(group=group)), key=lambda p: p[0])
 
 
 def _base_policy_registry() -> Registry[PolicyBundle]:
@@ -188,9 +201,9 @@ def _base_policy_registry() -> Registry[PolicyBundle]:
             )
     for b in bundles:
         reg.register(b.name, b)
-    for ep in _entry_points(POLICY_ENTRY_POINTS):
-        if ep.name not in reg:  # built-in names cannot be taken over
-            reg.register_lazy(ep.name, _policy_from_entry_point(ep))
+    for name, ep in _entry_points(POLICY_ENTRY_POINTS):
+        if name not in reg:  # built-in names cannot be taken over
+            reg.register_lazy(name, _policy_from_entry_point(name, ep))
     return reg
 
 
@@ -220,9 +233,9 @@ def _base_placement_registry() -> Registry[PlacementFn]:
     reg: Registry[PlacementFn] = Registry("placement")
     for name, fn in job_schedulers().items():
         reg.register(name, fn)
-    for ep in _entry_points(PLACEMENT_ENTRY_POINTS):
-        if ep.name not in reg:
-            reg.register_lazy(ep.name, _placement_from_entry_point(ep))
+    for name, ep in _entry_points(PLACEMENT_ENTRY_POINTS):
+        if name not in reg:
+            reg.register_lazy(name, _placement_from_entry_point(name, ep))
     return reg
 
 
