@@ -73,7 +73,6 @@ _EXPORTS: dict[str, str] = {
     "ResultFrames": "commsched.api.frames",
     "Topology": "commsched.topology",
     "JobSpec": "commsched.workload",
-    "JobId": "commsched.workload",
     "ModelProfile": "commsched.workload",
     # errors
     "CommschedError": "commsched.errors",
@@ -90,7 +89,6 @@ __all__ = [
     "ConnectionKey",
     "Decisions",
     "InputError",
-    "JobId",
     "JobResult",
     "JobSpec",
     "ModelProfile",
@@ -154,7 +152,7 @@ if TYPE_CHECKING:
     from commsched.scheduling.state import ClusterState, ConnectionKey, Decisions, PlacedJob
     from commsched.sim.records import JobResult, SimResult, TimeSeries
     from commsched.topology import Topology
-    from commsched.workload import JobId, JobSpec, ModelProfile
+    from commsched.workload import JobSpec, ModelProfile
 
 
 #: subpackages reachable as attributes without an explicit import (``cs.testing.check_policy``)

@@ -113,7 +113,16 @@ def register_policy(name: str, policy: PolicyFn | PolicyBundle, *, replace: bool
 
 
 def unregister_policy(name: str) -> None:
-    """Forget a policy registered with :func:`register_policy` (unknown names raise ``KeyError``)."""
+    """Forget a policy registered with :func:`register_policy` (unknown names raise ``KeyError``).
+
+    Examples
+    --------
+    >>> from commsched.scheduling.basic import fair_policy
+    >>> register_policy("doc:again", fair_policy)
+    >>> unregister_policy("doc:again")
+    >>> "doc:again" in policy_names()
+    False
+    """
     del _REGISTERED_POLICIES[name]
 
 
@@ -135,7 +144,15 @@ def register_placement(name: str, placement: PlacementFn, *, replace: bool = Fal
 
 
 def unregister_placement(name: str) -> None:
-    """Forget a placement registered with :func:`register_placement`."""
+    """Forget a placement registered with :func:`register_placement`.
+
+    Examples
+    --------
+    >>> register_placement("doc:again", lambda request: None)
+    >>> unregister_placement("doc:again")
+    >>> "doc:again" in placement_names()
+    False
+    """
     del _REGISTERED_PLACEMENTS[name]
 
 
@@ -264,10 +281,22 @@ def queue_registry() -> Registry[QueueOrderFn | None]:
 
 
 def policy_names() -> tuple[str, ...]:
-    """Every policy name :func:`policy_registry` knows."""
+    """Every policy name :func:`policy_registry` knows.
+
+    Examples
+    --------
+    >>> {"crux-full", "ecmp-fair", "sincronia", "vclos"} <= set(policy_names())
+    True
+    """
     return policy_registry().names()
 
 
 def placement_names() -> tuple[str, ...]:
-    """Every placement name :func:`placement_registry` knows."""
+    """Every placement name :func:`placement_registry` knows.
+
+    Examples
+    --------
+    >>> {"pack", "first-fit", "hived", "muri"} <= set(placement_names())
+    True
+    """
     return placement_registry().names()

@@ -51,6 +51,13 @@ class ResultFrames:
     links
         Per sample and per link that carried traffic: ``t_s``, ``link``, (``src``, ``dst``, ``kind``
         when the topology is known), ``utilization``, ``gpu_intensity``.
+
+    Examples
+    --------
+    >>> import commsched as cs
+    >>> fr = cs.result_frames(cs.simulate("crux-fig19", policy="fair", mode="fast"))
+    >>> (fr.summary["policy"], len(fr.jobs), list(fr.links.columns)[:2])
+    ('fair', 4, ['t_s', 'link'])
     """
 
     summary: dict[str, Any]

@@ -39,6 +39,12 @@ class PlanReport:
         Job -> Crux correction factor ``k_j`` (Crux policies only; else empty).
     waiting
         Jobs not planned: they arrive later or do not fit at time 0.
+
+    Examples
+    --------
+    >>> rep = plan("crux-fig19", "crux-full")
+    >>> (rep.policy, len(rep.state.jobs), rep.waiting, rep.factor["gpt"] > 0)
+    ('crux-full', 4, (), True)
     """
 
     policy: str
@@ -112,9 +118,9 @@ def plan(
     --------
     >>> rep = plan("crux-fig19", "crux-full")
     >>> sorted(str(j) for j in rep.decisions.ranking)
-    ['bert', 'gpt', 'gpt-2']
+    ['bert1', 'bert2', 'bert3', 'gpt']
     >>> sorted(rep.decisions.ranking.values())
-    [0, 1, 2]
+    [0, 1, 2, 3]
     """
     from commsched.api.running import _prepare
     from commsched.api.scenarios import load_scenario

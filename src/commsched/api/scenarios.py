@@ -39,7 +39,7 @@ def load_scenario(path_or_name: str | Path | Scenario) -> Scenario:
     --------
     >>> sc = load_scenario("crux-fig19")
     >>> (sc.name, sc.topology.n_gpus, len(sc.jobs))
-    ('crux-fig19', 96, 3)
+    ('crux-fig19', 96, 4)
     >>> load_scenario(sc) is sc
     True
     """
