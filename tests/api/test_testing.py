@@ -58,11 +58,9 @@ def test_each_broken_rule_is_caught() -> None:
     one, clos, _ = example_states()
     ids = [j.id for j in clos.jobs]
     key = _first_network_key(clos)
-    n_paths = len(
-        clos.topology.equal_cost_paths(
-            *__import__("commsched.scheduling.routing").scheduling.routing.network_pair(clos.topology, key)
-        )
-    )
+    pair = network_pair(clos.topology, key)
+    assert pair is not None
+    n_paths = len(clos.topology.equal_cost_paths(*pair))
     bad = {
         "class of a job not running": Decisions(classes={"ghost": 0}),
         "class above the levels": Decisions(classes={ids[0]: clos.priority_levels}),
