@@ -11,12 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from commsched.io.scenario import Scenario
 from commsched.scheduling.interfaces import PlacementFn, PlacementRequest, PolicyContext
 from commsched.scheduling.state import ClusterState, Decisions, PlacedJob
 from commsched.workload import JobId
+
+if TYPE_CHECKING:
+    from commsched.api.running import PlacementLike, PolicyLike
 
 __all__ = ["PlanReport", "plan", "plan_json"]
 
@@ -95,9 +98,9 @@ def _placed_jobs(sc: Scenario, place: PlacementFn) -> tuple[list[PlacedJob], lis
 
 def plan(
     scenario: Scenario | str | Path,
-    policy: Any = None,
+    policy: PolicyLike | None = None,
     *,
-    placement: Any = None,
+    placement: PlacementLike | None = None,
     seed: int | None = None,
 ) -> PlanReport:
     """The decisions a policy takes for a scenario's time-0 jobs (what ``commsched plan`` prints).
@@ -138,7 +141,9 @@ def plan(
     ctx = PolicyContext(seed=run.seed, now_s=0.0, epoch=0)
     plans = communication_plans()
     name = run.bundle.name
-    if isinstance(policy if policy is not None else sc.policy, str) and name in plans:
+    by_name = isinstance(policy if policy is not None else sc.policy, str)
+    if by_name and name in plans and run.bundle.placement is None and run.bundle.topology is None:
+        # a built-in communication policy: its plan also reports intensities and correction factors
         p = plans[name](state, ctx)
         return PlanReport(
             policy=name,
