@@ -133,14 +133,22 @@ def test_register_policy_in_process_and_in_a_scenario_file(tmp_path: pytest.Temp
 
 
 def test_custom_placement_function() -> None:
+    from commsched.topology import two_layer_clos
+
     def never(request: cs.PlacementRequest) -> cs.Allocation | None:
         return None  # nothing ever fits: every job placed by policy waits
 
-    sc = cs.load_scenario("crux-fig23-clos")
-    small = cs.build_scenario(sc.topology, [sc.jobs[0].spec], horizon_s=30.0, policy="fair")
-    r = cs.simulate(small, placement=never, mode="fast")
-    assert [j.start_s for j in r.jobs] == [None]
-    assert r.gpu_utilization == 0.0
+    def last_gpus(request: cs.PlacementRequest) -> cs.Allocation | None:
+        free = sorted(request.free_gpus)
+        return cs.Allocation(gpus=tuple(free[-request.job.gpus :])) if len(free) >= request.job.gpus else None
+
+    job = toy_job("a", compute_s=0.5, comm_bytes=1e9, gpus=16)
+    small = cs.build_scenario(two_layer_clos(tors=2, aggs=2), [job], horizon_s=10.0, policy="fair")
+    waiting = cs.simulate(small, placement=never, mode="fast")
+    assert [j.start_s for j in waiting.jobs] == [None] and waiting.gpu_utilization == 0.0
+    placed = cs.simulate(small, placement=last_gpus, mode="fast")
+    assert placed.jobs[0].start_s == 0.0 and placed.gpu_utilization > 0
+    assert placed.jobs[0].placement == tuple(sorted(str(g) for g in small.topology.gpus)[-16:])
 
 
 def test_build_scenario_from_objects_matches_the_file() -> None:
