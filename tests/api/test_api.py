@@ -188,3 +188,23 @@ def test_bad_policies_are_one_line_errors() -> None:
         cs.compare("crux-fig19", [shortest_first, shortest_first])
     out = CliRunner().invoke(app, ["simulate", "crux-fig19", "--policy", "nope"])
     assert out.exit_code == 2 and "--policy" in out.output
+
+
+def test_a_scenario_built_from_a_trace_equals_the_same_scenario_file(
+    tmp_path: pytest.TempPathFactory,
+) -> None:
+    from commsched.topology import two_layer_clos
+    from commsched.workload.traces import SyntheticParams, synthetic_trace, to_job_specs
+
+    f = tmp_path / "trace.yaml"  # type: ignore[operator]
+    f.write_text(
+        "topology: {kind: two_layer_clos, tors: 2, aggs: 2}\npolicy: crux-full\nmode: fast\nhorizon_s: 1800\n"
+        "trace: {kind: synthetic, jobs: 12, days: 0.02, seed: 1}\n"
+    )
+    from_file = cs.load_scenario(f)
+    topo = two_layer_clos(tors=2, aggs=2)
+    trace = synthetic_trace(SyntheticParams(jobs=12, days=0.02, cluster_gpus=topo.n_gpus, seed=1))
+    built = cs.build_scenario(topo, to_job_specs(trace), horizon_s=1800.0, policy="crux-full", mode="fast")
+    assert [j.spec for j in built.jobs] == sorted((j.spec for j in from_file.jobs), key=lambda s: s.arrival_s)
+    a, b = cs.simulate(from_file), cs.simulate(built)
+    assert a.gpu_utilization == b.gpu_utilization and a.gpu_utilization > 0

@@ -85,6 +85,16 @@ def build_scenario(
     ...                     horizon_s=10.0, policy="fair")
     >>> (sc.name, sc.policy, sc.jobs[0].spec.id, sc.horizon_s)
     ('custom', 'fair', 'a', 10.0)
+
+    Jobs from a trace (a file loader or the synthetic generator of :mod:`commsched.workload.traces`):
+
+    >>> from commsched.topology import two_layer_clos
+    >>> from commsched.workload.traces import SyntheticParams, synthetic_trace, to_job_specs
+    >>> topo = two_layer_clos(tors=2, aggs=2)
+    >>> trace = synthetic_trace(SyntheticParams(jobs=20, days=0.05, cluster_gpus=topo.n_gpus, seed=1))
+    >>> sc = build_scenario(topo, to_job_specs(trace), horizon_s=3600.0, policy="crux-full", mode="fast")
+    >>> len(sc.jobs), sc.placement
+    (20, 'pack')
     """
     defaults: dict[str, object] = {
         "priority_levels": 8,
