@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup sysdeps demo test test-fast test-slow lint typecheck bench clean
+.PHONY: setup sysdeps demo test test-fast test-slow lint typecheck bench clean docs
 
 #: Debian packages the runtime tests use (headless Chromium for the status page, tcpdump for captures)
 SYSDEPS := chromium tcpdump iproute2
@@ -13,6 +13,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-deps -e tests/api/pkg_mypolicy
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -44,6 +45,11 @@ test: lint typecheck
 ## Fast inner loop: skips tests marked slow.
 test-fast: $(STAMP)
 	$(BIN)/pytest -q -m "not slow"
+
+## Reference documentation (MkDocs + mkdocstrings), warnings as errors; the site goes to site/.
+docs: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	$(BIN)/mkdocs build --strict --site-dir site
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 
 class CommschedError(Exception):
-    """Base class of every error commsched raises on purpose."""
+    """Base class of every error commsched raises on purpose.
+
+    Examples
+    --------
+    >>> issubclass(InputError, CommschedError) and issubclass(TopologyError, CommschedError)
+    True
+    """
 
 
 class InputError(CommschedError):
@@ -45,7 +51,14 @@ class InputError(CommschedError):
 
 
 class ValidationError(InputError):
-    """A scenario or data file failed validation; ``problems`` lists every problem, one line each."""
+    """A scenario or data file failed validation; ``problems`` lists every problem, one line each.
+
+    Examples
+    --------
+    >>> err = ValidationError(["s.yaml:3: jobs[0].gpus: missing", "s.yaml:5: policy: unknown policy 'x'"])
+    >>> len(err.problems)
+    2
+    """
 
     def __init__(self, problems: list[str], *, where: str = "") -> None:
         self.problems = list(problems)
@@ -54,7 +67,14 @@ class ValidationError(InputError):
 
 
 class UnknownNameError(InputError):
-    """A name that is not in a registry; the message lists the valid names."""
+    """A name that is not in a registry; the message lists the valid names.
+
+    Examples
+    --------
+    >>> err = UnknownNameError("policy", "crux", ["crux-full", "ecmp-fair"], where="--policy")
+    >>> err.line()
+    "--policy: unknown policy 'crux' (expected one of crux-full, ecmp-fair)"
+    """
 
     def __init__(
         self, family: str, name: str, valid: list[str] | tuple[str, ...], *, where: str = ""

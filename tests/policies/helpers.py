@@ -6,17 +6,14 @@ from collections.abc import Sequence
 
 from commsched.scheduling.interfaces import PolicyContext
 from commsched.scheduling.state import ClusterState, PlacedJob
+from commsched.testing import toy_job
 from commsched.topology import NodeId, Topology
-from commsched.workload import JobId, JobSpec, ModelProfile
+from commsched.workload import JobSpec
 
 CTX = PolicyContext(seed=0, now_s=0.0, epoch=0)
 
-
-def spec(jid: str, *, compute_s: float, comm_bytes: float, gpus: int, overlap: float = 1.0) -> JobSpec:
-    prof = ModelProfile(
-        name=jid, gpu="test", compute_s=compute_s, sync_bytes=comm_bytes, overlap=overlap, source="test"
-    )
-    return JobSpec(id=JobId(jid), profile=prof, gpus=gpus)
+#: the public builder of test jobs (``commsched.testing.toy_job``)
+spec = toy_job
 
 
 def host_gpus(topo: Topology, hosts: Sequence[int], per_host: int = 8) -> tuple[NodeId, ...]:

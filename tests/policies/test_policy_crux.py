@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
 from commsched.scheduling.intensity import job_intensity
-from commsched.scheduling.policies import communication_plans, communication_policies, contention_matrix
+from commsched.scheduling.policies import communication_plans, communication_policies
 from commsched.scheduling.priority import job_facts, network_link_mask
 from commsched.scheduling.state import Decisions, PlacedJob
+from commsched.testing import check_compression, check_decisions, check_determinism
 from commsched.topology import LinkKind
 from commsched.topology.builders import single_link, two_layer_clos
 
@@ -131,13 +130,8 @@ def test_a14_every_compression_is_valid_for_its_ranking(name: str, seed: int) ->
     st = state(topo, jobs, levels=3)
     d = communication_policies()[name](st, CTX)
     assert set(d.classes.values()) <= {0, 1, 2}
-    network = network_link_mask(topo)
-    facts = [job_facts(topo, j, d.routes, network) for j in jobs]
-    share = contention_matrix(topo, facts, network)
-    for a, b in itertools.combinations(range(len(jobs)), 2):
-        if share[a, b]:
-            hi, lo = (a, b) if d.ranking[jobs[a].id] < d.ranking[jobs[b].id] else (b, a)
-            assert d.class_of(jobs[hi].id) <= d.class_of(jobs[lo].id)
+    assert check_decisions(st, d) == []
+    assert check_compression(st, d) == []
 
 
 def _fabric_links(topo: object, jobs: list[PlacedJob], d: Decisions) -> dict[str, set[int]]:
@@ -163,5 +157,4 @@ def test_policies_are_deterministic_per_seed_and_epoch() -> None:
     topo, jobs = clos_jobs()
     st = state(topo, jobs, levels=2)
     for name in ("crux-full", "cassini", "ecmp-fair"):
-        p = communication_policies()[name]
-        assert p(st, CTX) == p(st, CTX)
+        assert check_determinism(communication_policies()[name], st, CTX) == []

@@ -68,14 +68,14 @@ def run_compare(
     ray: str | None,
     as_json: bool,
 ) -> None:
-    from commsched.experiments.compare import compare, comparison_json
-    from commsched.io.shipped import resolve_scenario
+    from commsched.api import compare, load_scenario
+    from commsched.experiments.compare import comparison_json
 
     if mode is not None and mode not in ("exact", "fast"):
         raise InputError(f"unknown mode {mode!r}", where="--mode", expected="exact or fast")
     if workers < 1:
         raise InputError(f"{workers} workers", where="--workers", expected="at least 1")
-    sc = resolve_scenario(scenario)
+    sc = load_scenario(scenario)
     err = stderr_console()
     if not as_json:
         err.print(
@@ -83,7 +83,7 @@ def run_compare(
             f"{len(sc.jobs)} jobs, {sc.horizon_s / 3600:.1f} h) with {workers} worker(s)..."
         )
     with err.status("simulating", spinner="dots") if (err.is_terminal and not as_json) else nullcontext():
-        cmp = compare(sc, policies, job_scheduler=job_scheduler, mode=mode, workers=workers, ray_address=ray)
+        cmp = compare(sc, policies, placement=job_scheduler, mode=mode, workers=workers, ray=ray)
     obj = comparison_json(cmp)
     if out is not None:
         import json

@@ -1,9 +1,7 @@
 """``commsched plan``: print a policy's decisions for a scenario without simulating.
 
-Placement: jobs with explicit GPUs keep them; the others are placed with the scenario's placement
-policy in arrival order, as the simulator does at time 0 — only the jobs that arrive at time 0 are
-planned, in strict FIFO order (the first job that does not fit stops placement, like the simulator's
-queue without backfill). Jobs not planned are listed under ``waiting``.
+The decisions come from :func:`commsched.api.plan` (which documents the time-0 placement rule);
+this module only prints them.
 """
 
 from __future__ import annotations
@@ -17,106 +15,14 @@ from rich.table import Table
 from commsched.cli.common import print_json, stdout_console, user_errors
 
 
-def _placed_jobs(sc: Any) -> tuple[list[Any], list[str]]:
-    from commsched.catalog import placement_registry
-    from commsched.scheduling.interfaces import PlacementRequest
-    from commsched.scheduling.state import PlacedJob
-
-    place = placement_registry().get(sc.placement, where="placement")
-    topo = sc.topology
-    free = set(topo.gpus)
-    placed: list[PlacedJob] = []
-    waiting: list[str] = []
-    for entry in sorted((j for j in sc.jobs), key=lambda j: j.spec.arrival_s):
-        spec = entry.spec
-        if spec.arrival_s > 0 or waiting:
-            waiting.append(str(spec.id))
-            continue
-        if not topo.hosts:
-            placed.append(PlacedJob(spec=spec, gpus=()))
-            continue
-        if entry.gpu_ids:
-            gpus = tuple(entry.gpu_ids) if all(g in free for g in entry.gpu_ids) else None
-            alloc = None
-        else:
-            req = PlacementRequest(topology=topo, job=spec, free_gpus=frozenset(free), running=tuple(placed))
-            alloc = place(req)
-            gpus = alloc.gpus if alloc is not None else None
-        if gpus is None:
-            waiting.append(str(spec.id))
-            continue
-        free.difference_update(gpus)
-        if alloc is not None:
-            placed.append(
-                PlacedJob(
-                    spec=spec,
-                    gpus=gpus,
-                    reserved_links=alloc.reserved_links,
-                    pinned_routes=alloc.pinned_routes,
-                )
-            )
-        else:
-            placed.append(PlacedJob(spec=spec, gpus=gpus))
-    return placed, waiting
-
-
 def plan_json(sc: Any, policy: str, *, seed: int, hash_name: str) -> dict[str, Any]:
     """The decisions of ``policy`` for the scenario's time-0 jobs, as the ``--json`` object."""
-    from commsched.errors import UnknownNameError
-    from commsched.scheduling.dscp import default_dscp_table, dscp_for_level
-    from commsched.scheduling.interfaces import PolicyContext
-    from commsched.scheduling.paths import connection_ports
-    from commsched.scheduling.policies import communication_plans
-    from commsched.scheduling.routing import network_pair
-    from commsched.scheduling.state import ClusterState
-    from commsched.scheduling.traffic import job_connections
+    from commsched.api import plan as plan_decisions
+    from commsched.api import plan_json as report_json
+    from commsched.catalog import policy_registry
 
-    plans = communication_plans()
-    if policy not in plans:
-        raise UnknownNameError("policy", policy, list(plans), where="--policy")
-    jobs, waiting = _placed_jobs(sc)
-    state = ClusterState(topology=sc.topology, jobs=tuple(jobs), priority_levels=sc.priority_levels)
-    plan = plans[policy](state, PolicyContext(seed=seed, now_s=0.0, epoch=0))
-    d = plan.decisions
-    table = default_dscp_table()
-    topo = sc.topology
-    rows = []
-    for j in jobs:
-        cls = d.class_of(j.id)
-        rows.append(
-            {
-                "id": str(j.id),
-                "rank": d.ranking.get(j.id),
-                "class": cls,
-                "dscp": dscp_for_level(table, cls) if cls < table.levels else None,
-                "intensity": plan.intensity.get(j.id),
-                "k": plan.factor.get(j.id),
-            }
-        )
-    routes = {key: d.route_of(key) for j in jobs for key in job_connections(topo, j)}
-    ports = connection_ports(topo, routes, hash_name=hash_name) if topo.hosts else {}
-    conns = []
-    for key, index in routes.items():
-        if topo.hosts:
-            path = [str(n) for n in topo.gpu_route(key.src, key.dst, index).nodes]
-        else:
-            path = [str(key.src), str(key.dst)]
-        pair = network_pair(topo, key)
-        conns.append(
-            {
-                "job": str(key.job),
-                "src": str(key.src),
-                "dst": str(key.dst),
-                "path": path,
-                "src_port": ports.get(key) if pair is not None else None,
-            }
-        )
-    out: dict[str, Any] = {"policy": policy, "hash": hash_name, "jobs": rows, "connections": conns}
-    out["waiting"] = waiting
-    shifts = {str(k): v for k, v in d.time_shift_s.items() if v}
-    if shifts:
-        out["time_shift_s"] = shifts
-    return out
+    policy_registry().get(policy, where="--policy")  # unknown names name the option
+    return report_json(plan_decisions(sc, policy, seed=seed), hash_name=hash_name)
 
 
 @user_errors

@@ -32,11 +32,14 @@ def simulate(
     as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object on stdout."),
 ) -> None:
     """Simulate a scenario and report GPU utilisation and per-job results."""
-    from commsched.experiments.runner import simulate_scenario
+    from commsched.api import load_scenario
+    from commsched.api import simulate as simulate_scenario
+    from commsched.catalog import policy_registry
     from commsched.io.results import result_summary, write_outputs
-    from commsched.io.shipped import resolve_scenario
 
-    sc = resolve_scenario(str(scenario))
+    sc = load_scenario(str(scenario))
+    if policy is not None:
+        policy_registry().get(policy, where="--policy")  # unknown names name the option
     err = stderr_console()
     with Progress(
         TextColumn("[bold]simulating"),

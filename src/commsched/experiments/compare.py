@@ -22,7 +22,15 @@ from commsched.sim.records import SimResult
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PolicySummary:
-    """The comparison figures of one policy."""
+    """The comparison figures of one policy.
+
+    Examples
+    --------
+    >>> import commsched as cs
+    >>> s = cs.compare("crux-fig19", ["crux-full"], mode="fast").summaries[0]
+    >>> (s.policy, s.finished_jobs, s.jobs, 0 < s.gpu_utilization <= 1)
+    ('crux-full', 4, 4, True)
+    """
 
     policy: str
     gpu_utilization: float
@@ -38,7 +46,15 @@ class PolicySummary:
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Comparison:
-    """Summaries and full results of every policy, in the order asked."""
+    """Summaries and full results of every policy, in the order asked.
+
+    Examples
+    --------
+    >>> import commsched as cs
+    >>> cmp = cs.compare("crux-fig19", ["ecmp-fair", "crux-full"], mode="fast")
+    >>> (cmp.scenario, [r.policy for r in cmp.results])
+    ('crux-fig19', ['ecmp-fair', 'crux-full'])
+    """
 
     scenario: str
     summaries: tuple[PolicySummary, ...]

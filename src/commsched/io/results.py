@@ -118,3 +118,130 @@ def write_outputs(result: SimResult, topology: Topology, out_dir: Path) -> list[
                 )
     written.append(p)
     return written
+
+
+# ---------------------------------------------------------------------------------------------- readers
+# Readers of what the command line writes (``simulate --out``, ``compare --out``): plain Python values,
+# typed as the writers wrote them (empty CSV cells are NaN; booleans read from true/false or True/False).
+
+
+def _read_json_file(path: Path, expected: str) -> Any:
+    from commsched.errors import InputError
+
+    if not path.is_file():
+        raise InputError("file not found", where=str(path), expected=expected)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"cannot read JSON: {exc}", where=str(path), expected=expected) from None
+
+
+def _cell(text: str) -> float:
+    return float(text) if text != "" else float("nan")
+
+
+def read_summary(out_dir: Path) -> dict[str, Any]:
+    """The ``summary.json`` of a ``simulate --out`` directory, as written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "summary.json").write_text('{"policy": "fair", "jobs": []}')
+    >>> read_summary(d)["policy"]
+    'fair'
+    """
+    data = _read_json_file(Path(out_dir) / "summary.json", "the summary.json that simulate --out writes")
+    if not isinstance(data, dict):
+        from commsched.errors import InputError
+
+        raise InputError("not a JSON object", where=str(Path(out_dir) / "summary.json"), expected="a summary")
+    return data
+
+
+def read_utilization(out_dir: Path) -> dict[str, list[float]]:
+    """The ``utilization.csv`` of a ``simulate --out`` directory: column name -> values.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "utilization.csv").write_text("t_s,gpu_utilization,allocated_gpu_utilization\\n1,0.5,\\n")
+    >>> read_utilization(d)
+    {'t_s': [1.0], 'gpu_utilization': [0.5], 'allocated_gpu_utilization': [nan]}
+    """
+    cols = ("t_s", "gpu_utilization", "allocated_gpu_utilization")
+    out: dict[str, list[float]] = {c: [] for c in cols}
+    for row in _read_csv(Path(out_dir) / "utilization.csv", cols):
+        for c in cols:
+            out[c].append(_cell(row[c]))
+    return out
+
+
+def read_links(out_dir: Path) -> list[dict[str, Any]]:
+    """The rows of the ``links.csv`` of a ``simulate --out`` directory, typed.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "links.csv").write_text(
+    ...     "t_s,link,src,dst,kind,utilization,gpu_intensity\\n2,7,tor0,agg0,fabric,0.25,\\n")
+    >>> row = read_links(d)[0]
+    >>> row["link"], row["src"], row["utilization"], row["gpu_intensity"]
+    (7, 'tor0', 0.25, nan)
+    """
+    cols = ("t_s", "link", "src", "dst", "kind", "utilization", "gpu_intensity")
+    return [
+        {
+            "t_s": _cell(r["t_s"]),
+            "link": int(r["link"]),
+            "src": r["src"],
+            "dst": r["dst"],
+            "kind": r["kind"],
+            "utilization": _cell(r["utilization"]),
+            "gpu_intensity": _cell(r["gpu_intensity"]),
+        }
+        for r in _read_csv(Path(out_dir) / "links.csv", cols)
+    ]
+
+
+def read_comparison(path: Path) -> dict[str, Any]:
+    """A ``compare.json`` (the file, or the ``compare --out`` directory holding it), as written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "compare.json").write_text('{"scenario": "s", "policies": {"fair": {}}}')
+    >>> list(read_comparison(d)["policies"])
+    ['fair']
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / "compare.json"
+    data = _read_json_file(p, "the compare.json that compare --out writes")
+    if not isinstance(data, dict) or not isinstance(data.get("policies"), dict):
+        from commsched.errors import InputError
+
+        raise InputError("no 'policies' object", where=str(p), expected="a compare.json")
+    return data
+
+
+def _read_csv(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
+    from commsched.errors import InputError
+
+    if not path.is_file():
+        raise InputError("file not found", where=str(path), expected="a CSV file that simulate --out writes")
+    with path.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(
+                f"missing column(s) {', '.join(missing)}", where=str(path), expected=", ".join(columns)
+            )
+        return list(reader)

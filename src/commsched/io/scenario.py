@@ -89,7 +89,15 @@ class ScenarioFile(_Strict):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScenarioJob:
-    """A validated job: its spec and its explicit placement (empty when placed by policy)."""
+    """A validated job: its spec and its explicit placement (empty when placed by policy).
+
+    Examples
+    --------
+    >>> from commsched.io.shipped import resolve_scenario
+    >>> job = resolve_scenario("crux-fig19").jobs[1]
+    >>> (job.spec.id, len(job.gpu_ids))
+    ('bert1', 8)
+    """
 
     spec: JobSpec
     gpu_ids: tuple[NodeId, ...]
@@ -97,7 +105,16 @@ class ScenarioJob:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Scenario:
-    """A validated scenario, ready to simulate."""
+    """A validated scenario, ready to simulate.
+
+    Examples
+    --------
+    >>> sc = scenario_from_data({"topology": {"kind": "single_link"}, "horizon_s": 10,
+    ...                          "jobs": [{"id": "a", "gpus": 2, "compute_s": 1, "comm_bytes": 1e9}]},
+    ...                         source="inline")
+    >>> (sc.topology.name, len(sc.jobs), sc.policy, sc.mode)
+    ('single_link', 1, 'static', 'exact')
+    """
 
     name: str
     source: str

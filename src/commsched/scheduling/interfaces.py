@@ -20,6 +20,12 @@ class PolicyContext:
     random numbers derives its generator from both, so runs are reproducible). ``memo`` is the
     simulation's store of pure per-job and per-pair results that a policy may reuse from one decision
     to the next (:mod:`commsched.scheduling.memo`); ``None`` outside a simulation.
+
+    Examples
+    --------
+    >>> ctx = PolicyContext(seed=1, now_s=0.0, epoch=0)
+    >>> (ctx.seed, ctx.epoch, ctx.memo is None)
+    (1, 0, True)
     """
 
     seed: int
@@ -34,7 +40,19 @@ PolicyFn = Callable[[ClusterState, PolicyContext], Decisions]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlacementRequest:
-    """A job asking for GPUs: the GPUs free now, and the running jobs with their allocations."""
+    """A job asking for GPUs: the GPUs free now, and the running jobs with their allocations.
+
+    Examples
+    --------
+    >>> from commsched.scheduling.placement import pack
+    >>> from commsched.testing import toy_job
+    >>> from commsched.topology import two_layer_clos
+    >>> topo = two_layer_clos(tors=2, aggs=2, hosts_per_tor=2)
+    >>> req = PlacementRequest(topology=topo, job=toy_job("a", compute_s=1.0, comm_bytes=1e9, gpus=8),
+    ...                        free_gpus=frozenset(topo.gpus))
+    >>> len(pack(req).gpus)
+    8
+    """
 
     topology: Topology
     job: JobSpec
@@ -49,6 +67,13 @@ class Allocation:
 
     ``reserved_links`` are links no other job may be routed over while this job runs (vClos link
     reservation); ``pinned_routes`` fix the route of the job's connections (source routing).
+
+    Examples
+    --------
+    >>> from commsched.topology import NodeId
+    >>> a = Allocation(gpus=(NodeId("h0/gpu0"), NodeId("h0/gpu1")))
+    >>> (len(a.gpus), a.reserved_links, dict(a.pinned_routes))
+    (2, frozenset(), {})
     """
 
     gpus: tuple[NodeId, ...]
@@ -72,6 +97,13 @@ class PolicyBundle:
     """A named policy as ``compare`` and ``simulate`` see it: a communication policy plus, optionally,
     the placement, queue order and cluster change it comes with (vClos reserves links at placement;
     "best" runs on one non-blocking switch).
+
+    Examples
+    --------
+    >>> from commsched.scheduling.basic import fair_policy
+    >>> b = PolicyBundle(name="fair-packed", communication=fair_policy, description="fair, packed")
+    >>> (b.name, b.placement is None, b.topology is None)
+    ('fair-packed', True, True)
     """
 
     name: str

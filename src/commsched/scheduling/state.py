@@ -16,7 +16,16 @@ from commsched.workload import JobId, JobSpec
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConnectionKey:
-    """A directed connection of a job between two of its endpoints (GPUs, or single-link ends)."""
+    """A directed connection of a job between two of its endpoints (GPUs, or single-link ends).
+
+    Examples
+    --------
+    >>> from commsched.topology import NodeId
+    >>> from commsched.workload import JobId
+    >>> key = ConnectionKey(job=JobId("a"), src=NodeId("h0/gpu0"), dst=NodeId("h1/gpu0"))
+    >>> (key.job, key.src, key.dst)
+    ('a', 'h0/gpu0', 'h1/gpu0')
+    """
 
     job: JobId
     src: NodeId
@@ -28,6 +37,13 @@ class PlacedJob:
     """A job with its GPUs, in rank order (rank ``i`` of the collective runs on ``gpus[i]``).
 
     On an abstract single-link topology ``gpus`` is empty and ``spec.gpus`` is only a count.
+
+    Examples
+    --------
+    >>> from commsched.testing import toy_job
+    >>> j = PlacedJob(spec=toy_job("a", compute_s=1.0, comm_bytes=1e9, gpus=4), gpus=())
+    >>> (j.id, j.n_gpus)
+    ('a', 4)
     """
 
     spec: JobSpec
@@ -47,7 +63,17 @@ class PlacedJob:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClusterState:
-    """The cluster as the deciders see it: topology, running jobs, available priority levels."""
+    """The cluster as the deciders see it: topology, running jobs, available priority levels.
+
+    Examples
+    --------
+    >>> from commsched.testing import toy_job
+    >>> from commsched.topology import single_link
+    >>> job = PlacedJob(spec=toy_job("a", compute_s=1.0, comm_bytes=1e9, gpus=4), gpus=())
+    >>> st = ClusterState(topology=single_link(), jobs=(job,), priority_levels=2)
+    >>> (st.job("a").n_gpus, st.priority_levels)
+    (4, 2)
+    """
 
     topology: Topology
     jobs: tuple[PlacedJob, ...]
@@ -81,6 +107,12 @@ class Decisions:
         Job -> delay of its iteration starts (CASSINI-style time shifts), seconds.
     src_ports
         Connection -> UDP source port realising the route under the configured ECMP hash (runtime only).
+
+    Examples
+    --------
+    >>> d = Decisions(ranking={"a": 0, "b": 1}, classes={"b": 1})
+    >>> (d.class_of("a"), d.class_of("b"))
+    (0, 1)
     """
 
     routes: Mapping[ConnectionKey, int] = field(default_factory=lambda: MappingProxyType({}))

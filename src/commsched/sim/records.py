@@ -58,7 +58,15 @@ class SimConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobResult:
-    """What happened to one job."""
+    """What happened to one job.
+
+    Examples
+    --------
+    >>> import commsched as cs
+    >>> job = cs.simulate("crux-fig19", policy="crux-full", mode="fast").jobs[0]
+    >>> (job.id, job.gpus, job.finished, job.slowdown >= 1.0 - 1e-9)
+    ('gpt', 32, True, True)
+    """
 
     id: JobId
     gpus: int
@@ -104,7 +112,15 @@ class JobResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class TimeSeries:
-    """Sampled series. ``t`` are the interval ends; every other array has one row per interval."""
+    """Sampled series. ``t`` are the interval ends; every other array has one row per interval.
+
+    Examples
+    --------
+    >>> import commsched as cs
+    >>> s = cs.simulate("crux-fig19", policy="crux-full", mode="fast").series
+    >>> s.link_utilization.shape == (len(s.t), len(s.link_ids))
+    True
+    """
 
     t: NDArray[np.float64]
     gpu_utilization: NDArray[np.float64]
@@ -116,7 +132,15 @@ class TimeSeries:
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class SimResult:
-    """The outcome of one simulation."""
+    """The outcome of one simulation.
+
+    Examples
+    --------
+    >>> import commsched as cs
+    >>> r = cs.simulate("crux-fig19", policy="crux-full", mode="fast")
+    >>> (r.policy, str(r.mode), r.cluster_gpus, len(r.jobs))
+    ('crux-full', 'fast', 96, 4)
+    """
 
     policy: str
     mode: Mode

@@ -32,6 +32,13 @@ class Topology:
 
     Per-link quantities are NumPy arrays indexed by ``LinkId``: :attr:`capacity_bps`, :attr:`latency_s`.
     Route queries (:meth:`equal_cost_paths`, :meth:`gpu_route`) are cached on the instance.
+
+    Examples
+    --------
+    >>> from commsched.topology import two_layer_clos
+    >>> topo = two_layer_clos(tors=2, aggs=2, hosts_per_tor=2)
+    >>> (topo.n_gpus, len(topo.hosts))
+    (32, 4)
     """
 
     def __init__(

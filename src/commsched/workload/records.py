@@ -41,6 +41,12 @@ class ModelProfile:
         Floating-point operations of one iteration on one GPU, where known (else ``None``).
     source
         Where every number comes from (file, repository, paper section) and how it was derived.
+
+    Examples
+    --------
+    >>> p = ModelProfile(name="toy", gpu="A100", compute_s=0.2, sync_bytes=1e9, overlap=1.0, source="doc")
+    >>> (p.compute_s, p.sync_bytes)
+    (0.2, 1000000000.0)
     """
 
     name: str
@@ -134,6 +140,13 @@ class JobSpec:
     placed by a placement policy) or ``hosts``/``gpu_ids`` (explicit placement) is given. The job runs
     ``iterations`` iterations, or for ``duration_s`` of standalone time; with neither it runs until the
     horizon.
+
+    Examples
+    --------
+    >>> p = ModelProfile(name="toy", gpu="A100", compute_s=0.2, sync_bytes=1e9, overlap=1.0, source="doc")
+    >>> j = JobSpec(id=JobId("a"), profile=p, gpus=16, iterations=100)
+    >>> (j.id, j.gpus, j.arrival_s, j.collective)
+    ('a', 16, 0.0, 'ring')
     """
 
     id: JobId
