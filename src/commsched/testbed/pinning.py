@@ -1,0 +1,136 @@
+"""Pinned paths: ``source-routing`` (vClos, one path per NIC pair) and ``pinned`` (per connection).
+
+A :class:`Pin` names a path by the scheduling layer's link ids. On every router of the path a
+policy rule (``ip rule from SRC to DST [ipproto tcp sport S dport D] lookup T``) sends the matching
+packets to a table ``T`` that holds a single default route out of the path's next interface, the
+ACL-style rules of the vClos paper (§5.2). Rules with ports (one connection) come before rules
+without (a NIC pair), and both before the ECMP routes of the main table.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from commsched.errors import InputError
+from commsched.testbed.config import PIN_TABLE_BASE
+from commsched.testbed.layout import Layout
+from commsched.topology import LinkId, NodeId, Topology
+
+PREF_CONNECTION = 200
+PREF_PAIR = 300
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pin:
+    """One pinned path: NIC ``src`` -> NIC ``dst`` over ``links``; ports given pin one TCP connection."""
+
+    src: NodeId
+    dst: NodeId
+    links: tuple[LinkId, ...]
+    sport: int | None = None
+    dport: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "src": self.src,
+            "dst": self.dst,
+            "links": list(self.links),
+            "sport": self.sport,
+            "dport": self.dport,
+        }
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Pin:
+        return Pin(
+            src=NodeId(str(data["src"])),
+            dst=NodeId(str(data["dst"])),
+            links=tuple(LinkId(int(x)) for x in data["links"]),
+            sport=None if data.get("sport") is None else int(data["sport"]),
+            dport=None if data.get("dport") is None else int(data["dport"]),
+        )
+
+
+def check_pin(topo: Topology, pin: Pin, where: str) -> None:
+    """A pin's links must be one of the equal-cost paths between its NICs."""
+    paths = {p.links for p in topo.equal_cost_paths(pin.src, pin.dst)}
+    if pin.links not in paths:
+        raise InputError(
+            f"links {list(pin.links)} are not an equal-cost path {pin.src} -> {pin.dst}",
+            where=where,
+            expected="a path of the scheduling layer",
+        )
+
+
+def pin_lines(layout: Layout, pins: list[Pin]) -> dict[str, list[str]]:
+    """Router namespace -> ``ip -batch`` lines: one table per used interface, one rule per pin and hop."""
+    egress = layout.egress()
+    peer: dict[tuple[str, str], str] = {}
+    index: dict[tuple[str, str], int] = {}
+    for c in layout.cables:
+        peer[(layout.node_ns(c.a), c.a.iface)] = c.b.ip
+        peer[(layout.node_ns(c.b), c.b.iface)] = c.a.ip
+        index[(layout.node_ns(c.a), c.a.iface)] = index[(layout.node_ns(c.b), c.b.iface)] = c.index
+    hosts = {layout.netns(h) for h in layout.hosts}
+    tables: dict[str, set[str]] = defaultdict(set)
+    rules: dict[str, list[str]] = defaultdict(list)
+    for pin in pins:
+        src, dst = layout.nic_ip[pin.src], layout.nic_ip[pin.dst]
+        match = f"from {src} to {dst}"
+        pref = PREF_PAIR
+        if pin.sport is not None and pin.dport is not None:
+            match += f" ipproto tcp sport {pin.sport} dport {pin.dport}"
+            pref = PREF_CONNECTION
+        hops: list[tuple[str, str]] = []
+        for lk in pin.links:
+            hop = egress[lk]
+            if hop[0] not in hosts and (not hops or hops[-1] != hop):
+                hops.append(hop)
+        for ns, iface in hops:
+            table = PIN_TABLE_BASE + index[(ns, iface)]
+            tables[ns].add(f"route replace default via {peer[(ns, iface)]} dev {iface} onlink table {table}")
+            rules[ns].append(f"rule add pref {pref} {match} lookup {table}")
+    return {ns: sorted(tables[ns]) + rules[ns] for ns in rules}
+
+
+def source_routing_pins(topo: Topology) -> list[Pin]:
+    """vClos source routing (default leaf map: down port ``i`` -> up port ``i``) as one pin per NIC pair.
+
+    Every GPU has its own NIC (the vClos host); the path of a GPU pair under different leaves is the
+    equal-cost path through the up fibre and the destination leaf's down fibre that
+    :func:`commsched.scheduling.vclos.routing.route` names.
+
+    References
+    ----------
+    vClos §5.2 (source routing, ACL rules on the leaves).
+    """
+    from commsched.scheduling.vclos.fabric import Flow
+    from commsched.scheduling.vclos.routing import LinkDir, default_routing, route
+    from commsched.scheduling.vclos.wiring import wiring_of
+
+    wiring = wiring_of(topo)
+    fabric = wiring.fabric
+    routing = default_routing(fabric)
+    up = fabric.up_ports
+    pins: list[Pin] = []
+    addrs = sorted(wiring.view.gpu_ids.items(), key=lambda kv: (kv[0].leaf, kv[0].port))
+    for sa, sg in addrs:
+        for da, dg in addrs:
+            if sa.leaf == da.leaf:
+                continue
+            links = route(fabric, routing, Flow(src=sa, dst=da))
+            need: set[LinkId] = set()
+            for dl in links:
+                if dl.dir is LinkDir.LEAF_TO_SPINE:
+                    need.add(wiring.leaf_fibre[dl.leaf * up + dl.port][0])
+                elif dl.dir is LinkDir.SPINE_TO_LEAF:
+                    need.add(wiring.leaf_fibre[dl.leaf * up + dl.port][1])
+            snic, dnic = topo.nic_of(sg), topo.nic_of(dg)
+            match = [p for p in topo.equal_cost_paths(snic, dnic) if need <= set(p.links)]
+            if len(match) != 1:
+                raise InputError(
+                    f"no unique path for {snic} -> {dnic} under source routing", where="topology"
+                )
+            pins.append(Pin(src=snic, dst=dnic, links=match[0].links))
+    return pins
