@@ -10,6 +10,7 @@ without (a NIC pair), and both before the ECMP routes of the main table.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,8 +80,10 @@ def pin_lines(layout: Layout, pins: list[Pin]) -> dict[str, list[str]]:
         src, dst = layout.nic_ip[pin.src], layout.nic_ip[pin.dst]
         match = f"from {src} to {dst}"
         pref = PREF_PAIR
-        if pin.sport is not None and pin.dport is not None:
-            match += f" ipproto tcp sport {pin.sport} dport {pin.dport}"
+        if pin.sport is not None or pin.dport is not None:
+            match += " ipproto tcp"
+            match += "" if pin.sport is None else f" sport {pin.sport}"
+            match += "" if pin.dport is None else f" dport {pin.dport}"
             pref = PREF_CONNECTION
         hops: list[tuple[str, str]] = []
         for lk in pin.links:
@@ -92,6 +95,42 @@ def pin_lines(layout: Layout, pins: list[Pin]) -> dict[str, list[str]]:
             tables[ns].add(f"route replace default via {peer[(ns, iface)]} dev {iface} onlink table {table}")
             rules[ns].append(f"rule add pref {pref} {match} lookup {table}")
     return {ns: sorted(tables[ns]) + rules[ns] for ns in rules}
+
+
+def pins_from_plan(topo: Topology, plan: Mapping[str, Any], *, where: str = "plan") -> list[Pin]:
+    """Pins from ``commsched plan --json`` output: one per connection that crosses the network.
+
+    A connection's ``path`` (node ids, GPU to GPU) gives its NIC-to-NIC links; with a ``src_port``
+    the pin matches that TCP source port (one connection), otherwise the whole NIC pair.
+    """
+    conns = plan.get("connections")
+    if not isinstance(conns, list):
+        raise InputError("no connections list", where=where, expected="the output of 'commsched plan --json'")
+    pins: list[Pin] = []
+    seen: set[tuple[NodeId, NodeId, int | None]] = set()
+    for i, c in enumerate(conns):
+        nodes = [NodeId(str(n)) for n in c.get("path", ())]
+        nics = [k for k, n in enumerate(nodes) if n in _nic_ids(topo)]
+        if len(nics) < 2 or topo.node(nodes[nics[0]]).host == topo.node(nodes[nics[-1]]).host:
+            continue
+        seg = tuple(nodes[nics[0] : nics[-1] + 1])
+        src, dst = seg[0], seg[-1]
+        match = [p for p in topo.equal_cost_paths(src, dst) if p.nodes == seg]
+        if not match:
+            raise InputError(
+                f"path {list(seg)} is not an equal-cost path", where=f"{where}: connections[{i}]"
+            )
+        sport = c.get("src_port")
+        key = (src, dst, None if sport is None else int(sport))
+        if key in seen:
+            continue
+        seen.add(key)
+        pins.append(Pin(src=src, dst=dst, links=match[0].links, sport=key[2]))
+    return pins
+
+
+def _nic_ids(topo: Topology) -> frozenset[NodeId]:
+    return frozenset(n for h in topo.hosts for n in h.nics)
 
 
 def source_routing_pins(topo: Topology) -> list[Pin]:
