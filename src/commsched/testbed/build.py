@@ -35,6 +35,24 @@ def topology_of(state: TestbedState) -> Topology:
     return build_topology(str(state.topology["kind"]), params, where=f"testbed {state.name}: topology")
 
 
+def topology_spec(topo: Topology) -> dict[str, Any]:
+    """The builder kind and parameters that rebuild ``topo`` (checked by rebuilding it).
+
+    The vClos rail host is the leaf-spine builder's default and has no registered name, so it is left
+    out of the parameters.
+    """
+    spec: dict[str, Any] = dict(topo.params)
+    if spec.get("kind") == "leaf_spine" and str(spec.get("host_template", "")).startswith("rail_"):
+        spec.pop("host_template")
+    if "kind" not in spec:
+        raise InputError(f"topology {topo.name!r} has no builder kind", where="topology")
+    params = {k: v for k, v in spec.items() if k != "kind"}
+    again = build_topology(str(spec["kind"]), params, where="topology")
+    if len(again.links) != len(topo.links) or len(again.hosts) != len(topo.hosts):
+        raise InputError(f"topology {topo.name!r} cannot be rebuilt from its parameters", where="topology")
+    return spec
+
+
 def _ns_batches(layout: Layout, lines: dict[str, list[str]], tool: str) -> None:
     jobs = [([tool, "-n", ns, "-batch", "-"], "\n".join(ls) + "\n") for ns, ls in lines.items() if ls]
     netns.run_many(jobs)
@@ -105,12 +123,12 @@ def up(
         raise InputError(f"unknown routing {routing!r}", where="--routing", expected=" | ".join(ROUTINGS))
     if not 0 < rate_scale <= 1:
         raise InputError(f"rate scale {rate_scale}", where="--rate-scale", expected="a number in (0, 1]")
+    layout = plan_layout(topo, name)
     netns.require_capability()
     if state_path(name).exists():
         raise InputError(
             f"testbed {name!r} exists", where="--name", expected="a new name, or 'testbed down' first"
         )
-    layout = plan_layout(topo, name)
     clash = [ns for ns in layout.namespaces if netns.exists(ns)]
     if clash:
         raise InputError(f"namespace {clash[0]!r} exists already", where="--name", expected="a new name")
@@ -120,7 +138,7 @@ def up(
         raise InputError("pinned routing needs a plan", where="--plan", expected="a plan file")
     state = TestbedState(
         name=name,
-        topology=dict(topo.params),
+        topology=topology_spec(topo),
         rate_scale=rate_scale,
         routing=routing,
         seed=seed,

@@ -166,7 +166,7 @@ def _class_bytes(ns: str, iface: str) -> dict[str, int]:
     return {m[0]: int(m[1]) for m in _CLASS_SENT.findall(text)}
 
 
-def _priority(tb: Testbed, res: ProbeResult, st: CheckSettings) -> dict[str, Any]:
+def _priority_once(tb: Testbed, res: ProbeResult, st: CheckSettings) -> tuple[LinkId, float, float]:
     (s1, d), (s2, _) = _priority_pairs(tb)
     p1, p2 = res.pair(s1, d), res.pair(s2, d)
     (l1, port1), (l2, port2) = next(iter(p1.ports.items())), next(iter(p2.ports.items()))
@@ -176,9 +176,8 @@ def _priority(tb: Testbed, res: ProbeResult, st: CheckSettings) -> dict[str, Any
     lay = tb.layout
     senders = []
     for src, port, dscp in ((s1, port1, HIGH_DSCP), (s2, port2, LOW_DSCP)):
-        sock = flows.connect(
-            lay.netns(lay.nic_host[src]), lay.nic_ip[src], port, lay.nic_ip[d], res.dport, dscp=dscp
-        )
+        ns_src = lay.netns(lay.nic_host[src])
+        sock = flows.connect(ns_src, lay.nic_ip[src], port, lay.nic_ip[d], res.dport, dscp=dscp)
         senders.append(flows.TimedSender(sock, st.flow_s))
     for s in senders:
         s.start()
@@ -190,10 +189,19 @@ def _priority(tb: Testbed, res: ProbeResult, st: CheckSettings) -> dict[str, Any
         s.join()
     hi, lo = f"1:{class_of_dscp(HIGH_DSCP)}", f"1:{class_of_dscp(LOW_DSCP)}"
     cap_bytes = rate / 8.0 * (t1 - t0)  # bits -> bytes over the window
+    return meet, (c1[hi] - c0[hi]) / cap_bytes, (c1[lo] - c0[lo]) / cap_bytes
+
+
+def _priority(tb: Testbed, res: ProbeResult, st: CheckSettings) -> dict[str, Any]:
+    """High and low class shares of the meeting link (median of up to three runs)."""
+    runs = [_priority_once(tb, res, st)]
+    while statistics.median(r[1] for r in runs) < 1 - 2 * st.shaping_target and len(runs) < 3:
+        runs.append(_priority_once(tb, res, st))
     return {
-        "priority_link": int(meet),
-        "priority_high_share": (c1[hi] - c0[hi]) / cap_bytes,
-        "priority_low_share": (c1[lo] - c0[lo]) / cap_bytes,
+        "priority_link": int(runs[0][0]),
+        "priority_high_share": statistics.median(r[1] for r in runs),
+        "priority_low_share": statistics.median(r[2] for r in runs),
+        "priority_runs": len(runs),
     }
 
 

@@ -101,7 +101,9 @@ def pins_from_plan(topo: Topology, plan: Mapping[str, Any], *, where: str = "pla
     """Pins from ``commsched plan --json`` output: one per connection that crosses the network.
 
     A connection's ``path`` (node ids, GPU to GPU) gives its NIC-to-NIC links; with a ``src_port``
-    the pin matches that TCP source port (one connection), otherwise the whole NIC pair.
+    the pin matches that TCP source port (one connection), otherwise the whole NIC pair. A plan names
+    nodes, not cables: where parallel cables join two switches, the path with the lowest link ids
+    among those visiting the same nodes is pinned.
     """
     conns = plan.get("connections")
     if not isinstance(conns, list):

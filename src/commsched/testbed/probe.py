@@ -24,6 +24,8 @@ from commsched.topology import LinkId, NodeId, Topology
 
 PORT_BASE = 20000
 PORT_LIMIT = 32767  # stay below the ephemeral range (32768-60999)
+#: give up on a pair after this many ports per path (pinned pairs reach only their pinned path)
+TRIES_PER_PATH = 64
 
 PathKey = tuple[LinkId, ...]
 
@@ -209,7 +211,12 @@ def probe(
     nxt = [PORT_BASE] * len(pairs)
     tried = 0
     while True:
-        todo = [i for i in range(len(pairs)) if len(found[i]) < len(model[i]) and nxt[i] <= PORT_LIMIT]
+        todo = [
+            i
+            for i in range(len(pairs))
+            if len(found[i]) < len(model[i])
+            and nxt[i] <= min(PORT_LIMIT, PORT_BASE + TRIES_PER_PATH * len(model[i]))
+        ]
         if not todo:
             break
         batch: list[list[int]] = [[] for _ in pairs]
