@@ -13,11 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from commsched.cli.app import app
-from commsched.errors import TestbedError
+from commsched.errors import InputError, TestbedError
 from commsched.testbed import build, counters, flows
 from commsched.testbed.check import run_check, verify_ports
 from commsched.testbed.handle import Testbed
 from commsched.testbed.layout import plan_layout
+from commsched.testbed.pinning import Pin
 from commsched.testbed.probe import nic_pairs
 from commsched.testbed.state import read_state, state_path
 from commsched.topology import crux_testbed, leaf_spine, two_layer_clos
@@ -209,3 +210,44 @@ def test_ocs_rewire_moves_traffic_within_a_second(testbed: Make) -> None:
     assert moved[up_link] >= 0.5 * rate_bytes * took  # the flow runs on the new circuit within a second
     old_spine_out = sum(b for lk, b in moved.items() if topo.links[lk].src == old_spine)
     assert old_spine_out < 0.01 * moved[up_link]  # only acknowledgements still cross the old spine
+
+
+def _loaded_links(
+    lay: object, rx: flows.Receiver, done: int, src: str, dst: str, sport: int, dport: int
+) -> set[int]:
+    """Send 200 kB on one connection; the links whose counters grew by at least half of it."""
+    from commsched.testbed.layout import Layout
+
+    assert isinstance(lay, Layout)
+    before = counters.link_bytes(lay)
+    sock = flows.connect(lay.netns(lay.nic_host[src]), lay.nic_ip[src], sport, lay.nic_ip[dst], dport)  # type: ignore[index]
+    flows.send_bytes(sock, 200_000)
+    assert rx.wait_closed(done)
+    moved = counters.delta(counters.link_bytes(lay), before)
+    return {int(lk) for lk, b in moved.items() if b >= 100_000}
+
+
+def test_pinned_mode_puts_each_connection_on_its_planned_path(testbed: Make) -> None:
+    topo = two_layer_clos(tors=2, aggs=2, hosts_per_tor=2)
+    paths = topo.equal_cost_paths("h0/nic0", "h2/nic0")
+    pins = [
+        Pin(src="h0/nic0", dst="h2/nic0", links=paths[0].links, sport=21001),  # type: ignore[arg-type]
+        Pin(src="h0/nic0", dst="h2/nic0", links=paths[31].links, sport=21002),  # type: ignore[arg-type]
+    ]
+    name = testbed(topo, rate_scale=0.0025, routing="pinned", pins=pins)
+    lay = Testbed.load(name).layout
+    rx = flows.Receiver([flows.listener(lay.netns("h2"), 5201)]).start()
+    try:
+        assert _loaded_links(lay, rx, 1, "h0/nic0", "h2/nic0", 21001, 5201) == set(paths[0].links)
+        assert _loaded_links(lay, rx, 2, "h0/nic0", "h2/nic0", 21002, 5201) == set(paths[31].links)
+    finally:
+        rx.stop()
+
+
+def test_rewire_refuses_a_pinned_testbed_and_changes_nothing(testbed: Make) -> None:
+    topo = leaf_spine(leaves=2, spines=2, gpus_per_host=1, hosts_per_leaf=2, ocs=True)
+    name = testbed(topo, rate_scale=0.005, routing="source-routing")
+    before = read_state(name)
+    with pytest.raises(InputError, match="source-routing"):
+        build.rewire(name, [[1, 0], [0, 1]])
+    assert read_state(name) == before

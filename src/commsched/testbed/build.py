@@ -189,11 +189,18 @@ def rewire(name: str, circuits: Sequence[Sequence[int]]) -> TestbedState:
     """Re-create the OCS circuits of a leaf-spine testbed as ``circuits[leaf][uplink] = spine``.
 
     Only circuits whose spine changes are torn down and re-created (same interface names, addresses
-    and queues); then every router's routes are replaced atomically. Traffic of a rewired circuit moves
-    to the new one as soon as the routes are in (well under a second here).
+    and queues); then every router's routes are replaced atomically, (ECMP testbeds only: the vClos
+    routing layer maps only static circuits, so pinned paths are not derived again). Traffic of a
+    rewired circuit moves to the new one as soon as the routes are in (well under a second here).
     """
     state = read_state(name)
     netns.require_capability()
+    if state.routing != "ecmp":
+        # the vClos routing layer (scheduling.vclos.wiring) maps only the static circuits, so pinned
+        # paths cannot be derived again for rewired ones
+        raise InputError(
+            f"testbed {name!r} uses {state.routing} routing", where="rewire", expected="an ecmp testbed"
+        )
     if not state.topology.get("ocs"):
         raise InputError(
             f"testbed {name!r} has no OCS layer", where="rewire", expected="a leaf_spine with ocs: true"

@@ -132,7 +132,8 @@ def plan_layout(topo: Topology, name: str) -> Layout:
     Examples
     --------
     >>> from commsched.topology import two_layer_clos
-    >>> lay = plan_layout(two_layer_clos(tors=2, aggs=2, hosts_per_tor=1, host_template="single_gpu_nic"), "t")
+    >>> topo = two_layer_clos(tors=2, aggs=2, hosts_per_tor=1, host_template="single_gpu_nic")
+    >>> lay = plan_layout(topo, "t")
     >>> lay.namespaces
     ('t-h0', 't-h1', 't-tor0', 't-tor1', 't-agg0', 't-agg1')
     >>> [(c.a.node, c.b.node, c.a.iface) for c in lay.cables[:3]]

@@ -64,6 +64,28 @@ def check_pin(topo: Topology, pin: Pin, where: str) -> None:
         )
 
 
+def _match(layout: Layout, pin: Pin) -> tuple[int, str]:
+    """The rule preference and selector of a pin."""
+    match = f"from {layout.nic_ip[pin.src]} to {layout.nic_ip[pin.dst]}"
+    if pin.sport is None and pin.dport is None:
+        return PREF_PAIR, match
+    match += " ipproto tcp"
+    match += "" if pin.sport is None else f" sport {pin.sport}"
+    match += "" if pin.dport is None else f" dport {pin.dport}"
+    return PREF_CONNECTION, match
+
+
+def _hops(layout: Layout, pin: Pin, egress: Mapping[LinkId, tuple[str, str]]) -> list[tuple[str, str]]:
+    """The (router namespace, interface) egresses of a pin's path, in order (hosts excluded)."""
+    hosts = {layout.netns(h) for h in layout.hosts}
+    hops: list[tuple[str, str]] = []
+    for lk in pin.links:
+        hop = egress[lk]
+        if hop[0] not in hosts and (not hops or hops[-1] != hop):
+            hops.append(hop)
+    return hops
+
+
 def pin_lines(layout: Layout, pins: list[Pin]) -> dict[str, list[str]]:
     """Router namespace -> ``ip -batch`` lines: one table per used interface, one rule per pin and hop."""
     egress = layout.egress()
@@ -73,24 +95,11 @@ def pin_lines(layout: Layout, pins: list[Pin]) -> dict[str, list[str]]:
         peer[(layout.node_ns(c.a), c.a.iface)] = c.b.ip
         peer[(layout.node_ns(c.b), c.b.iface)] = c.a.ip
         index[(layout.node_ns(c.a), c.a.iface)] = index[(layout.node_ns(c.b), c.b.iface)] = c.index
-    hosts = {layout.netns(h) for h in layout.hosts}
     tables: dict[str, set[str]] = defaultdict(set)
     rules: dict[str, list[str]] = defaultdict(list)
     for pin in pins:
-        src, dst = layout.nic_ip[pin.src], layout.nic_ip[pin.dst]
-        match = f"from {src} to {dst}"
-        pref = PREF_PAIR
-        if pin.sport is not None or pin.dport is not None:
-            match += " ipproto tcp"
-            match += "" if pin.sport is None else f" sport {pin.sport}"
-            match += "" if pin.dport is None else f" dport {pin.dport}"
-            pref = PREF_CONNECTION
-        hops: list[tuple[str, str]] = []
-        for lk in pin.links:
-            hop = egress[lk]
-            if hop[0] not in hosts and (not hops or hops[-1] != hop):
-                hops.append(hop)
-        for ns, iface in hops:
+        pref, match = _match(layout, pin)
+        for ns, iface in _hops(layout, pin, egress):
             table = PIN_TABLE_BASE + index[(ns, iface)]
             tables[ns].add(f"route replace default via {peer[(ns, iface)]} dev {iface} onlink table {table}")
             rules[ns].append(f"rule add pref {pref} {match} lookup {table}")
