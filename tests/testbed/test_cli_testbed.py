@@ -39,3 +39,16 @@ def test_bad_input_is_one_line_exit_2(
     res = CliRunner().invoke(app, argv)
     assert res.exit_code == 2, res.output
     assert needle in res.output and "Traceback" not in res.output
+
+
+def test_scenarios_name_their_topology_and_seed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from commsched.cli.cmd_testbed import _scenario
+
+    topo, _ = _scenario("crux-fig19")  # a shipped scenario
+    assert topo.params["kind"] == "crux_testbed" and len(topo.hosts) == 12
+    f = tmp_path / "s.yaml"
+    f.write_text("topology: {kind: two_layer_clos, tors: 2, aggs: 2, hosts_per_tor: 2}\nseed: 7\njobs: []\n")
+    topo, seed = _scenario(str(f))
+    assert seed == 7 and len(topo.hosts) == 4
+    topo, seed = _scenario("leaf_spine")  # a topology kind with its defaults
+    assert seed == 0 and topo.params["kind"] == "leaf_spine"

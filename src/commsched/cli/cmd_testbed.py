@@ -21,21 +21,37 @@ def _out(lines: list[str]) -> None:
         con.print(line, markup=False, soft_wrap=True)
 
 
-def _scenario(path: str) -> tuple[Any, int]:
-    """The topology of a scenario file (or a topology kind/YAML) and the scenario's seed."""
+def _scenario(spec: str) -> tuple[Any, int]:
+    """The topology and seed of a scenario (file or shipped name), or a topology YAML / kind name."""
+    import yaml
+
     from commsched.cli.cmd_topology import load_topology
     from commsched.io import yamlio
+    from commsched.io.shipped import shipped_names, shipped_text
+    from commsched.topology import build_topology
 
-    seed = 0
-    p = Path(path)
-    if p.suffix.lower() in {".yaml", ".yml"}:
+    p = Path(spec)
+    if spec in shipped_names() and not p.exists():
+        text, where = shipped_text(spec), f"{spec} (shipped)"
+    elif p.suffix.lower() in {".yaml", ".yml"}:
         try:
-            data = yamlio.load(p.read_text(encoding="utf-8"))
+            text, where = p.read_text(encoding="utf-8"), str(p)
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror}", where=str(p)) from None
-        if isinstance(data, dict) and isinstance(data.get("seed"), int):
-            seed = int(data["seed"])
-    return load_topology(path, {}), seed
+    else:
+        return load_topology(spec, {}), 0
+    try:
+        data = yamlio.load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(f"cannot read YAML: {exc}", where=where) from None
+    if not isinstance(data, dict):
+        raise InputError("not a mapping", where=where, expected="a scenario or topology file")
+    seed = int(data["seed"]) if isinstance(data.get("seed"), int) else 0
+    topo = data.get("topology", data)
+    if not isinstance(topo, dict) or "kind" not in topo:
+        raise InputError("no topology kind", where=f"{where}: topology", expected="a mapping with 'kind'")
+    params = {k: v for k, v in topo.items() if k != "kind"}
+    return build_topology(str(topo["kind"]), params, where=f"{where}: topology"), seed
 
 
 def _default_name(path: str) -> str:
@@ -276,18 +292,22 @@ def rewire(
     _out([f"testbed {name} rewired in {took:.2f} s: circuits {json.dumps(state.topology['circuits'])}"])
 
 
+#: the ``commsched testbed`` group; modules that add testbed commands (for example a runtime's
+#: ``testbed run``) register them here before the root app runs
+testbed_app = typer.Typer(
+    name="testbed",
+    help="Emulated fabric: a topology as network namespaces, veth links, HTB queues (needs root).",
+    no_args_is_help=True,
+)
+testbed_app.command("up")(up)
+testbed_app.command("down")(down)
+testbed_app.command("status")(status)
+testbed_app.command("list")(list_)
+testbed_app.command("probe")(probe)
+testbed_app.command("check")(check)
+testbed_app.command("rewire")(rewire)
+
+
 def register(app: typer.Typer) -> None:
-    """Add the ``testbed`` sub-app to the root app."""
-    sub = typer.Typer(
-        name="testbed",
-        help="Emulated fabric: a topology as network namespaces, veth links, HTB queues (needs root).",
-        no_args_is_help=True,
-    )
-    sub.command("up")(up)
-    sub.command("down")(down)
-    sub.command("status")(status)
-    sub.command("list")(list_)
-    sub.command("probe")(probe)
-    sub.command("check")(check)
-    sub.command("rewire")(rewire)
-    app.add_typer(sub)
+    """Add the ``testbed`` group to the root app."""
+    app.add_typer(testbed_app)
