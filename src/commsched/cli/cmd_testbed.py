@@ -194,7 +194,7 @@ def list_() -> None:
 def probe(
     name: str = typer.Argument(..., help="Testbed name."),
     dport: int = typer.Option(5201, "--dport", help="Destination port the source ports are found for."),
-    pairs: int = typer.Option(64, "--pairs", help="Probe at most this many NIC pairs (seeded sample)."),
+    pairs: int = typer.Option(256, "--pairs", help="Probe at most this many NIC pairs (seeded sample)."),
     verify: int = typer.Option(16, "--verify", help="Replay this many probed ports as real connections."),
     as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object on stdout."),
 ) -> None:
