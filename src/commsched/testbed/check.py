@@ -161,6 +161,22 @@ def _shaping(tb: Testbed, res: ProbeResult, st: CheckSettings) -> list[Shaping]:
     return out
 
 
+def measure_shaping(tb: Testbed, src: NodeId, dst: NodeId, *, flow_s: float = 2.0, runs: int = 3) -> Shaping:
+    """One flow ``src -> dst`` (median of ``runs``): the rate on its limiting link against the scaled rate."""
+    rx, dport = _receiver(tb)
+    try:
+        res = tb.probe(dport=dport, pairs=[(src, dst)])
+        links, sport = next(iter(res.pair(src, dst).ports.items()))
+        link = _limiting(tb, links)
+        st = CheckSettings(flow_s=flow_s)
+        measured = statistics.median(_one_flow(tb, res, (src, dst, sport, link), st) for _ in range(runs))
+    finally:
+        rx.stop()
+    return Shaping(
+        link=link, rate_bps=float(tb.topology.capacity_bps[link]) * tb.rate_scale, measured_bps=measured
+    )
+
+
 def _class_bytes(ns: str, iface: str) -> dict[str, int]:
     text = netns.run(["tc", "-s", "-n", ns, "class", "show", "dev", iface])  # no JSON for HTB classes
     return {m[0]: int(m[1]) for m in _CLASS_SENT.findall(text)}
