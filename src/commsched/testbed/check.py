@@ -6,7 +6,7 @@ Three measurements, each with real packets and the kernel's byte counters:
   the links whose counters grew by at least half the bytes sent must be exactly the path's links.
 * **Shaping.** One flow per kind of limiting link (e.g. a host's access link, a ToR uplink); the
   rate measured on the limiting link's egress (wire bytes counted by its HTB class, over the steady
-  part of the flow) against the scaled capacity. Up to three runs, median (the machine is shared).
+  part of the flow) against the scaled capacity. Up to five runs, median (the machine is shared).
 * **Strict priority.** Two flows from two hosts to one NIC, DSCP 46 (class 0) and DSCP 0 (lowest
   class); the high class's share of the link where they meet, from the HTB class counters.
 """
@@ -41,6 +41,7 @@ class CheckSettings:
     flow_s: float = 2.0
     warmup_s: float = 0.5
     shaping_target: float = 0.03
+    max_runs: int = 5  # repeat a shaping / priority measurement while its median misses the target
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,10 +123,37 @@ def _limiting(tb: Testbed, links: PathKey) -> LinkId:
     return next(lk for lk in links if float(caps[lk]) == low)
 
 
-def _tx(tb: Testbed, link: LinkId) -> int:
-    """Wire bytes the link's HTB parent class sent: it counts every segment of a GSO packet with its
-    headers (``/proc/net/dev`` counts a GSO packet's headers once, ~4 % less at MTU 1500)."""
-    return _class_bytes(*tb.link_interface(link))["1:1"]
+class _LinkMeter:
+    """Wire rate of one egress over a window, without the timing error of a ``tc`` process.
+
+    ``/proc/net/dev`` is read in-process (microseconds, so the window is timed exactly) but counts a
+    GSO packet's headers once; the HTB parent class counts every segment's headers (the bytes the
+    shaper charges) but is read by a ``tc`` process whose start-up delay varies on a busy machine.
+    Both counters are therefore read while the link is idle, before and after the flows, and their
+    ratio converts the exactly timed ``/proc`` rate into wire bits per second.
+    """
+
+    def __init__(self, tb: Testbed, link: LinkId) -> None:
+        self.ns, self.iface = tb.link_interface(link)
+        self.classes0 = _class_bytes(self.ns, self.iface)
+        self.dev0 = self.dev()
+        self.window: list[tuple[float, int]] = []
+
+    def dev(self) -> int:
+        return netns.dev_counters(self.ns)[self.iface][1]
+
+    def mark(self) -> None:
+        """Read the timed counter (call at the start and the end of the steady window)."""
+        self.window.append((time.monotonic(), self.dev()))
+
+    def finish(self) -> tuple[float, dict[str, int]]:
+        """(wire rate over the window in bits/s, bytes per HTB class over the whole run)."""
+        time.sleep(0.05)  # let the queue drain: both counters are read on an idle link
+        classes1, dev1 = _class_bytes(self.ns, self.iface), self.dev()
+        ratio = (classes1["1:1"] - self.classes0["1:1"]) / max(1, dev1 - self.dev0)
+        (t0, b0), (t1, b1) = self.window[0], self.window[-1]
+        wire_bps = (b1 - b0) * 8.0 / (t1 - t0) * ratio  # bytes -> bits
+        return wire_bps, {k: classes1[k] - self.classes0.get(k, 0) for k in classes1}
 
 
 def _one_flow(
@@ -133,15 +161,16 @@ def _one_flow(
 ) -> float:
     src, dst, sport, link = case
     lay = tb.layout
+    meter = _LinkMeter(tb, link)
     sock = flows.connect(lay.netns(lay.nic_host[src]), lay.nic_ip[src], sport, lay.nic_ip[dst], res.dport)
     sender = flows.TimedSender(sock, st.flow_s)
     sender.start()
     time.sleep(st.warmup_s)
-    t0, b0 = time.monotonic(), _tx(tb, link)
+    meter.mark()
     time.sleep(st.flow_s - st.warmup_s - 0.2)
-    t1, b1 = time.monotonic(), _tx(tb, link)
+    meter.mark()
     sender.join()
-    return (b1 - b0) * 8.0 / (t1 - t0)  # bytes -> bits
+    return meter.finish()[0]
 
 
 def _shaping(tb: Testbed, res: ProbeResult, st: CheckSettings) -> list[Shaping]:
@@ -155,7 +184,7 @@ def _shaping(tb: Testbed, res: ProbeResult, st: CheckSettings) -> list[Shaping]:
     for case in cases.values():
         rate = float(tb.topology.capacity_bps[case[3]]) * tb.rate_scale
         runs = [_one_flow(tb, res, case, st)]
-        while abs(statistics.median(runs) / rate - 1) > st.shaping_target and len(runs) < 3:
+        while abs(statistics.median(runs) / rate - 1) > st.shaping_target and len(runs) < st.max_runs:
             runs.append(_one_flow(tb, res, case, st))
         out.append(Shaping(link=case[3], rate_bps=rate, measured_bps=statistics.median(runs)))
     return out
@@ -187,7 +216,6 @@ def _priority_once(tb: Testbed, res: ProbeResult, st: CheckSettings) -> tuple[Li
     p1, p2 = res.pair(s1, d), res.pair(s2, d)
     (l1, port1), (l2, port2) = next(iter(p1.ports.items())), next(iter(p2.ports.items()))
     meet = next(lk for lk in l1 if lk in set(l2))
-    ns, iface = tb.link_interface(meet)
     rate = float(tb.topology.capacity_bps[meet]) * tb.rate_scale
     lay = tb.layout
     senders = []
@@ -195,23 +223,28 @@ def _priority_once(tb: Testbed, res: ProbeResult, st: CheckSettings) -> tuple[Li
         ns_src = lay.netns(lay.nic_host[src])
         sock = flows.connect(ns_src, lay.nic_ip[src], port, lay.nic_ip[d], res.dport, dscp=dscp)
         senders.append(flows.TimedSender(sock, st.flow_s))
+    meter = _LinkMeter(tb, meet)
     for s in senders:
         s.start()
     time.sleep(st.warmup_s)
-    t0, c0 = time.monotonic(), _class_bytes(ns, iface)
+    meter.mark()
+    split0 = _class_bytes(meter.ns, meter.iface)  # the classes' split: a ratio, robust to tc's delay
     time.sleep(st.flow_s - st.warmup_s - 0.2)
-    t1, c1 = time.monotonic(), _class_bytes(ns, iface)
+    meter.mark()
+    split1 = _class_bytes(meter.ns, meter.iface)
     for s in senders:
         s.join()
+    wire_bps, _ = meter.finish()
     hi, lo = f"1:{class_of_dscp(HIGH_DSCP)}", f"1:{class_of_dscp(LOW_DSCP)}"
-    cap_bytes = rate / 8.0 * (t1 - t0)  # bits -> bytes over the window
-    return meet, (c1[hi] - c0[hi]) / cap_bytes, (c1[lo] - c0[lo]) / cap_bytes
+    d_hi, d_lo = split1[hi] - split0[hi], split1[lo] - split0[lo]
+    used = wire_bps / rate  # fraction of the link the two classes used in the steady window
+    return meet, used * d_hi / max(1, d_hi + d_lo), used * d_lo / max(1, d_hi + d_lo)
 
 
 def _priority(tb: Testbed, res: ProbeResult, st: CheckSettings) -> dict[str, Any]:
-    """High and low class shares of the meeting link (median of up to three runs)."""
+    """High and low class shares of the meeting link (median of up to ``max_runs`` runs)."""
     runs = [_priority_once(tb, res, st)]
-    while statistics.median(r[1] for r in runs) < 1 - 2 * st.shaping_target and len(runs) < 3:
+    while statistics.median(r[1] for r in runs) < 1 - 2 * st.shaping_target and len(runs) < st.max_runs:
         runs.append(_priority_once(tb, res, st))
     return {
         "priority_link": int(runs[0][0]),
