@@ -251,3 +251,28 @@ def test_rewire_refuses_a_pinned_testbed_and_changes_nothing(testbed: Make) -> N
     with pytest.raises(InputError, match="source-routing"):
         build.rewire(name, [[1, 0], [0, 1]])
     assert read_state(name) == before
+
+
+def test_plan_connections_translate_to_ports_that_take_the_planned_path(testbed: Make) -> None:
+    topo = two_layer_clos(tors=2, aggs=4, hosts_per_tor=2, uplinks_per_tor=4)  # 4 paths, one per Agg
+    name = testbed(topo, rate_scale=0.0025)
+    tb = Testbed.load(name)
+    lay = tb.layout
+    conns = []
+    for k in range(4):
+        path = topo.gpu_route("h0/gpu0", "h2/gpu0", k)
+        conns.append(
+            {"job": "a", "src": "h0/gpu0", "dst": "h2/gpu0", "path": list(path.nodes), "src_port": 1}
+        )
+    rx = flows.Receiver([flows.listener(lay.netns("h2"), 0)]).start()
+    try:
+        dport = rx.listeners[0].getsockname()[1]
+        ports = tb.plan_ports({"connections": conns}, dport=dport)
+        assert [p["connection"] for p in ports] == [0, 1, 2, 3]
+        assert len({tuple(p["links"]) for p in ports}) == 4
+        for done, p in enumerate(ports, start=1):
+            assert p["src_port"] is not None
+            got = _loaded_links(lay, rx, done, "h0/nic0", "h2/nic0", p["src_port"], dport)
+            assert got == set(p["links"])
+    finally:
+        rx.stop()

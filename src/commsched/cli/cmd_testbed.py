@@ -196,6 +196,9 @@ def probe(
     dport: int = typer.Option(5201, "--dport", help="Destination port the source ports are found for."),
     pairs: int = typer.Option(256, "--pairs", help="Probe at most this many NIC pairs (seeded sample)."),
     verify: int = typer.Option(16, "--verify", help="Replay this many probed ports as real connections."),
+    plan: Path | None = typer.Option(
+        None, "--plan", help="'commsched plan --json' output: probe its pairs, give each connection its port."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object on stdout."),
 ) -> None:
     """Find a source port for every equal-cost path of (a sample of) NIC pairs; save them."""
@@ -206,7 +209,12 @@ def probe(
     netns.require_capability()
     tb = Testbed.load(name)
     t0 = time.monotonic()
-    res = tb.probe(dport=dport, limit=pairs)
+    conns = None
+    if plan is not None:
+        conns = tb.plan_ports(_read_json_or_yaml(plan, "--plan"), dport=dport, where=str(plan))
+        res = tb.probe_result()
+    else:
+        res = tb.probe(dport=dport, limit=pairs)
     took = time.monotonic() - t0
     ok, bad = verify_ports(tb, res, verify) if verify > 0 else (0, [])
     out = {
@@ -221,6 +229,8 @@ def probe(
         "verified_ok": ok,
         "mismatches": bad[:10],
     }
+    if conns is not None:
+        out["connections"] = conns
     if as_json:
         print_json(out)
         return
@@ -230,6 +240,11 @@ def probe(
             f"{res.coverage:.1%}, {out['unmodelled_paths']} paths outside the model",
             f"replayed {out['verified']} as real connections: {ok} loaded exactly their predicted links",
             *[f"  mismatch: {m}" for m in bad[:10]],
+            *[
+                f"  plan connection {c['connection']} ({c['job']}) {c['src_nic']} -> {c['dst_nic']}: "
+                f"source port {c['src_port']}"
+                for c in conns or []
+            ],
         ]
     )
 

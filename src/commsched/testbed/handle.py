@@ -8,12 +8,14 @@ link (for counters), how to start a process inside a host, the rate scale, and t
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from commsched.errors import InputError
 from commsched.testbed import build
 from commsched.testbed.counters import CounterSampler
 from commsched.testbed.layout import Layout, plan_layout
+from commsched.testbed.pinning import plan_paths
 from commsched.testbed.probe import ProbeResult, nic_pairs, probe
 from commsched.testbed.scale import scale_bytes
 from commsched.testbed.state import TestbedState, probe_path, read_state
@@ -119,6 +121,28 @@ class Testbed:
                 where=str(path),
                 expected="'commsched testbed probe' first",
             ) from None
+
+    def plan_ports(self, plan: Mapping[str, Any], *, dport: int, where: str = "plan") -> list[dict[str, Any]]:
+        """The testbed's source port for each network connection of ``commsched plan --json`` output.
+
+        The plan's own ``src_port`` comes from commsched's hash model, not the kernel's; this probes the
+        plan's NIC pairs on the routers (saving the result) and returns, per connection, the port
+        that puts it on its planned path towards ``dport`` (``None`` when no probed port reaches it).
+        """
+        planned = plan_paths(self.topology, plan, where=where)
+        pairs = list(dict.fromkeys((p.src, p.dst) for p in planned))
+        res = self.probe(dport=dport, pairs=pairs)
+        return [
+            {
+                "connection": p.index,
+                "job": p.job,
+                "src_nic": p.src,
+                "dst_nic": p.dst,
+                "links": [int(x) for x in p.links],
+                "src_port": res.pair(p.src, p.dst).ports.get(p.links),
+            }
+            for p in planned
+        ]
 
     def source_port(self, src: NodeId | str, dst: NodeId | str, links: Sequence[int], *, dport: int) -> int:
         """The saved probe's source port for path ``links`` of ``src -> dst`` (probed for ``dport``)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import shutil
 import subprocess
@@ -95,14 +96,13 @@ def list_namespaces() -> tuple[str, ...]:
     return tuple(sorted(p.name for p in NETNS_DIR.iterdir()))
 
 
-_libc: ctypes.CDLL | None = None
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
 def _setns(fd: int) -> None:
-    global _libc  # noqa: PLW0603 - one handle on the C library, loaded lazily
-    if _libc is None:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    if _libc.setns(fd, CLONE_NEWNET) != 0:
+    if _libc().setns(fd, CLONE_NEWNET) != 0:
         err = ctypes.get_errno()
         raise TestbedError(f"setns failed: {os.strerror(err)}")
 

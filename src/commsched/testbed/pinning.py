@@ -106,37 +106,65 @@ def pin_lines(layout: Layout, pins: list[Pin]) -> dict[str, list[str]]:
     return {ns: sorted(tables[ns]) + rules[ns] for ns in rules}
 
 
-def pins_from_plan(topo: Topology, plan: Mapping[str, Any], *, where: str = "plan") -> list[Pin]:
-    """Pins from ``commsched plan --json`` output: one per connection that crosses the network.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlannedPath:
+    """A plan connection that crosses the network: its NIC pair and the links of its path."""
 
-    A connection's ``path`` (node ids, GPU to GPU) gives its NIC-to-NIC links; with a ``src_port``
-    the pin matches that TCP source port (one connection), otherwise the whole NIC pair. A plan names
-    nodes, not cables: where parallel cables join two switches, the path with the lowest link ids
-    among those visiting the same nodes is pinned.
+    index: int  # position in the plan's ``connections``
+    job: str
+    src: NodeId
+    dst: NodeId
+    links: tuple[LinkId, ...]
+    src_port: int | None
+
+
+def plan_paths(topo: Topology, plan: Mapping[str, Any], *, where: str = "plan") -> list[PlannedPath]:
+    """The network paths of ``commsched plan --json`` output, one per connection between hosts.
+
+    A connection's ``path`` (node ids, GPU to GPU) gives its NIC-to-NIC links. A plan names nodes,
+    not cables: where parallel cables join two switches, the path with the lowest link ids among those
+    visiting the same nodes is taken.
     """
     conns = plan.get("connections")
     if not isinstance(conns, list):
         raise InputError("no connections list", where=where, expected="the output of 'commsched plan --json'")
-    pins: list[Pin] = []
-    seen: set[tuple[NodeId, NodeId, int | None]] = set()
+    nic_ids = _nic_ids(topo)
+    out: list[PlannedPath] = []
     for i, c in enumerate(conns):
         nodes = [NodeId(str(n)) for n in c.get("path", ())]
-        nics = [k for k, n in enumerate(nodes) if n in _nic_ids(topo)]
+        nics = [k for k, n in enumerate(nodes) if n in nic_ids]
         if len(nics) < 2 or topo.node(nodes[nics[0]]).host == topo.node(nodes[nics[-1]]).host:
             continue
         seg = tuple(nodes[nics[0] : nics[-1] + 1])
-        src, dst = seg[0], seg[-1]
-        match = [p for p in topo.equal_cost_paths(src, dst) if p.nodes == seg]
+        match = [p for p in topo.equal_cost_paths(seg[0], seg[-1]) if p.nodes == seg]
         if not match:
             raise InputError(
                 f"path {list(seg)} is not an equal-cost path", where=f"{where}: connections[{i}]"
             )
         sport = c.get("src_port")
-        key = (src, dst, None if sport is None else int(sport))
-        if key in seen:
-            continue
-        seen.add(key)
-        pins.append(Pin(src=src, dst=dst, links=match[0].links, sport=key[2]))
+        out.append(
+            PlannedPath(
+                index=i,
+                job=str(c.get("job", "")),
+                src=seg[0],
+                dst=seg[-1],
+                links=match[0].links,
+                src_port=None if sport is None else int(sport),
+            )
+        )
+    return out
+
+
+def pins_from_plan(topo: Topology, plan: Mapping[str, Any], *, where: str = "plan") -> list[Pin]:
+    """Pins from ``commsched plan --json`` output (:func:`plan_paths`): with a ``src_port`` a pin
+    matches that TCP source port (one connection), otherwise the whole NIC pair."""
+    pins: list[Pin] = []
+    seen: set[tuple[NodeId, NodeId, int | None]] = set()
+    for pp in plan_paths(topo, plan, where=where):
+        key = (pp.src, pp.dst, pp.src_port)
+        if key not in seen:
+            seen.add(key)
+            pins.append(Pin(src=pp.src, dst=pp.dst, links=pp.links, sport=pp.src_port))
     return pins
 
 
