@@ -5,10 +5,11 @@ Three measurements, each with real packets and the kernel's byte counters:
 * **Path prediction.** Probe ports (:mod:`.probe`) are replayed as real connections, one at a time;
   the links whose counters grew by at least half the bytes sent must be exactly the path's links.
 * **Shaping.** One flow per kind of limiting link (e.g. a host's access link, a ToR uplink); the
-  rate measured on the limiting link's egress (wire bytes counted by its HTB class, over the steady
-  part of the flow) against the scaled capacity. Up to five runs, median (the machine is shared).
+  wire rate on the limiting link's egress over the steady part of the flow (:class:`_LinkMeter`)
+  against the scaled capacity. Up to five runs, median (the machine is shared).
 * **Strict priority.** Two flows from two hosts to one NIC, DSCP 46 (class 0) and DSCP 0 (lowest
-  class); the high class's share of the link where they meet, from the HTB class counters.
+  class); the high class's share of the link where they meet: its part of the HTB class counters
+  times the link's measured use. Needs three hosts; on smaller fabrics the priority keys are absent.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class CheckSettings:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Shaping:
+    """The measured wire rate of one link (bits/s) against its scaled rate."""
+
     link: LinkId
     rate_bps: float
     measured_bps: float
