@@ -63,10 +63,11 @@ def _step_namespaces(layout: Layout, state: TestbedState) -> None:
 
 
 def _step_sysctls(layout: Layout, state: TestbedState) -> None:
+    opt = config.OPTIONAL_SYSCTLS
     for host in layout.hosts:
-        netns.write_sysctls(layout.netns(host), config.host_sysctls())
+        netns.write_sysctls(layout.netns(host), config.host_sysctls(), optional=opt)
     for r in layout.routers:
-        netns.write_sysctls(layout.netns(r), config.router_sysctls(state.seed, r))
+        netns.write_sysctls(layout.netns(r), config.router_sysctls(state.seed, r), optional=opt)
 
 
 def _step_links(layout: Layout, state: TestbedState) -> None:

@@ -128,15 +128,24 @@ def inside(ns: str) -> Iterator[None]:
         os.close(own)
 
 
-def write_sysctls(ns: str, values: dict[str, str]) -> None:
-    """Write ``/proc/sys/net/...`` settings (dotted keys) inside a namespace."""
+def write_sysctls(ns: str, values: dict[str, str], *, optional: frozenset[str] = frozenset()) -> list[str]:
+    """Write ``/proc/sys/net/...`` settings (dotted keys) inside a namespace.
+
+    Keys in ``optional`` that this kernel does not have are skipped and returned; any other failure
+    raises :class:`TestbedError`.
+    """
+    skipped: list[str] = []
     with inside(ns):
         for key, value in values.items():
             path = Path("/proc/sys") / key.replace(".", "/")
+            if key in optional and not path.exists():
+                skipped.append(key)
+                continue
             try:
                 path.write_text(value)
             except OSError as exc:
                 raise TestbedError(f"{ns}: cannot set {key}={value}: {exc.strerror}") from None
+    return skipped
 
 
 def dev_counters(ns: str) -> dict[str, tuple[int, int]]:
