@@ -145,6 +145,9 @@ def test_counter_sampler_sees_one_flow_on_its_path(testbed: Make) -> None:
     off = [float(series.util[:, k].max()) for k, lk in enumerate(series.link_ids) if lk not in links]
     assert all(0.85 <= u <= 1.02 for u in on), on  # GSO: /proc/net/dev counts headers once (~4 % less)
     assert max(off) < 0.05
+    rows = series.rows(tb.topology)
+    assert {r[1] for r in rows} >= set(links) and len(rows[0]) == 6
+    assert rows[0][2] == tb.topology.links[rows[0][1]].src  # same columns as the simulator's links.csv
 
 
 def test_source_routing_pins_every_vclos_connection(testbed: Make) -> None:

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from commsched.testbed import netns
 from commsched.testbed.layout import Layout
-from commsched.topology import LinkId
+from commsched.topology import LinkId, Topology
 
 
 def link_bytes(layout: Layout) -> dict[LinkId, int]:
@@ -42,6 +42,19 @@ class UtilisationSeries:
     def of(self, link: int) -> NDArray[np.float64]:
         """The series of one link id."""
         return self.util[:, self.link_ids.index(LinkId(link))]
+
+    def rows(self, topology: Topology) -> list[list[object]]:
+        """Rows ``t_s, link, src, dst, kind, utilization`` (the simulator's ``links.csv`` columns up to
+        ``utilization``), for links that carried traffic, ``t_s`` = the start of each interval."""
+        used = [k for k in range(len(self.link_ids)) if self.util.size and float(self.util[:, k].sum()) > 0]
+        out: list[list[object]] = []
+        for i in range(self.util.shape[0]):
+            for k in used:
+                lk = topology.links[self.link_ids[k]]
+                out.append(
+                    [float(self.times_s[i]), int(lk.id), lk.src, lk.dst, str(lk.kind), float(self.util[i, k])]
+                )
+        return out
 
 
 class CounterSampler:
