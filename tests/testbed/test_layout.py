@@ -142,3 +142,21 @@ def test_plan_connections_become_pins() -> None:
         pins_from_plan(topo, {"jobs": []})
     bad = Pin(src=pin.src, dst=pin.dst, links=pin.links[:-1])
     assert bad.to_json()["links"] == list(pin.links[:-1])
+
+
+def test_the_testbed_layer_never_imports_sim_cli_or_experiments() -> None:
+    import ast
+    from pathlib import Path
+
+    import commsched.testbed as pkg
+
+    banned = ("commsched.sim", "commsched.cli", "commsched.experiments", "commsched.runtime")
+    for path in Path(pkg.__path__[0]).glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            assert not [n for n in names if n.startswith(banned)], (path.name, names)
