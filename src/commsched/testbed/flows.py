@@ -15,6 +15,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import cast
 
 from commsched.testbed import netns
 
@@ -76,8 +77,7 @@ class Receiver:
         try:
             while not self._stop.is_set():
                 for key, _ in sel.select(0.05):
-                    sock = key.fileobj
-                    assert isinstance(sock, socket.socket)
+                    sock = cast(socket.socket, key.fileobj)
                     if key.data == "listen":
                         conn, _ = sock.accept()
                         conn.setblocking(False)
@@ -100,7 +100,7 @@ class Receiver:
         finally:
             for key in list(sel.get_map().values()):
                 if key.data == "conn":
-                    key.fileobj.close()  # type: ignore[union-attr]
+                    cast(socket.socket, key.fileobj).close()
             sel.close()
 
     def wait_closed(self, count: int, timeout_s: float = 5.0) -> bool:

@@ -14,6 +14,7 @@ import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -94,9 +95,9 @@ class ProbeResult:
         }
 
     @staticmethod
-    def from_json(data: dict[str, object]) -> ProbeResult:
+    def from_json(data: dict[str, Any]) -> ProbeResult:
         pairs = []
-        for p in data["pairs"]:  # type: ignore[attr-defined]
+        for p in data["pairs"]:
             pairs.append(
                 PairProbe(
                     src=NodeId(p["src"]),
@@ -106,7 +107,7 @@ class ProbeResult:
                     unmodelled=tuple(tuple(LinkId(x) for x in k) for k in p["unmodelled"]),
                 )
             )
-        return ProbeResult(dport=int(data["dport"]), pairs=tuple(pairs), tried=int(data.get("tried", 0)))  # type: ignore[call-overload]
+        return ProbeResult(dport=int(data["dport"]), pairs=tuple(pairs), tried=int(data.get("tried", 0)))
 
 
 def nic_pairs(topo: Topology, *, limit: int, seed: int = 0) -> list[tuple[NodeId, NodeId]]:
