@@ -160,3 +160,24 @@ def test_the_testbed_layer_never_imports_sim_cli_or_experiments() -> None:
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module]
             assert not [n for n in names if n.startswith(banned)], (path.name, names)
+
+
+def test_probe_result_round_trip_and_lookup() -> None:
+    import json
+
+    from commsched.testbed.probe import PairProbe, ProbeResult, nic_pairs
+    from commsched.topology import LinkId, NodeId
+
+    a, b = NodeId("h0/nic0"), NodeId("h2/nic0")
+    p1, p2 = (LinkId(1), LinkId(5)), (LinkId(1), LinkId(7))
+    res = ProbeResult(dport=5201, pairs=(PairProbe(src=a, dst=b, ports={p1: 20003}, missing=(p2,)),))
+    back = ProbeResult.from_json(json.loads(json.dumps(res.to_json())))
+    assert back.source_port(a, b, [1, 5]) == 20003 and back.coverage == 0.5
+    with pytest.raises(InputError, match="no port found"):
+        back.source_port(a, b, [1, 7])
+    with pytest.raises(InputError, match="not probed"):
+        back.source_port(b, a, [1, 5])
+    topo = TOPOS["crux"]()
+    sample = nic_pairs(topo, limit=40, seed=3)
+    assert len(sample) == 40 and sample == nic_pairs(topo, limit=40, seed=3)
+    assert all(topo.node(s).host != topo.node(d).host for s, d in sample)  # intra-host pairs excluded
