@@ -102,9 +102,13 @@ def start_process(args: list[str], cwd: Path) -> Proc:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     code = "import sys; from commsched.cli.app import main; sys.argv[0] = 'commsched'; main()"
     p = subprocess.Popen(
-        [sys.executable, "-c", code, *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-c", code, *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert p.stdout is not None
     line = p.stdout.readline()
     m = re.match(r"listening on (\S+)", line)

@@ -90,7 +90,7 @@ def test_not_found_and_conflicts(daemon: tuple[DaemonService, httpx.Client]) -> 
 
 
 def test_long_poll_answers_at_once_on_a_new_version(daemon: tuple[DaemonService, httpx.Client]) -> None:
-    svc, c = daemon
+    _, c = daemon
     t0 = time.monotonic()
     r = c.get("/v1/decisions/latest", params={"after": 0, "wait_s": 0.3})
     assert r.json()["version"] == 0 and time.monotonic() - t0 >= 0.3  # nothing new: waits it out

@@ -20,12 +20,17 @@ def _fig19() -> tuple[object, list[JobRecord]]:
     sc = load_scenario(str(path))
     jobs = [
         JobRecord(
-            id=str(j.spec.id), gpus=tuple(map(str, j.gpu_ids)), compute_s=j.spec.profile.compute_s,
-            comm_bytes=j.spec.profile.sync_bytes, overlap=j.spec.profile.overlap,
-            collective=j.spec.collective, started_s=float(i), profiling=False,
+            id=str(j.spec.id),
+            gpus=tuple(map(str, j.gpu_ids)),
+            compute_s=j.spec.profile.compute_s,
+            comm_bytes=j.spec.profile.sync_bytes,
+            overlap=j.spec.profile.overlap,
+            collective=j.spec.collective,
+            started_s=float(i),
+            profiling=False,
         )
         for i, j in enumerate(sc.jobs)
-    ]  # fmt: skip
+    ]
     return sc, jobs
 
 
