@@ -10,9 +10,11 @@ from __future__ import annotations
 import ipaddress
 import os
 import secrets
+import signal
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from commsched.errors import InputError
@@ -111,4 +113,15 @@ def serve(app: Any, sock: socket.socket) -> None:
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=3
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    # uvicorn restores the handlers it found and re-raises the stop signal once it has shut down; with
+    # these no-op handlers in place the process then returns from here and exits 0 after a clean stop.
+    previous = {sig: signal.signal(sig, _ignore) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _ignore(signum: int, frame: FrameType | None) -> None:
+    """A stop signal after uvicorn's shutdown: nothing left to do."""
