@@ -147,3 +147,31 @@ def test_wal_mode(tmp_path: Path) -> None:
     svc = _svc(tmp_path / "d.db", FakeClock())
     mode = svc.store._db.execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
+
+
+def test_memo_and_port_cache_never_change_a_decision(tmp_path: Path) -> None:
+    """Each stored decision equals a fresh one (no memo, no port cache) for the same jobs."""
+    from commsched.runtime.daemon import Cause, decide
+
+    clock = FakeClock()
+    svc = _svc(
+        tmp_path / "d.db", clock, cfg=ClusterConfig(topology={"kind": "crux_testbed"}, priority_levels=4)
+    )
+    steps = [
+        lambda: _start(svc, "a", ("h0", "h4")),
+        lambda: _start(svc, "b", ("h1", "h5", "h2")),
+        lambda: svc.start_job(JobRequest(id="c", gpu_ids=("h3/gpu0", "h7/gpu0", "h6/gpu0"), model="gpt")),
+        lambda: svc.post_profile("b", ProfileRecord(compute_s=0.05, comm_bytes=3e9, period_s=0.2)),
+        lambda: svc.end_job("a"),
+        lambda: svc.start_job(JobRequest(id="a", gpu_ids=("h0/gpu1", "h6/gpu1"), model="bert")),  # id reused
+        lambda: svc.post_profile("a", ProfileRecord(compute_s=0.3, comm_bytes=1e8, period_s=0.4)),
+        lambda: svc.end_job("c"),
+    ]
+    assert svc.topology is not None
+    for step in steps:
+        clock.t += 1
+        step()
+        doc = json.loads(svc.latest_body())
+        fresh = decide(svc.topology, svc.config, svc.jobs(), version=svc.version, cause=Cause(**doc["cause"]))
+        doc.pop("created_s")
+        assert doc == json.loads(json.dumps(fresh))

@@ -114,16 +114,16 @@ def create_app(service: DaemonService, *, token: str, tick_s: float | None = Non
         lifespan=lifespan,
     )
 
-    def need_token(cred: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
+    async def need_token(cred: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
         if cred is None or not secrets.compare_digest(cred.credentials.encode(), token.encode()):
             raise _UnauthorizedError
 
-    def may_read(
+    async def may_read(
         request: Request, cred: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
     ) -> None:
         if request.client is None or request.client.host in _LOOPBACK:
             return
-        need_token(cred)
+        await need_token(cred)
 
     @app.exception_handler(_UnauthorizedError)
     async def _unauth(_r: Request, _e: _UnauthorizedError) -> JSONResponse:
@@ -149,11 +149,11 @@ def create_app(service: DaemonService, *, token: str, tick_s: float | None = Non
     write = [Depends(need_token)]
 
     @app.get("/health", dependencies=read)
-    def health() -> dict[str, Any]:
+    async def health() -> dict[str, Any]:
         return {"status": "ok", "api": API_VERSION, "version": service.version, "jobs": len(service.jobs())}
 
     @app.get("/v1/cluster", dependencies=read)
-    def get_cluster() -> dict[str, Any]:
+    async def get_cluster() -> dict[str, Any]:
         return service.config.to_json()
 
     @app.put("/v1/cluster", dependencies=write)
@@ -166,7 +166,7 @@ def create_app(service: DaemonService, *, token: str, tick_s: float | None = Non
         return {"version": v, "cluster": service.config.to_json()}
 
     @app.get("/v1/jobs", dependencies=read)
-    def list_jobs() -> list[dict[str, Any]]:
+    async def list_jobs() -> list[dict[str, Any]]:
         return [{**j.to_json(), "heartbeat_age_s": service.heartbeat_age_s(j.id)} for j in service.jobs()]
 
     @app.post("/v1/jobs", dependencies=write, status_code=201)
@@ -178,7 +178,7 @@ def create_app(service: DaemonService, *, token: str, tick_s: float | None = Non
         return {"job": rec.to_json(), "version": v}
 
     @app.get("/v1/jobs/{job_id}", dependencies=read)
-    def get_job(job_id: str) -> dict[str, Any]:
+    async def get_job(job_id: str) -> dict[str, Any]:
         return service.job(job_id).to_json()
 
     @app.delete("/v1/jobs/{job_id}", dependencies=write)
@@ -194,7 +194,7 @@ def create_app(service: DaemonService, *, token: str, tick_s: float | None = Non
         return {"version": service.post_profile(job_id, ProfileRecord(**body.model_dump()))}
 
     @app.get("/v1/hosts", dependencies=read)
-    def list_hosts() -> dict[str, Any]:
+    async def list_hosts() -> dict[str, Any]:
         return service.hosts()
 
     @app.post("/v1/hosts", dependencies=write, status_code=201)
@@ -218,7 +218,7 @@ def create_app(service: DaemonService, *, token: str, tick_s: float | None = Non
         if wait_s > 0 and service.version <= after:
             await versions.wait_newer(service, after, wait_s)
         if host is not None:
-            return JSONResponse(service.host_view(host))
+            return Response(content=service.host_view_body(host), media_type="application/json")
         body = service.latest_body()
         if not body:
             return JSONResponse(_empty_doc(service))

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from commsched.runtime.daemon.records import ClusterConfig, JobRecord
+from commsched.scheduling.memo import Memo
 from commsched.scheduling.state import ClusterState, PlacedJob
 from commsched.topology import NodeId, Topology
 from commsched.workload import JobId, JobSpec, ModelProfile
@@ -84,7 +85,14 @@ def _classes(
 
 
 def decide(
-    topology: Topology, cfg: ClusterConfig, jobs: Sequence[JobRecord], *, version: int, cause: Cause
+    topology: Topology,
+    cfg: ClusterConfig,
+    jobs: Sequence[JobRecord],
+    *,
+    version: int,
+    cause: Cause,
+    memo: Memo | None = None,
+    port_cache: dict[tuple[str, str, int], int] | None = None,
 ) -> dict[str, Any]:
     """The decision document (``format`` 1) of ``cfg.policy`` for the running ``jobs``.
 
@@ -100,6 +108,12 @@ def decide(
         The version this document will carry; also the policy's epoch (reproducible random choices).
     cause
         The event that triggered the recompute.
+    memo
+        Pure per-job results the policy may reuse from the previous decision
+        (:mod:`commsched.scheduling.memo`); the caller must drop it when a job id's record changes.
+    port_cache
+        ``(src NIC, dst NIC, path index) -> source port`` under ``cfg.hash_name`` on this topology,
+        filled as ports are computed (the search over the port range is the costly part).
 
     Returns
     -------
@@ -120,7 +134,7 @@ def decide(
     reserve = any(j.profiling for j in ordered) and cfg.priority_levels >= 2
     levels = cfg.priority_levels - 1 if reserve else cfg.priority_levels
     state = ClusterState(topology=topology, jobs=tuple(placed), priority_levels=levels)
-    plan = plans[cfg.policy](state, PolicyContext(seed=cfg.seed, now_s=0.0, epoch=version))
+    plan = plans[cfg.policy](state, PolicyContext(seed=cfg.seed, now_s=0.0, epoch=version, memo=memo))
     d = plan.decisions
     ranking = {str(k): v for k, v in d.ranking.items()}
     classes = {j.id: d.class_of(JobId(j.id)) for j in ordered}
@@ -143,7 +157,7 @@ def decide(
             "compute_s": j.compute_s,
             "comm_bytes": j.comm_bytes,
         }
-    conns, load = _connections(topology, cfg, placed, d.routes)
+    conns, load = _connections(topology, cfg, placed, d.routes, {} if port_cache is None else port_cache)
     return {
         "format": DECISION_FORMAT,
         "version": version,
@@ -165,25 +179,36 @@ def _hosts(topology: Topology, gpus: Sequence[str]) -> list[str]:
 
 
 def _connections(
-    topology: Topology, cfg: ClusterConfig, placed: Sequence[PlacedJob], routes: Any
+    topology: Topology,
+    cfg: ClusterConfig,
+    placed: Sequence[PlacedJob],
+    routes: Any,
+    port_cache: dict[tuple[str, str, int], int],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every inter-host connection with its path and model source port; planned bytes per link."""
-    from commsched.scheduling.paths import connection_ports
+    """Every inter-host connection with its path and model source port; planned bytes per link.
+
+    Ports are :func:`commsched.topology.ecmp.port_for_path`, as
+    :func:`commsched.scheduling.paths.connection_ports` (``commsched plan``) computes them.
+    """
     from commsched.scheduling.routing import network_pair
     from commsched.scheduling.traffic import job_connections
+    from commsched.topology.ecmp import port_for_path
 
     conns: list[dict[str, Any]] = []
     load: dict[int, dict[str, Any]] = {}
     for job in placed:
         rank_of = {g: r for r, g in enumerate(job.gpus)}
         keys = job_connections(topology, job)
-        chosen = {k: routes.get(k, 0) for k in keys if network_pair(topology, k) is not None}
-        ports = connection_ports(topology, chosen, hash_name=cfg.hash_name)
-        for key, index in chosen.items():
+        for key in keys:
             pair = network_pair(topology, key)
-            assert pair is not None  # filtered above
+            if pair is None:
+                continue
             paths = topology.equal_cost_paths(*pair)
-            path = paths[index % len(paths)]
+            index = routes.get(key, 0) % len(paths)
+            path = paths[index]
+            ck = (pair[0], pair[1], index)
+            if ck not in port_cache:
+                port_cache[ck] = port_for_path(topology, pair[0], pair[1], index, cfg.hash_name)
             conns.append(
                 {
                     "job": str(key.job),
@@ -193,11 +218,11 @@ def _connections(
                     "dst": str(key.dst),
                     "src_nic": pair[0],
                     "dst_nic": pair[1],
-                    "path_index": index % len(paths),
+                    "path_index": index,
                     "n_paths": len(paths),
                     "path": [str(n) for n in path.nodes],
                     "links": [int(x) for x in path.links],
-                    "src_port": ports.get(key),
+                    "src_port": port_cache[ck],
                 }
             )
             for link in path.links:

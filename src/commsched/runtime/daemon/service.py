@@ -26,6 +26,7 @@ from commsched.runtime.daemon.decide import Cause, decide
 from commsched.runtime.daemon.jobs import JobRequest, StateConflictError, UnknownJobError, resolve_job
 from commsched.runtime.daemon.records import ClusterConfig, JobRecord, ProfileRecord
 from commsched.runtime.daemon.store import Store
+from commsched.scheduling.memo import Memo
 from commsched.topology import Topology
 
 __all__ = ["DaemonService"]
@@ -96,6 +97,12 @@ class DaemonService:
         self._jobs = {j.id: j for j in store.jobs()}
         self._hosts = store.hosts()
         self._counters: dict[str, dict[str, Any]] = {}
+        self._views: dict[str, str] = {}
+        self._memos: dict[int, Memo] = {}
+        self._memo_jobs: dict[str, JobRecord] = {}
+        self._memo_key: tuple[str, int, str] | None = None
+        self._ports: dict[tuple[str, str, int], int] = {}
+        self._ports_topo: Topology | None = None
         now = clock()
         self._beats = dict.fromkeys(self._jobs, now)
         latest = store.latest_decision()
@@ -174,11 +181,39 @@ class DaemonService:
             "nic_ips": {n: ips[n] for n in sorted(used) if n in ips},
         }
 
+    def host_view_body(self, host: str) -> str:
+        """:meth:`host_view` as JSON text, cached until the next decision or host registration."""
+        with self._lock:
+            body = self._views.get(host)
+            if body is None:
+                body = json.dumps(self.host_view(host), separators=(",", ":"))
+                self._views[host] = body
+            return body
+
     def add_listener(self, fn: Callable[[int], None]) -> None:
         """``fn(version)`` runs after each new decision is committed (from the committing thread)."""
         self._listeners.append(fn)
 
     # --------------------------------------------------------------------------------- mutations
+    def _memo_for(self, cfg: ClusterConfig, topo: Topology, jobs: dict[str, JobRecord]) -> Memo:
+        """The policy's memo for this decision (one per priority-level count).
+
+        The memo keys per-job values by job id, so every memo is dropped when the cluster, the policy or
+        the record behind a known job id changes (a profile update, an id reused after its job ended);
+        job starts and ends keep it, which is where it pays.
+        """
+        key = (cfg.policy, cfg.seed, json.dumps(cfg.topology, sort_keys=True))
+        if key != self._memo_key or any(self._memo_jobs.get(j, r) != r for j, r in jobs.items()):
+            self._memos = {}
+            self._memo_jobs = {}
+            self._memo_key = key
+        if topo is not self._ports_topo:
+            self._ports, self._ports_topo = {}, topo
+        self._memo_jobs.update(jobs)
+        reserve = any(j.profiling for j in jobs.values()) and cfg.priority_levels >= 2
+        levels = cfg.priority_levels - 1 if reserve else cfg.priority_levels
+        return self._memos.setdefault(levels, Memo())
+
     def _commit(
         self,
         jobs: dict[str, JobRecord],
@@ -204,7 +239,16 @@ class DaemonService:
                 "link_load": [],
             }
         else:
-            doc = decide(topo, cfg, list(jobs.values()), version=version, cause=cause)
+            memo = self._memo_for(cfg, topo, jobs)
+            doc = decide(
+                topo,
+                cfg,
+                list(jobs.values()),
+                version=version,
+                cause=cause,
+                memo=memo,
+                port_cache=self._ports,
+            )
         doc["created_s"] = now
         body = json.dumps(doc, separators=(",", ":"))
         with self.store.atomic():
@@ -225,6 +269,7 @@ class DaemonService:
             self._beats.pop(jid, None)
         self._jobs = dict(jobs)
         self._version, self._body, self._doc = version, body, doc
+        self._views = {}
         for fn in self._listeners:
             fn(version)
         return version
@@ -300,6 +345,7 @@ class DaemonService:
                 self.store.put_host(name, body, now)
                 self.store.add_event(now, "host-register", None, {"host": name, **body})
             self._hosts[name] = body
+            self._views = {}
 
     def put_counters(self, host: str, counters: dict[str, Any]) -> None:
         with self._lock:
