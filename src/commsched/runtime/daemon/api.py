@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Path as FastPath
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -239,7 +240,7 @@ def create_app(service: DaemonService, *, token: str, tick_s: float | None = Non
         return StreamingResponse(events(), media_type="text/event-stream")
 
     @app.get("/v1/decisions/{version}", dependencies=read)
-    def get_decision(version: int) -> Response:
+    def get_decision(version: Annotated[int, FastPath(ge=0, le=2**62)]) -> Response:
         row = service.store.decision(version)
         if row is None:
             raise UnknownJobError(f"no decision version {version}", where="version")

@@ -198,15 +198,23 @@ class DaemonService:
     def _memo_for(self, cfg: ClusterConfig, topo: Topology, jobs: dict[str, JobRecord]) -> Memo:
         """The policy's memo for this decision (one per priority-level count).
 
-        The memo keys per-job values by job id, so every memo is dropped when the cluster, the policy or
-        the record behind a known job id changes (a profile update, an id reused after its job ended);
-        job starts and ends keep it, which is where it pays.
+        The scheduling layer keys per-job values by job id (``("flows", id)``, ``("facts", id, ...)``,
+        ``("solo", id, ...)``) and keeps Crux's greedy trail by job id and weight; values keyed by the
+        numbers themselves (correction factors) stay valid. When the record behind a known id changes (a
+        profile update, an id reused after its job ended) that job's values and the trail are discarded;
+        a change of cluster, policy or seed drops the memos altogether.
         """
         key = (cfg.policy, cfg.seed, json.dumps(cfg.topology, sort_keys=True))
-        if key != self._memo_key or any(self._memo_jobs.get(j, r) != r for j, r in jobs.items()):
-            self._memos = {}
-            self._memo_jobs = {}
-            self._memo_key = key
+        if key != self._memo_key:
+            self._memos, self._memo_jobs, self._memo_key = {}, {}, key
+        changed = {j for j, r in jobs.items() if self._memo_jobs.get(j, r) != r}
+        if changed:
+
+            def stale(k: object) -> bool:
+                return isinstance(k, tuple) and len(k) > 1 and (k[0] == "greedy-trail" or k[1] in changed)
+
+            for memo in self._memos.values():
+                memo.discard(stale)
         if topo is not self._ports_topo:
             self._ports, self._ports_topo = {}, topo
         self._memo_jobs.update(jobs)
