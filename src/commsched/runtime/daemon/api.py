@@ -101,12 +101,15 @@ def create_app(service: DaemonService, *, token: str, tick_s: float | None = Non
                 await run_in_threadpool(service.tick)
 
         task = asyncio.create_task(ticker())
+        warm = loop.run_in_executor(None, service.warm)  # caches only; decides nothing
         try:
             yield
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            with contextlib.suppress(Exception):
+                await warm
 
     app = FastAPI(
         title="commsched scheduling daemon",
@@ -151,7 +154,13 @@ def create_app(service: DaemonService, *, token: str, tick_s: float | None = Non
 
     @app.get("/health", dependencies=read)
     async def health() -> dict[str, Any]:
-        return {"status": "ok", "api": API_VERSION, "version": service.version, "jobs": len(service.jobs())}
+        return {
+            "status": "ok",
+            "api": API_VERSION,
+            "version": service.version,
+            "jobs": len(service.jobs()),
+            "caches_warm": service.warmed,
+        }
 
     @app.get("/v1/cluster", dependencies=read)
     async def get_cluster() -> dict[str, Any]:

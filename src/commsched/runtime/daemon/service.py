@@ -98,6 +98,7 @@ class DaemonService:
         self._hosts = store.hosts()
         self._counters: dict[str, dict[str, Any]] = {}
         self._views: dict[str, str] = {}
+        self.warmed = False
         self._memos: dict[int, Memo] = {}
         self._memo_jobs: dict[str, JobRecord] = {}
         self._memo_key: tuple[str, int, str] | None = None
@@ -257,6 +258,7 @@ class DaemonService:
                 memo=memo,
                 port_cache=self._ports,
             )
+            self.warmed = True  # any decision fills the caches
         doc["created_s"] = now
         body = json.dumps(doc, separators=(",", ":"))
         with self.store.atomic():
@@ -281,6 +283,29 @@ class DaemonService:
         for fn in self._listeners:
             fn(version)
         return version
+
+    def warm(self) -> None:
+        """Fill the policy memo and the port cache for the current jobs; stores and publishes nothing.
+
+        A restarted daemon runs this in the background so the first event after a restart does not pay
+        for the caches (path table, correction factors, source-port searches) on its own.
+        """
+        with self._lock:
+            if self._topo is None or not self._jobs:
+                self.warmed = True
+                return
+            memo = self._memo_for(self._cfg, self._topo, self._jobs)
+            cause = Cause(kind="warm-up")
+            decide(
+                self._topo,
+                self._cfg,
+                list(self._jobs.values()),
+                version=self._version + 1,
+                cause=cause,
+                memo=memo,
+                port_cache=self._ports,
+            )
+            self.warmed = True
 
     def start_job(self, req: JobRequest) -> tuple[JobRecord, int]:
         """A job starts: place it (when asked to), give it the top class, recompute."""
