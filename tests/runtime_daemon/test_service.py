@@ -175,3 +175,18 @@ def test_memo_and_port_cache_never_change_a_decision(tmp_path: Path) -> None:
         fresh = decide(svc.topology, svc.config, svc.jobs(), version=svc.version, cause=Cause(**doc["cause"]))
         doc.pop("created_s")
         assert doc == json.loads(json.dumps(fresh))
+
+
+def test_warm_up_fills_the_caches_and_decides_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "d.db"
+    svc = _svc(db, FakeClock())
+    _start(svc, "a", ("h0", "h4"))
+    _start(svc, "b", ("h1", "h5"))
+    body = svc.latest_body()
+    svc.store.close()
+    again = _svc(db, FakeClock())
+    assert not again.warmed and again._ports == {}
+    again.warm()
+    assert again.warmed and again._ports and any(len(m) for m in again._memos.values())
+    assert again.version == 2 and again.latest_body() == body
+    assert [r.version for r in again.store.history(10)] == [2, 1]
