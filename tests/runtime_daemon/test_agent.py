@@ -11,7 +11,14 @@ import httpx
 import pytest
 
 from commsched.errors import InputError
-from commsched.runtime.agent import NullCounters, ProbeTable, answer, load_probe_table, parse_probe_table
+from commsched.runtime.agent import (
+    CounterSource,
+    NullCounters,
+    ProbeTable,
+    answer,
+    load_probe_table,
+    parse_probe_table,
+)
 from commsched.runtime.agent.app import create_agent_app
 from commsched.runtime.agent.counters import ProcNetDevCounters, counter_source
 from commsched.runtime.agent.follower import Follower, read_state
@@ -67,7 +74,9 @@ def stack(tmp_path: Path, live: Callable[[Any], LiveServer]) -> Iterator[dict[st
     followers: list[Follower] = []
     clients: list[httpx.Client] = []
 
-    def make_agent(host: str, table: ProbeTable | None = None) -> tuple[Follower, httpx.Client]:
+    def make_agent(
+        host: str, table: ProbeTable | None = None, counters: CounterSource | None = None
+    ) -> tuple[Follower, httpx.Client]:
         f = Follower(
             daemon=dsrv.url,
             host=host,
@@ -78,7 +87,7 @@ def stack(tmp_path: Path, live: Callable[[Any], LiveServer]) -> Iterator[dict[st
         )
         followers.append(f)
         f.start()
-        asrv = live(create_agent_app(f, table=table, counters=NullCounters()))
+        asrv = live(create_agent_app(f, table=table, counters=counters or NullCounters()))
         clients.append(httpx.Client(base_url=asrv.url, timeout=10))
         return f, clients[-1]
 
@@ -175,3 +184,15 @@ def test_agent_keeps_serving_without_the_daemon_and_restarts_from_disk(stack: di
         assert out is not None and out["src_port"] == before["src_port"]
     finally:
         again._client.close()
+
+
+def test_agent_reports_link_counters_when_asked(stack: dict[str, Any]) -> None:
+    dev = stack["tmp"] / "netdev"
+    dev.write_text("h\nh\n  veth0: 1000 10 0 0 0 0 0 0 2000 20 0 0 0 0 0 0\n")
+    follower, agent = stack["make_agent"]("h0", None, ProcNetDevCounters(path=dev))
+    wait_until(lambda: follower.registered, what="agent registered")
+    local = agent.get("/v1/counters").json()
+    assert local["counters"]["veth0.tx_bytes"] == 2000 and local["reported"] is False
+    assert stack["svc"].hosts()["h0"]["counters"] is None
+    assert agent.get("/v1/counters", params={"report": "true"}).json()["reported"] is True
+    assert stack["svc"].hosts()["h0"]["counters"]["veth0.rx_packets"] == 10
