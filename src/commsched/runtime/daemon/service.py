@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from commsched.errors import CommschedError, InputError
+from commsched.runtime.daemon.cluster import build_cluster, check_names
 from commsched.runtime.daemon.decide import Cause, decide
 from commsched.runtime.daemon.jobs import JobRequest, StateConflictError, UnknownJobError, resolve_job
 from commsched.runtime.daemon.records import ClusterConfig, JobRecord, ProfileRecord
@@ -30,40 +30,6 @@ from commsched.scheduling.memo import Memo
 from commsched.topology import Topology
 
 __all__ = ["DaemonService"]
-
-
-def _build(cfg: ClusterConfig) -> Topology | None:
-    from commsched.topology.builders import build_topology
-
-    if not cfg.topology:
-        return None
-    params = {k: v for k, v in cfg.topology.items() if k != "kind"}
-    kind = cfg.topology.get("kind")
-    if not isinstance(kind, str):
-        raise InputError(
-            "missing or not a string", where="topology.kind", expected="a topology kind such as crux_testbed"
-        )
-    try:
-        return build_topology(kind, params, where="topology")
-    except InputError:
-        raise
-    except (TypeError, ValueError, ArithmeticError, CommschedError) as exc:
-        raise InputError(
-            f"cannot build it: {exc}", where="topology", expected="valid builder parameters"
-        ) from None
-
-
-def _check_names(cfg: ClusterConfig) -> None:
-    from commsched.catalog import placement_registry
-    from commsched.errors import UnknownNameError
-    from commsched.scheduling.policies import communication_plans
-    from commsched.topology.hashes import hash_functions
-
-    plans = communication_plans()
-    if cfg.policy not in plans:
-        raise UnknownNameError("policy", cfg.policy, list(plans), where="policy")
-    placement_registry().get(cfg.placement, where="placement")
-    hash_functions().get(cfg.hash_name, where="hash")
 
 
 class DaemonService:
@@ -88,8 +54,8 @@ class DaemonService:
         self._listeners: list[Callable[[int], None]] = []
         stored = store.config()
         self._cfg = stored or default
-        _check_names(self._cfg)
-        self._topo = _build(self._cfg)
+        check_names(self._cfg)
+        self._topo = build_cluster(self._cfg)
         if stored is None:
             with store.atomic():
                 store.put_config(self._cfg)
@@ -355,14 +321,14 @@ class DaemonService:
     def set_cluster(self, cfg: ClusterConfig) -> int:
         """Change the cluster (topology, levels, policy, ...); refused while jobs run on another topology."""
         with self._lock:
-            _check_names(cfg)
+            check_names(cfg)
             if self._jobs and cfg.topology != self._cfg.topology:
                 raise StateConflictError(
                     f"{len(self._jobs)} jobs are running",
                     where="topology",
                     expected="the same topology while jobs run",
                 )
-            topo = self._topo if cfg.topology == self._cfg.topology else _build(cfg)
+            topo = self._topo if cfg.topology == self._cfg.topology else build_cluster(cfg)
             return self._commit(
                 dict(self._jobs),
                 [("cluster", None, cfg.to_json())],
