@@ -63,6 +63,25 @@ class Memo:
     def __len__(self) -> int:
         return len(self._values)
 
+    def discard(self, drop: Callable[[Hashable], bool]) -> int:
+        """Forget every value whose key ``drop(key)`` selects; returns how many were forgotten.
+
+        For an owner whose records can change under the same id (the runtime daemon: a job's measured
+        profile replaces its declared one), so values computed from the old record are not reused.
+
+        Examples
+        --------
+        >>> memo = Memo()
+        >>> memo.get(("flows", "a"), lambda: 1), memo.get(("flows", "b"), lambda: 2)
+        (1, 2)
+        >>> memo.discard(lambda key: key[1] == "a"), len(memo)
+        (1, 1)
+        """
+        gone = [k for k in self._values if drop(k)]
+        for k in gone:
+            del self._values[k]
+        return len(gone)
+
 
 def maybe(memo: Memo | None, key: Hashable, compute: Callable[[], T]) -> T:
     """``memo.get(key, compute)``, or ``compute()`` when there is no memo."""
