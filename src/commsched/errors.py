@@ -73,3 +73,15 @@ class TopologyError(CommschedError):
 
 class InfeasibleError(CommschedError):
     """A decision problem has no solution (for example, a placement that cannot fit)."""
+
+
+class TransportError(CommschedError):
+    """The job library's data path failed: a peer died or timed out, or sent a malformed frame."""
+
+
+class PeerError(TransportError):
+    """A peer closed its connection, reset it, or did not answer within the timeout."""
+
+
+class ProtocolError(TransportError):
+    """A frame on the data path broke the wire format (magic, version, kind, sequence or length)."""

@@ -1,0 +1,98 @@
+"""Connection policies: which source port and DSCP a job's connection uses.
+
+A connection policy answers, for a directed connection ``(job, src rank, dst rank)``, the local source
+port the sender binds (which pins the ECMP path, as Crux does with the RoCEv2 UDP source port) and the
+DSCP both ends mark their packets with (which selects the switch queue of the job's priority class).
+The host agent is one such policy; :class:`StaticPolicy` is the plain in-process one.
+
+References
+----------
+Crux (SIGCOMM'24) §5.3: the transport sets the source port and traffic class of every connection.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from commsched.errors import InputError
+
+MAX_DSCP = 63
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Marking:
+    """How one directed connection is marked.
+
+    Attributes
+    ----------
+    source_port
+        Local TCP port the sender binds before connecting, or ``None`` for an ephemeral one.
+    dscp
+        Differentiated-services code point (0..63); the IP TOS byte is ``dscp << 2``.
+    """
+
+    source_port: int | None = None
+    dscp: int = 0
+
+    def __post_init__(self) -> None:
+        if self.source_port is not None and not 1 <= self.source_port <= 65535:
+            raise InputError(
+                f"source port {self.source_port} out of range", where="source_port", expected="1..65535"
+            )
+        if not 0 <= self.dscp <= MAX_DSCP:
+            raise InputError(f"DSCP {self.dscp} out of range", where="dscp", expected=f"0..{MAX_DSCP}")
+
+
+@runtime_checkable
+class ConnectionPolicy(Protocol):
+    """Anything that answers ``marking(job, src, dst)`` for a directed connection."""
+
+    def marking(self, job: str, src: int, dst: int) -> Marking:
+        """The marking of the connection from rank ``src`` to rank ``dst`` of ``job``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StaticPolicy:
+    """A fixed policy: one DSCP for the job, optional source ports per ``(src, dst)``.
+
+    Examples
+    --------
+    >>> p = StaticPolicy(dscp=46, source_ports={(0, 1): 40001})
+    >>> p.marking("j", 0, 1), p.marking("j", 1, 0).source_port
+    (Marking(source_port=40001, dscp=46), None)
+    """
+
+    dscp: int = 0
+    source_ports: Mapping[tuple[int, int], int] = field(default_factory=dict)
+
+    def marking(self, job: str, src: int, dst: int) -> Marking:
+        """The marking of ``src -> dst``: the fixed DSCP and the configured port, if any."""
+        return Marking(source_port=self.source_ports.get((src, dst)), dscp=self.dscp)
+
+
+DEFAULT_POLICY = StaticPolicy()
+
+
+def set_dscp(sock: socket.socket, dscp: int) -> None:
+    """Mark ``sock`` (open, listening or connected) with ``dscp``: ``IP_TOS`` or ``IPV6_TCLASS``.
+
+    The low two bits of the byte are ECN, which the kernel manages for TCP, hence ``dscp << 2``.
+    """
+    tos = dscp << 2
+    if sock.family == socket.AF_INET6:
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, tos)
+    else:
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+
+
+def get_dscp(sock: socket.socket) -> int:
+    """The DSCP ``sock`` currently marks its packets with (read back with ``getsockopt``)."""
+    if sock.family == socket.AF_INET6:
+        tos = sock.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS)
+    else:
+        tos = sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS)
+    return int(tos) >> 2
