@@ -1,0 +1,165 @@
+"""Source port and DSCP are really applied: read back with getsockopt, and seen on the wire."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from commsched.runtime import Communicator, Marking, init
+from commsched.runtime.transport.policy import get_dscp
+
+from .helpers import run_ranks
+
+
+def free_ports(k: int) -> list[int]:
+    """``k`` distinct ports that are free now (bound to port 0, then released)."""
+    socks = [socket.socket() for _ in range(k)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+@dataclass
+class TablePolicy:
+    """A mutable policy (as the host agent's answers change between decision versions)."""
+
+    dscp: int
+    ports: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    def marking(self, job: str, src: int, dst: int) -> Marking:
+        return Marking(source_port=self.ports.get((src, dst)), dscp=self.dscp)
+
+
+def test_source_port_and_dscp_on_both_ends() -> None:
+    n = 3
+    ports = free_ports(n)
+    policy = TablePolicy(dscp=46, ports={(r, (r + 1) % n): ports[r] for r in range(n)})
+
+    def body(c: Communicator) -> tuple[list, int]:
+        c.all_reduce(np.ones(1000))
+        return c.connections(), get_dscp(c.group._listener)
+
+    results = run_ranks(n, body, policy=policy)
+    for r, (conns, listen_dscp) in enumerate(results):
+        assert listen_dscp == 46
+        out = [x for x in conns if x.direction == "out"]
+        inc = [x for x in conns if x.direction == "in"]
+        assert [(x.peer, x.local[1], x.dscp) for x in out] == [((r + 1) % n, ports[r], 46)]
+        # the receiving end sees the sender's pinned source port and marks its own segments too
+        assert [(x.peer, x.remote[1], x.dscp) for x in inc] == [((r - 1) % n, ports[(r - 1) % n], 46)]
+
+
+def test_remark_live_connections_and_rebind_source_port() -> None:
+    n = 2
+    first, second = free_ports(2), free_ports(2)
+    policy = TablePolicy(dscp=46, ports={(0, 1): first[0], (1, 0): first[1]})
+    seen: dict[int, list] = {}
+
+    def body(c: Communicator) -> np.ndarray:
+        x = c.all_reduce(np.full(100, 1.0 + c.rank))
+        before = c.connections()
+        c.all_reduce(np.zeros(1))  # both ranks are past the first check before the policy changes
+        if c.rank == 0:
+            policy.dscp = 10
+        c.all_reduce(np.zeros(1))
+        c.refresh_policy()
+        c.all_reduce(x)
+        mid = c.connections()
+        c.all_reduce(np.zeros(1))
+        if c.rank == 0:
+            policy.ports = {(0, 1): second[0], (1, 0): second[1]}
+        c.all_reduce(np.zeros(1))
+        c.refresh_policy()
+        c.all_reduce(x)
+        seen[c.rank] = [before, mid, c.connections()]
+        return x
+
+    for x in run_ranks(n, body, policy=policy):
+        np.testing.assert_array_equal(x, np.full(100, 12.0))  # (1+2) -> 6 -> 12: still correct
+    for r in range(n):
+        before, mid, after = seen[r]
+        assert {(x.direction, x.dscp) for x in before} == {("out", 46), ("in", 46)}
+        assert {(x.direction, x.dscp) for x in mid} == {("out", 10), ("in", 10)}
+        assert [x.local for x in mid if x.direction == "out"] == [
+            x.local for x in before if x.direction == "out"
+        ]
+        assert [x.local[1] for x in after if x.direction == "out"] == [second[r]]
+        assert [x.remote[1] for x in after if x.direction == "in"] == [second[1 - r]]
+        assert {x.dscp for x in after} == {10}
+
+
+def _pcap_packets(path: Path) -> list[tuple[int, int, int, int]]:
+    """(dscp, sport, dport, tcp flags) of every IPv4/TCP packet of a pcap file (Ethernet or cooked)."""
+    data = path.read_bytes()
+    magic, _, _, _, _, _, linktype = struct.unpack("<IHHiIII", data[:24])
+    assert magic == 0xA1B2C3D4, "little-endian microsecond pcap expected"
+    link_len = {1: 14, 113: 16, 276: 20}[linktype]
+    pos, rows = 24, []
+    while pos + 16 <= len(data):
+        _, _, caplen, _ = struct.unpack("<IIII", data[pos : pos + 16])
+        pkt = data[pos + 16 : pos + 16 + caplen]
+        pos += 16 + caplen
+        ip = pkt[link_len:]
+        if len(ip) < 20 or ip[0] >> 4 != 4 or ip[9] != 6:
+            continue
+        ihl = (ip[0] & 0xF) * 4
+        sport, dport = struct.unpack("!HH", ip[ihl : ihl + 4])
+        rows.append((ip[1] >> 2, sport, dport, ip[ihl + 13]))
+    return rows
+
+
+@pytest.mark.skipif(shutil.which("tcpdump") is None, reason="tcpdump not installed (apt package tcpdump)")
+@pytest.mark.skipif(os.geteuid() != 0, reason="capturing on loopback needs root")
+def test_capture_on_loopback_shows_port_and_dscp_both_ways() -> None:
+    sport, dport = free_ports(2)
+    # rank 1 listens on a known port so that the capture filter can name the connection.
+    # Fixed peers: rank 0 listens on an ephemeral port it never uses (no data flows 1 -> 0).
+    policy = TablePolicy(dscp=26, ports={(0, 1): sport})
+    with tempfile.TemporaryDirectory(prefix="csx-cap-") as tmp:
+        pcap = Path(tmp) / "lo.pcap"
+        cmd = ["tcpdump", "-i", "lo", "-U", "-n", "-w", str(pcap), f"tcp port {sport} and tcp port {dport}"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(1.0)  # tcpdump needs a moment before it captures
+            (p0,) = free_ports(1)
+            peers = [("127.0.0.1", p0), ("127.0.0.1", dport)]
+
+            def rank(r: int) -> None:
+                with init(job="csx-cap", rank=r, world_size=2, peers=peers, policy=policy, timeout_s=10) as c:
+                    if r == 0:
+                        c.send(np.arange(200_000.0), 1)
+                    else:
+                        c.recv(np.empty(200_000), 0)
+
+            threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(30)
+            time.sleep(0.5)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        rows = _pcap_packets(pcap)
+    forward = [r for r in rows if r[1] == sport and r[2] == dport]
+    backward = [r for r in rows if r[1] == dport and r[2] == sport]
+    syn_ack = [r for r in backward if r[3] & 0x12 == 0x12]
+    assert len(forward) > 5 and len(backward) > 1, rows[:5]
+    assert {r[0] for r in forward} == {26}
+    assert {r[0] for r in backward} == {26}
+    assert len(syn_ack) == 1  # marked by the listener before accept
