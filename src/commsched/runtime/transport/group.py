@@ -38,8 +38,9 @@ from commsched.runtime.transport.wire import (
     send_all,
 )
 
-ByteObserver = Callable[[float, int], None]
-"""Called with ``(time.monotonic(), bytes)`` for every chunk a group sends (the profiler's input)."""
+ByteObserver = Callable[[float, float, int], None]
+"""Called with ``(start, end, bytes)`` (``time.monotonic()``) for every chunk a group sends (the
+profiler's input)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -239,9 +240,10 @@ class Group:
         chunk = self.config.chunk_bytes
         for start in range(0, len(data), chunk):
             piece = data[start : start + chunk]
+            t0 = time.monotonic()
             send_all(sock, piece, who=who)
             if self.observer is not None:
-                self.observer(time.monotonic(), len(piece))
+                self.observer(t0, time.monotonic(), len(piece))
 
     def send_async(self, dst: int, data: memoryview, *, seq: int, step: int) -> Future[None]:
         """Queue ``data`` (bytes) for ``dst`` as one DATA frame; sends happen in order on one thread."""
