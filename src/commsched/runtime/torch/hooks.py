@@ -17,7 +17,7 @@ from commsched.runtime.transport.wire import make_listener
 
 def allreduce_hook(
     comm: Communicator,
-    bucket: dist.GradBucket,  # type: ignore[name-defined]  # exported at run time only; DDP checks it
+    bucket: dist.GradBucket,  # type: ignore[name-defined,unused-ignore]  # exported at run time only; DDP checks it
 ) -> torch.futures.Future[torch.Tensor]:
     """DDP communication hook: sum ``bucket.buffer()`` over all ranks with commsched, divide by ranks.
 
