@@ -1,6 +1,7 @@
 """Benchmark: ring all-reduce over commsched's transport against raw Python TCP, on loopback.
 
-Four rank processes (``--ranks``) run, alternately and ``--repeats`` times each:
+Four rank processes (``--ranks``) run, alternately (the order flips every repeat) and ``--repeats``
+times each:
 
 * **raw**: every rank sends ``B`` bytes to the next rank of the ring with plain ``sendall`` (4 MiB
   pieces, on a thread) while it receives ``B`` bytes from the previous one with ``recv_into`` into a
@@ -80,15 +81,17 @@ def _worker(rank: int, n: int, store_addr: tuple[str, int], size_mib: int, repea
     comm.all_reduce(np.ones(1024, dtype=np.float32))  # open the ring's connections
     raw_t, ar_t = [], []
     for i in range(repeats):
-        _barrier(store, f"raw-{i}", rank, n)
-        raw_t.append(_raw_round(out_sock, in_sock, per_link, buf))
-        x.fill(rank + 1)
-        _barrier(store, f"ar-{i}", rank, n)
-        t0 = time.perf_counter()
-        comm.all_reduce(x)
-        ar_t.append(time.perf_counter() - t0)
-        if not (x[0] == x[-1] == n * (n + 1) / 2 and x[elems // 2] == x[0]):
-            raise SystemExit(f"rank {rank}: wrong all-reduce result {x[0]}")
+        for kind in ("raw", "ar") if i % 2 == 0 else ("ar", "raw"):  # alternate the order
+            x.fill(rank + 1)
+            _barrier(store, f"{kind}-{i}", rank, n)
+            if kind == "raw":
+                raw_t.append(_raw_round(out_sock, in_sock, per_link, buf))
+                continue
+            t0 = time.perf_counter()
+            comm.all_reduce(x)
+            ar_t.append(time.perf_counter() - t0)
+            if not (x[0] == x[-1] == n * (n + 1) / 2 and x[elems // 2] == x[0]):
+                raise SystemExit(f"rank {rank}: wrong all-reduce result {x[0]}")
     q.put((rank, per_link, raw_t, ar_t))
     _barrier(store, "done", rank, n)
     comm.close()
