@@ -18,6 +18,7 @@ def run_ranks(
     policy: ConnectionPolicy = DEFAULT_POLICY,
     timeout_s: float = 10.0,
     ranks_per_host: int | None = None,
+    policy_refresh_s: float | None = None,
 ) -> list[Any]:
     """``fn(comm)`` on ``n`` ranks at once; returns the results in rank order, re-raising any error."""
     results: list[Any] = [None] * n
@@ -34,6 +35,7 @@ def run_ranks(
                     policy=policy,
                     timeout_s=timeout_s,
                     ranks_per_host=ranks_per_host,
+                    policy_refresh_s=policy_refresh_s,
                 ) as comm:
                     results[r] = fn(comm)
             except BaseException as exc:

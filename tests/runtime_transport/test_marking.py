@@ -163,3 +163,38 @@ def test_capture_on_loopback_shows_port_and_dscp_both_ways() -> None:
     assert {r[0] for r in forward} == {26}
     assert {r[0] for r in backward} == {26}
     assert len(syn_ack) == 1  # marked by the listener before accept
+
+
+def test_one_source_port_serves_several_peers() -> None:
+    n = 3
+    ports = free_ports(n)
+    policy = TablePolicy(dscp=8, ports={(r, d): ports[r] for r in range(n) for d in range(n) if d != r})
+    inputs = [np.arange(n * 4, dtype=np.int64).reshape(n, 4) + 100 * r for r in range(n)]
+
+    def body(c: Communicator) -> tuple[np.ndarray, list]:
+        return c.all_to_all(inputs[c.rank]), c.connections()
+
+    for r, (out, conns) in enumerate(run_ranks(n, body, policy=policy)):
+        np.testing.assert_array_equal(out, np.stack([inputs[i][r] for i in range(n)]))
+        assert sorted((x.peer, x.local[1]) for x in conns if x.direction == "out") == [
+            (d, ports[r]) for d in range(n) if d != r
+        ]
+
+
+def test_policy_refresh_interval_remarks_without_the_job_asking() -> None:
+    policy = TablePolicy(dscp=46)
+    seen: dict[int, tuple[set[int], set[int]]] = {}
+
+    def body(c: Communicator) -> None:
+        c.all_reduce(np.ones(10))
+        before = {x.dscp for x in c.connections()}
+        c.all_reduce(np.ones(10))
+        if c.rank == 0:
+            policy.dscp = 12
+        c.all_reduce(np.ones(10))
+        time.sleep(0.3)
+        c.all_reduce(np.ones(10))  # due refresh happens at the start of this collective
+        seen[c.rank] = (before, {x.dscp for x in c.connections()})
+
+    run_ranks(2, body, policy=policy, policy_refresh_s=0.2)
+    assert seen == {0: ({46}, {12}), 1: ({46}, {12})}

@@ -101,13 +101,15 @@ def init(
     timeout_s: float = 30.0,
     ranks_per_host: int | None = None,
     observer: ByteObserver | None = None,
+    policy_refresh_s: float | None = None,
 ) -> Communicator:
     """Join a job's group, either from an explicit ``peers`` list or through a rendezvous ``store``.
 
     With ``peers`` this rank listens on ``peers[rank]``. With ``store`` (a
     :class:`~commsched.runtime.transport.store.StoreServer` address) it listens on ``(host, 0)`` and
     exchanges addresses through the store. ``observer`` receives every sent chunk (see
-    :class:`~commsched.runtime.profiler.Profiler`).
+    :class:`~commsched.runtime.profiler.Profiler`); ``policy_refresh_s`` re-asks the policy that often
+    (see :class:`~commsched.runtime.transport.group.GroupConfig`).
     """
     if (peers is None) == (store is None):
         raise InputError(
@@ -136,6 +138,7 @@ def init(
         policy=policy,
         timeout_s=timeout_s,
         ranks_per_host=ranks_per_host,
+        policy_refresh_s=policy_refresh_s,
     )
     return Communicator(Group(config, listener=listener, observer=observer))
 
@@ -147,8 +150,8 @@ def init_from_env(
 
     ``RANK`` and ``WORLD_SIZE`` (as ``torchrun`` sets them), ``COMMSCHED_JOB`` (default ``"job"``),
     and either ``COMMSCHED_STORE=host:port`` or ``COMMSCHED_PEERS=host:port,host:port,...``;
-    optional ``COMMSCHED_HOST`` (listen address with a store), ``COMMSCHED_TIMEOUT_S`` and
-    ``COMMSCHED_RANKS_PER_HOST``.
+    optional ``COMMSCHED_HOST`` (listen address with a store), ``COMMSCHED_TIMEOUT_S``,
+    ``COMMSCHED_RANKS_PER_HOST`` and ``COMMSCHED_POLICY_REFRESH_S``.
     """
     env = os.environ
 
@@ -172,6 +175,7 @@ def init_from_env(
     )
     store = None if peers is not None else addr(need("COMMSCHED_STORE"), "COMMSCHED_STORE")
     rph = env.get("COMMSCHED_RANKS_PER_HOST")
+    refresh = env.get("COMMSCHED_POLICY_REFRESH_S")
     return init(
         job=env.get("COMMSCHED_JOB", "job"),
         rank=int(need("RANK")),
@@ -183,4 +187,5 @@ def init_from_env(
         timeout_s=float(env.get("COMMSCHED_TIMEOUT_S", "30")),
         ranks_per_host=int(rph) if rph else None,
         observer=observer,
+        policy_refresh_s=float(refresh) if refresh else None,
     )

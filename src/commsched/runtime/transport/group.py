@@ -64,6 +64,10 @@ class GroupConfig:
         Piece size of sends and of incremental reductions.
     ranks_per_host
         Ranks ``j*g .. j*g+g-1`` share host ``j`` (hierarchical ring); ``None``: one rank per host.
+    policy_refresh_s
+        If set, the policy is asked again (:meth:`Group.refresh_policy`) at the start of the first
+        collective or send after this many seconds, so a new class or path reaches open connections
+        without the job doing anything; ``None``: only when the job calls ``refresh_policy``.
     """
 
     job: str
@@ -74,6 +78,7 @@ class GroupConfig:
     timeout_s: float = 30.0
     chunk_bytes: int = 4 << 20
     ranks_per_host: int | None = None
+    policy_refresh_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.world_size < 1:
@@ -114,6 +119,7 @@ class Group:
         self.config = config
         self.observer = observer
         self._seq = 0
+        self._refreshed = time.monotonic()
         self._p2p_sent: dict[int, int] = {}
         self._p2p_recv: dict[int, int] = {}
         self._closed = False
@@ -149,12 +155,18 @@ class Group:
         return str(host), int(port)
 
     def next_seq(self) -> int:
-        """The sequence number of the next collective (every rank calls collectives in the same order)."""
+        """The sequence number of the next collective (every rank calls collectives in the same order).
+
+        Also the point where a due policy refresh happens: no send is in flight between collectives.
+        """
+        self._maybe_refresh()
         self._seq += 1
         return self._seq
 
     def next_p2p(self, peer: int, *, sending: bool) -> int:
         """The sequence number of the next point-to-point message to (or from) ``peer``."""
+        if sending:
+            self._maybe_refresh()
         table = self._p2p_sent if sending else self._p2p_recv
         table[peer] = table.get(peer, 0) + 1
         return table[peer]
@@ -299,6 +311,11 @@ class Group:
             op(part, buf, out=part)
 
     # -- policy --------------------------------------------------------------------------------------
+    def _maybe_refresh(self) -> None:
+        every = self.config.policy_refresh_s
+        if every is not None and time.monotonic() - self._refreshed >= every:
+            self.refresh_policy()
+
     def refresh_policy(self) -> None:
         """Ask the policy again and apply changes to open connections.
 
@@ -307,6 +324,7 @@ class Group:
         and the next send reopens it from the new port. Call between collectives.
         """
         c = self.config
+        self._refreshed = time.monotonic()
         set_dscp(self._listener, self._listen_dscp())
         for dst, (sock, old) in list(self._out.items()):
             new = c.policy.marking(c.job, c.rank, dst)

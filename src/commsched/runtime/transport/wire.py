@@ -1,7 +1,8 @@
 """Socket-level pieces of the data path: listeners, marked connections, exact reads, framed writes.
 
 Each directed connection ``src -> dst`` is opened by the sender: it binds the source port its policy
-gives (``SO_REUSEADDR`` so a port in ``TIME_WAIT`` can be bound again), sets ``IP_TOS`` before
+gives (``SO_REUSEADDR`` so a port in ``TIME_WAIT`` can be bound again, ``SO_REUSEPORT`` so one port can
+serve connections to several peers, as a path's port does), sets ``IP_TOS`` before
 ``connect`` so that the SYN is marked, and sends a HELLO frame naming the job and both ranks. The
 listener is marked before ``listen`` so that SYN-ACKs are marked too, and every accepted socket is
 marked again with its own connection's DSCP (an accepted socket does not inherit a later change).
@@ -56,6 +57,7 @@ def open_connection(
         sock = socket.socket(family_of(address[0]), socket.SOCK_STREAM)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)  # one port, several peers
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             set_dscp(sock, marking.dscp)
             if marking.source_port is not None:
