@@ -75,6 +75,8 @@ def _worker(rank: int, n: int, store_addr: tuple[str, int], size_mib: int, repea
     nxt = json.loads(store.get(f"raw/{(rank + 1) % n}"))
     out_sock = socket.create_connection(tuple(nxt))
     in_sock, _ = lst.accept()
+    for s in (out_sock, in_sock):  # the same socket options as commsched's connections
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     buf = bytearray(PIECE)
     comm = init(job="csx-bench", rank=rank, world_size=n, store=store_addr, timeout_s=600)
     x = np.empty(elems, dtype=np.float32)
