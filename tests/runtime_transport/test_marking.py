@@ -198,3 +198,63 @@ def test_policy_refresh_interval_remarks_without_the_job_asking() -> None:
 
     run_ranks(2, body, policy=policy, policy_refresh_s=0.2)
     assert seen == {0: ({46}, {12}), 1: ({46}, {12})}
+
+
+def test_profiling_window_runs_at_the_top_class_then_drops() -> None:
+    from commsched.runtime import ProfilingWindowPolicy, StaticPolicy
+
+    until = time.monotonic() + 1.5  # generous: rendezvous on a loaded machine takes time
+    policy = ProfilingWindowPolicy(inner=StaticPolicy(dscp=10), top_dscp=46, until=until)
+
+    def body(c: Communicator) -> tuple[set[int], set[int]]:
+        c.all_reduce(np.ones(10))
+        during = {x.dscp for x in c.connections()}
+        time.sleep(max(until - time.monotonic(), 0) + 0.3)
+        c.all_reduce(np.ones(10))
+        return during, {x.dscp for x in c.connections()}
+
+    assert run_ranks(2, body, policy=policy, policy_refresh_s=0.2) == [({46}, {10})] * 2
+
+
+def _has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback (::1)")
+def test_ipv6_traffic_class_and_source_port() -> None:
+    with socket.socket(socket.AF_INET6) as s:
+        s.bind(("::1", 0))
+        sport = s.getsockname()[1]
+    peers = [("::1", p) for p in free_ports_v6(2)]
+    policy = TablePolicy(dscp=26, ports={(0, 1): sport})
+    results: dict[int, list] = {}
+
+    def rank(r: int) -> None:
+        with init(job="csx-v6", rank=r, world_size=2, peers=peers, policy=policy, timeout_s=10) as c:
+            c.all_reduce(np.arange(100.0))
+            results[r] = c.connections()
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    out0 = [x for x in results[0] if x.direction == "out"]
+    assert [(x.local, x.dscp) for x in out0] == [(("::1", sport), 26)]
+    assert {x.dscp for r in (0, 1) for x in results[r]} == {26}
+
+
+def free_ports_v6(k: int) -> list[int]:
+    socks = [socket.socket(socket.AF_INET6) for _ in range(k)]
+    try:
+        for s in socks:
+            s.bind(("::1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()

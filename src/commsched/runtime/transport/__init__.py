@@ -7,7 +7,14 @@ Modules: :mod:`.frame` (wire format), :mod:`.policy` (source port + DSCP per con
 
 from commsched.runtime.transport.communicator import Communicator, init, init_from_env
 from commsched.runtime.transport.group import ConnectionInfo, Group, GroupConfig
-from commsched.runtime.transport.policy import ConnectionPolicy, Marking, StaticPolicy, get_dscp, set_dscp
+from commsched.runtime.transport.policy import (
+    ConnectionPolicy,
+    Marking,
+    ProfilingWindowPolicy,
+    StaticPolicy,
+    get_dscp,
+    set_dscp,
+)
 from commsched.runtime.transport.store import StoreClient, StoreServer
 
 __all__ = [
@@ -17,6 +24,7 @@ __all__ = [
     "Group",
     "GroupConfig",
     "Marking",
+    "ProfilingWindowPolicy",
     "StaticPolicy",
     "StoreClient",
     "StoreServer",

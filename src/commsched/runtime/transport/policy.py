@@ -13,7 +13,8 @@ Crux (SIGCOMM'24) §5.3: the transport sets the source port and traffic class of
 from __future__ import annotations
 
 import socket
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -75,6 +76,36 @@ class StaticPolicy:
 
 
 DEFAULT_POLICY = StaticPolicy()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProfilingWindowPolicy:
+    """A new job's policy: the top class until its profiling window ends, then ``inner``'s class.
+
+    Crux profiles a new job at a unique top priority so that it sees no contention (§5); source ports
+    always come from ``inner``. With ``policy_refresh_s`` set on the group, open connections drop to
+    the job's own class by themselves once ``until`` has passed.
+
+    Examples
+    --------
+    >>> now = [0.0]
+    >>> p = ProfilingWindowPolicy(inner=StaticPolicy(dscp=10), top_dscp=46, until=30.0, clock=lambda: now[0])
+    >>> p.marking("j", 0, 1).dscp
+    46
+    >>> now[0] = 30.0
+    >>> p.marking("j", 0, 1).dscp
+    10
+    """
+
+    inner: ConnectionPolicy
+    top_dscp: int
+    until: float
+    clock: Callable[[], float] = time.monotonic
+
+    def marking(self, job: str, src: int, dst: int) -> Marking:
+        """``inner``'s marking, with the DSCP replaced by ``top_dscp`` before ``until``."""
+        m = self.inner.marking(job, src, dst)
+        return m if self.clock() >= self.until else Marking(source_port=m.source_port, dscp=self.top_dscp)
 
 
 def set_dscp(sock: socket.socket, dscp: int) -> None:
