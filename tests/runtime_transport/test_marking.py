@@ -258,3 +258,20 @@ def free_ports_v6(k: int) -> list[int]:
     finally:
         for s in socks:
             s.close()
+
+
+def test_plain_function_policy_and_bad_policy() -> None:
+    from commsched.errors import InputError
+    from commsched.runtime.transport.policy import as_policy
+
+    (sport,) = free_ports(1)
+
+    def fn(job: str, src: int, dst: int) -> tuple[int | None, int]:
+        assert job == "csx-test"
+        return (sport if src == 0 else None), 34
+
+    results = run_ranks(2, lambda c: (c.all_reduce(np.ones(3)), c.connections())[1], policy=as_policy(fn))
+    assert [(x.local[1], x.dscp) for x in results[0] if x.direction == "out"] == [(sport, 34)]
+    assert {x.dscp for conns in results for x in conns} == {34}
+    with pytest.raises(InputError, match="connection policy of type int"):
+        as_policy(7)  # type: ignore[arg-type]

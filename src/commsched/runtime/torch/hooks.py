@@ -11,7 +11,7 @@ import torch.distributed as dist
 from commsched.errors import InputError
 from commsched.runtime.transport.communicator import Communicator
 from commsched.runtime.transport.group import ByteObserver, Group, GroupConfig
-from commsched.runtime.transport.policy import DEFAULT_POLICY, ConnectionPolicy
+from commsched.runtime.transport.policy import DEFAULT_POLICY, ConnectionPolicy, PolicyFunction, as_policy
 from commsched.runtime.transport.wire import make_listener
 
 
@@ -39,7 +39,7 @@ def join_default_group(
     *,
     job: str,
     host: str = "127.0.0.1",
-    policy: ConnectionPolicy = DEFAULT_POLICY,
+    policy: ConnectionPolicy | PolicyFunction = DEFAULT_POLICY,
     timeout_s: float = 30.0,
     observer: ByteObserver | None = None,
 ) -> Communicator:
@@ -54,6 +54,7 @@ def join_default_group(
             where="join_default_group",
             expected="init_process_group first",
         )
+    policy = as_policy(policy)
     rank, world = dist.get_rank(), dist.get_world_size()
     listener = make_listener((host, 0), dscp=policy.marking(job, (rank - 1) % world, rank).dscp)
     addresses: list[Any] = [None] * world
@@ -74,7 +75,7 @@ def install(
     *,
     job: str,
     host: str = "127.0.0.1",
-    policy: ConnectionPolicy = DEFAULT_POLICY,
+    policy: ConnectionPolicy | PolicyFunction = DEFAULT_POLICY,
     timeout_s: float = 30.0,
     observer: ByteObserver | None = None,
 ) -> Communicator:

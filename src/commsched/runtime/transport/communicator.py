@@ -27,7 +27,7 @@ import numpy as np
 from commsched.errors import InputError
 from commsched.runtime.transport import collectives
 from commsched.runtime.transport.group import ByteObserver, ConnectionInfo, Group, GroupConfig
-from commsched.runtime.transport.policy import DEFAULT_POLICY, ConnectionPolicy
+from commsched.runtime.transport.policy import DEFAULT_POLICY, ConnectionPolicy, PolicyFunction, as_policy
 from commsched.runtime.transport.store import StoreClient, rendezvous
 from commsched.runtime.transport.wire import make_listener
 
@@ -97,7 +97,7 @@ def init(
     peers: list[tuple[str, int]] | None = None,
     store: tuple[str, int] | None = None,
     host: str = "127.0.0.1",
-    policy: ConnectionPolicy = DEFAULT_POLICY,
+    policy: ConnectionPolicy | PolicyFunction = DEFAULT_POLICY,
     timeout_s: float = 30.0,
     ranks_per_host: int | None = None,
     observer: ByteObserver | None = None,
@@ -105,12 +105,15 @@ def init(
 ) -> Communicator:
     """Join a job's group, either from an explicit ``peers`` list or through a rendezvous ``store``.
 
-    With ``peers`` this rank listens on ``peers[rank]``. With ``store`` (a
+    ``policy`` is a :class:`~commsched.runtime.transport.policy.ConnectionPolicy` or a plain function
+    ``(job, src, dst) -> (source_port or None, dscp)``. With ``peers`` this rank listens on
+    ``peers[rank]``. With ``store`` (a
     :class:`~commsched.runtime.transport.store.StoreServer` address) it listens on ``(host, 0)`` and
     exchanges addresses through the store. ``observer`` receives every sent chunk (see
     :class:`~commsched.runtime.profiler.Profiler`); ``policy_refresh_s`` re-asks the policy that often
     (see :class:`~commsched.runtime.transport.group.GroupConfig`).
     """
+    policy = as_policy(policy)
     if (peers is None) == (store is None):
         raise InputError(
             "give exactly one of peers and store", where="init", expected="peers=[...] or store=(h, p)"
@@ -144,7 +147,7 @@ def init(
 
 
 def init_from_env(
-    *, policy: ConnectionPolicy = DEFAULT_POLICY, observer: ByteObserver | None = None
+    *, policy: ConnectionPolicy | PolicyFunction = DEFAULT_POLICY, observer: ByteObserver | None = None
 ) -> Communicator:
     """:func:`init` from the environment a launcher sets.
 

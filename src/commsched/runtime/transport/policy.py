@@ -77,6 +77,43 @@ class StaticPolicy:
 
 DEFAULT_POLICY = StaticPolicy()
 
+PolicyFunction = Callable[[str, int, int], "Marking | tuple[int | None, int]"]
+"""A plain function ``(job, src, dst) -> Marking`` or ``-> (source_port or None, dscp)``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FunctionPolicy:
+    """A :class:`ConnectionPolicy` around a plain function (see :data:`PolicyFunction`).
+
+    Examples
+    --------
+    >>> FunctionPolicy(fn=lambda job, s, d: (40000 + d, 26)).marking("j", 0, 3)
+    Marking(source_port=40003, dscp=26)
+    """
+
+    fn: PolicyFunction
+
+    def marking(self, job: str, src: int, dst: int) -> Marking:
+        """The function's answer as a :class:`Marking`."""
+        ans = self.fn(job, src, dst)
+        if isinstance(ans, Marking):
+            return ans
+        port, dscp = ans
+        return Marking(source_port=port, dscp=dscp)
+
+
+def as_policy(policy: ConnectionPolicy | PolicyFunction) -> ConnectionPolicy:
+    """``policy`` itself if it has ``marking``, else a :class:`FunctionPolicy` around the callable."""
+    if isinstance(policy, ConnectionPolicy):
+        return policy
+    if callable(policy):
+        return FunctionPolicy(fn=policy)
+    raise InputError(
+        f"connection policy of type {type(policy).__name__}",
+        where="policy",
+        expected="an object with marking(job, src, dst) or a function (job, src, dst) -> (port, dscp)",
+    )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProfilingWindowPolicy:
