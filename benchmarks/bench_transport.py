@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from commsched.runtime import StoreServer, init
+from commsched.runtime import Options, StoreServer, init
 from commsched.runtime.transport.store import StoreClient
 
 TARGET = 0.60
@@ -78,7 +78,7 @@ def _worker(rank: int, n: int, store_addr: tuple[str, int], size_mib: int, repea
     for s in (out_sock, in_sock):  # the same socket options as commsched's connections
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     buf = bytearray(PIECE)
-    comm = init(job="csx-bench", rank=rank, world_size=n, store=store_addr, timeout_s=600)
+    comm = init(job="csx-bench", rank=rank, world_size=n, store=store_addr, options=Options(timeout_s=600))
     x = np.empty(elems, dtype=np.float32)
     comm.all_reduce(np.ones(1024, dtype=np.float32))  # open the ring's connections
     raw_t, ar_t = [], []

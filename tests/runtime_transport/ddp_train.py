@@ -34,9 +34,11 @@ def main(rank: int, world: int, init_file: str, out: Path) -> None:
     if world > 0:
         dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
         model = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.001)
+        from commsched.runtime import Options
         from commsched.runtime.torch import install
 
-        comm = install(model, job="csx-ddp", observer=lambda a, b, n: sent.__setitem__(0, sent[0] + n))
+        count = Options(observer=lambda a, b, n: sent.__setitem__(0, sent[0] + n))
+        comm = install(model, job="csx-ddp", options=count)
         shard = BATCH // world
         xs, ys = xs[:, rank * shard : (rank + 1) * shard], ys[:, rank * shard : (rank + 1) * shard]
     opt = torch.optim.SGD(model.parameters(), lr=LR)

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from commsched.runtime import Communicator, StoreServer, init
+from commsched.runtime import Communicator, Options, StoreServer, init
 from commsched.runtime.transport.policy import DEFAULT_POLICY, ConnectionPolicy
 
 
@@ -32,10 +32,12 @@ def run_ranks(
                     rank=r,
                     world_size=n,
                     store=store.address,
-                    policy=policy,
-                    timeout_s=timeout_s,
-                    ranks_per_host=ranks_per_host,
-                    policy_refresh_s=policy_refresh_s,
+                    options=Options(
+                        policy=policy,
+                        timeout_s=timeout_s,
+                        ranks_per_host=ranks_per_host,
+                        policy_refresh_s=policy_refresh_s,
+                    ),
                 ) as comm:
                     results[r] = fn(comm)
             except BaseException as exc:

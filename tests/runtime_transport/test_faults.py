@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from commsched.errors import PeerError, ProtocolError
-from commsched.runtime import StoreServer, init
+from commsched.runtime import Options, StoreServer, init
 from commsched.runtime.transport.collectives import recv
 from commsched.runtime.transport.frame import HEADER, FrameHeader, FrameKind, encode_header
 from commsched.runtime.transport.group import Group, GroupConfig
@@ -21,9 +21,9 @@ from commsched.runtime.transport.wire import make_listener
 
 PEER = """
 import sys, time, numpy as np
-from commsched.runtime import init
+from commsched.runtime import Options, init
 host, port = sys.argv[1], int(sys.argv[2])
-with init(job="csx-fault", rank=1, world_size=2, store=(host, port), timeout_s=20) as c:
+with init(job="csx-fault", rank=1, world_size=2, store=(host, port), options=Options(timeout_s=20)) as c:
     c.all_reduce(np.ones(1000))
     print("ready", flush=True)
     time.sleep(120)
@@ -38,7 +38,8 @@ def test_dead_or_silent_peer_is_a_clear_error_not_a_hang(how: str) -> None:
             [sys.executable, "-c", PEER, *map(str, store.address)], stdout=subprocess.PIPE, text=True
         )
         try:
-            with init(job="csx-fault", rank=0, world_size=2, store=store.address, timeout_s=timeout_s) as c:
+            opts = Options(timeout_s=timeout_s)
+            with init(job="csx-fault", rank=0, world_size=2, store=store.address, options=opts) as c:
                 np.testing.assert_array_equal(c.all_reduce(np.ones(1000)), np.full(1000, 2.0))
                 assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
                 proc.send_signal(signal.SIGKILL if how == "kill" else signal.SIGSTOP)

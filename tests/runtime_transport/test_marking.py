@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commsched.runtime import Communicator, Marking, init
+from commsched.runtime import Communicator, Marking, Options, init
 from commsched.runtime.transport.policy import get_dscp
 
 from .helpers import run_ranks
@@ -140,7 +140,8 @@ def test_capture_on_loopback_shows_port_and_dscp_both_ways() -> None:
             peers = [("127.0.0.1", p0), ("127.0.0.1", dport)]
 
             def rank(r: int) -> None:
-                with init(job="csx-cap", rank=r, world_size=2, peers=peers, policy=policy, timeout_s=10) as c:
+                opts = Options(policy=policy, timeout_s=10)
+                with init(job="csx-cap", rank=r, world_size=2, peers=peers, options=opts) as c:
                     if r == 0:
                         c.send(np.arange(200_000.0), 1)
                     else:
@@ -235,7 +236,8 @@ def test_ipv6_traffic_class_and_source_port() -> None:
     results: dict[int, list] = {}
 
     def rank(r: int) -> None:
-        with init(job="csx-v6", rank=r, world_size=2, peers=peers, policy=policy, timeout_s=10) as c:
+        opts = Options(policy=policy, timeout_s=10)
+        with init(job="csx-v6", rank=r, world_size=2, peers=peers, options=opts) as c:
             c.all_reduce(np.arange(100.0))
             results[r] = c.connections()
 

@@ -4,7 +4,7 @@ An ordinary data-parallel training script keeps its ``init_process_group("gloo")
 ``DistributedDataParallel`` wrapper, and adds two lines::
 
     from commsched.runtime.torch import install
-    comm = install(ddp_model, job="job-7")          # policy=... applies the host agent's marks
+    comm = install(ddp_model, job="job-7")   # options=Options(policy=...): the host agent's marks
 
 :func:`install` joins a commsched group with the ranks of the default process group (the listening
 addresses are exchanged through it) and registers :func:`allreduce_hook` as the model's DDP

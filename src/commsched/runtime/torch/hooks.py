@@ -9,9 +9,9 @@ import torch
 import torch.distributed as dist
 
 from commsched.errors import InputError
-from commsched.runtime.transport.communicator import Communicator
-from commsched.runtime.transport.group import ByteObserver, Group, GroupConfig
-from commsched.runtime.transport.policy import DEFAULT_POLICY, ConnectionPolicy, PolicyFunction, as_policy
+from commsched.runtime.transport.communicator import DEFAULT_OPTIONS, Communicator, Options
+from commsched.runtime.transport.group import Group, GroupConfig
+from commsched.runtime.transport.policy import as_policy
 from commsched.runtime.transport.wire import make_listener
 
 
@@ -35,18 +35,11 @@ def allreduce_hook(
     return fut
 
 
-def join_default_group(
-    *,
-    job: str,
-    host: str = "127.0.0.1",
-    policy: ConnectionPolicy | PolicyFunction = DEFAULT_POLICY,
-    timeout_s: float = 30.0,
-    observer: ByteObserver | None = None,
-) -> Communicator:
+def join_default_group(*, job: str, options: Options = DEFAULT_OPTIONS) -> Communicator:
     """A :class:`~commsched.runtime.Communicator` with the ranks of ``torch.distributed``'s default group.
 
-    Each rank listens on ``(host, 0)``; the addresses are exchanged with ``all_gather_object`` on the
-    default process group, which must be initialised.
+    Each rank listens on ``(options.host, 0)``; the addresses are exchanged with ``all_gather_object``
+    on the default process group, which must be initialised.
     """
     if not dist.is_available() or not dist.is_initialized():
         raise InputError(
@@ -54,9 +47,9 @@ def join_default_group(
             where="join_default_group",
             expected="init_process_group first",
         )
-    policy = as_policy(policy)
+    policy = as_policy(options.policy)
     rank, world = dist.get_rank(), dist.get_world_size()
-    listener = make_listener((host, 0), dscp=policy.marking(job, (rank - 1) % world, rank).dscp)
+    listener = make_listener((options.host, 0), dscp=policy.marking(job, (rank - 1) % world, rank).dscp)
     addresses: list[Any] = [None] * world
     dist.all_gather_object(addresses, listener.getsockname()[:2])
     config = GroupConfig(
@@ -65,21 +58,14 @@ def join_default_group(
         world_size=world,
         peers=tuple((str(h), int(p)) for h, p in addresses),
         policy=policy,
-        timeout_s=timeout_s,
+        timeout_s=options.timeout_s,
+        policy_refresh_s=options.policy_refresh_s,
     )
-    return Communicator(Group(config, listener=listener, observer=observer))
+    return Communicator(Group(config, listener=listener, observer=options.observer))
 
 
-def install(
-    ddp_model: Any,
-    *,
-    job: str,
-    host: str = "127.0.0.1",
-    policy: ConnectionPolicy | PolicyFunction = DEFAULT_POLICY,
-    timeout_s: float = 30.0,
-    observer: ByteObserver | None = None,
-) -> Communicator:
+def install(ddp_model: Any, *, job: str, options: Options = DEFAULT_OPTIONS) -> Communicator:
     """Route ``ddp_model``'s gradient all-reduce through commsched; returns the communicator (close it)."""
-    comm = join_default_group(job=job, host=host, policy=policy, timeout_s=timeout_s, observer=observer)
+    comm = join_default_group(job=job, options=options)
     ddp_model.register_comm_hook(comm, allreduce_hook)
     return comm

@@ -5,7 +5,7 @@ Modules: :mod:`.frame` (wire format), :mod:`.policy` (source port + DSCP per con
 :mod:`.collectives` (the algorithms), :mod:`.communicator` (the job-facing handle).
 """
 
-from commsched.runtime.transport.communicator import Communicator, init, init_from_env
+from commsched.runtime.transport.communicator import Communicator, Options, init, init_from_env
 from commsched.runtime.transport.group import ConnectionInfo, Group, GroupConfig
 from commsched.runtime.transport.policy import (
     ConnectionPolicy,
@@ -24,6 +24,7 @@ __all__ = [
     "Group",
     "GroupConfig",
     "Marking",
+    "Options",
     "ProfilingWindowPolicy",
     "StaticPolicy",
     "StoreClient",

@@ -20,6 +20,7 @@ array([3., 3., 3., 3., 3.])
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -89,6 +90,39 @@ class Communicator:
         self.close()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Options:
+    """How a rank joins and runs (everything but who it is and where its peers are).
+
+    Attributes
+    ----------
+    host
+        Listen address when rendezvous goes through a store.
+    policy
+        A :class:`~commsched.runtime.transport.policy.ConnectionPolicy`, or a plain function
+        ``(job, src, dst) -> (source_port or None, dscp)``.
+    timeout_s
+        Longest wait for any single socket operation or connection.
+    ranks_per_host
+        Ranks per host for the hierarchical ring (``None``: one).
+    policy_refresh_s
+        Re-ask the policy at the first collective after this many seconds (``None``: only on
+        :meth:`Communicator.refresh_policy`).
+    observer
+        Receives ``(start, end, bytes)`` of every sent chunk, e.g. ``Profiler.record_transfer``.
+    """
+
+    host: str = "127.0.0.1"
+    policy: ConnectionPolicy | PolicyFunction = DEFAULT_POLICY
+    timeout_s: float = 30.0
+    ranks_per_host: int | None = None
+    policy_refresh_s: float | None = None
+    observer: ByteObserver | None = None
+
+
+DEFAULT_OPTIONS = Options()
+
+
 def init(
     *,
     job: str,
@@ -96,24 +130,15 @@ def init(
     world_size: int,
     peers: list[tuple[str, int]] | None = None,
     store: tuple[str, int] | None = None,
-    host: str = "127.0.0.1",
-    policy: ConnectionPolicy | PolicyFunction = DEFAULT_POLICY,
-    timeout_s: float = 30.0,
-    ranks_per_host: int | None = None,
-    observer: ByteObserver | None = None,
-    policy_refresh_s: float | None = None,
+    options: Options = DEFAULT_OPTIONS,
 ) -> Communicator:
     """Join a job's group, either from an explicit ``peers`` list or through a rendezvous ``store``.
 
-    ``policy`` is a :class:`~commsched.runtime.transport.policy.ConnectionPolicy` or a plain function
-    ``(job, src, dst) -> (source_port or None, dscp)``. With ``peers`` this rank listens on
-    ``peers[rank]``. With ``store`` (a
-    :class:`~commsched.runtime.transport.store.StoreServer` address) it listens on ``(host, 0)`` and
-    exchanges addresses through the store. ``observer`` receives every sent chunk (see
-    :class:`~commsched.runtime.profiler.Profiler`); ``policy_refresh_s`` re-asks the policy that often
-    (see :class:`~commsched.runtime.transport.group.GroupConfig`).
+    With ``peers`` this rank listens on ``peers[rank]``. With ``store`` (a
+    :class:`~commsched.runtime.transport.store.StoreServer` address) it listens on
+    ``(options.host, 0)`` and exchanges addresses through the store.
     """
-    policy = as_policy(policy)
+    policy = as_policy(options.policy)
     if (peers is None) == (store is None):
         raise InputError(
             "give exactly one of peers and store", where="init", expected="peers=[...] or store=(h, p)"
@@ -121,8 +146,8 @@ def init(
     listener = None
     if store is not None:
         first = policy.marking(job, (rank - 1) % world_size, rank).dscp
-        listener = make_listener((host, 0), dscp=first)
-        client = StoreClient(store, timeout_s=timeout_s)
+        listener = make_listener((options.host, 0), dscp=first)
+        client = StoreClient(store, timeout_s=options.timeout_s)
         try:
             peers = rendezvous(
                 client, job=job, rank=rank, world_size=world_size, address=listener.getsockname()[:2]
@@ -139,11 +164,11 @@ def init(
         world_size=world_size,
         peers=tuple((str(h), int(p)) for h, p in peers),
         policy=policy,
-        timeout_s=timeout_s,
-        ranks_per_host=ranks_per_host,
-        policy_refresh_s=policy_refresh_s,
+        timeout_s=options.timeout_s,
+        ranks_per_host=options.ranks_per_host,
+        policy_refresh_s=options.policy_refresh_s,
     )
-    return Communicator(Group(config, listener=listener, observer=observer))
+    return Communicator(Group(config, listener=listener, observer=options.observer))
 
 
 def init_from_env(
@@ -179,16 +204,20 @@ def init_from_env(
     store = None if peers is not None else addr(need("COMMSCHED_STORE"), "COMMSCHED_STORE")
     rph = env.get("COMMSCHED_RANKS_PER_HOST")
     refresh = env.get("COMMSCHED_POLICY_REFRESH_S")
-    return init(
-        job=env.get("COMMSCHED_JOB", "job"),
-        rank=int(need("RANK")),
-        world_size=int(need("WORLD_SIZE")),
-        peers=peers,
-        store=store,
+    options = Options(
         host=env.get("COMMSCHED_HOST", "127.0.0.1"),
         policy=policy,
         timeout_s=float(env.get("COMMSCHED_TIMEOUT_S", "30")),
         ranks_per_host=int(rph) if rph else None,
-        observer=observer,
         policy_refresh_s=float(refresh) if refresh else None,
+        observer=observer,
+    )
+    world = int(need("WORLD_SIZE"))
+    return init(
+        job=env.get("COMMSCHED_JOB", "job"),
+        rank=int(need("RANK")),
+        world_size=world,
+        peers=peers,
+        store=store,
+        options=options,
     )
