@@ -77,6 +77,7 @@ def _worker(rank: int, n: int, store_addr: tuple[str, int], size_mib: int, repea
     in_sock, _ = lst.accept()
     for s in (out_sock, in_sock):  # the same socket options as commsched's connections
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.settimeout(600)
     buf = bytearray(PIECE)
     comm = init(job="csx-bench", rank=rank, world_size=n, store=store_addr, options=Options(timeout_s=600))
     x = np.empty(elems, dtype=np.float32)
