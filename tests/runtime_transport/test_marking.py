@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import socket
 import struct
@@ -133,9 +134,11 @@ def test_capture_on_loopback_shows_port_and_dscp_both_ways() -> None:
     with tempfile.TemporaryDirectory(prefix="csx-cap-") as tmp:
         pcap = Path(tmp) / "lo.pcap"
         cmd = ["tcpdump", "-i", "lo", "-U", "-n", "-w", str(pcap), f"tcp port {sport} and tcp port {dport}"]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
-            time.sleep(1.0)  # tcpdump needs a moment before it captures
+            assert proc.stderr is not None
+            ready, _, _ = select.select([proc.stderr], [], [], 20)
+            assert ready and "listening on lo" in proc.stderr.readline()  # capture has started
             (p0,) = free_ports(1)
             peers = [("127.0.0.1", p0), ("127.0.0.1", dport)]
 
@@ -156,6 +159,8 @@ def test_capture_on_loopback_shows_port_and_dscp_both_ways() -> None:
         finally:
             proc.terminate()
             proc.wait(10)
+            if proc.stderr is not None:
+                proc.stderr.close()
         rows = _pcap_packets(pcap)
     forward = [r for r in rows if r[1] == sport and r[2] == dport]
     backward = [r for r in rows if r[1] == dport and r[2] == sport]
