@@ -282,3 +282,25 @@ def test_plain_function_policy_and_bad_policy() -> None:
     assert {x.dscp for conns in results for x in conns} == {34}
     with pytest.raises(InputError, match="connection policy of type int"):
         as_policy(7)  # type: ignore[arg-type]
+
+
+@dataclass
+class PairPolicy:
+    """A different DSCP for every directed pair (the listener's class is only one of them)."""
+
+    def marking(self, job: str, src: int, dst: int) -> Marking:
+        return Marking(dscp=8 * src + dst + 1)
+
+
+def test_each_accepted_socket_gets_its_own_connections_dscp() -> None:
+    n = 3
+
+    def body(c: Communicator) -> list:
+        c.all_to_all(np.zeros((n, 5)))
+        return c.connections()
+
+    for r, conns in enumerate(run_ranks(n, body, policy=PairPolicy())):
+        got = sorted((x.direction, x.peer, x.dscp) for x in conns)
+        want = [("in", s, 8 * s + r + 1) for s in range(n) if s != r]
+        want += [("out", d, 8 * r + d + 1) for d in range(n) if d != r]
+        assert got == sorted(want)
