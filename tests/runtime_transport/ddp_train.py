@@ -30,7 +30,7 @@ def model_and_data() -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
 def main(rank: int, world: int, init_file: str, out: Path) -> None:
     model, xs, ys = model_and_data()
     sent = [0]
-    comm = None
+    hook = None
     if world > 0:
         dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
         model = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.001)
@@ -38,7 +38,7 @@ def main(rank: int, world: int, init_file: str, out: Path) -> None:
         from commsched.runtime.torch import install
 
         count = Options(observer=lambda a, b, n: sent.__setitem__(0, sent[0] + n))
-        comm = install(model, job="csx-ddp", options=count)
+        hook = install(model, job="csx-ddp", options=count)
         shard = BATCH // world
         xs, ys = xs[:, rank * shard : (rank + 1) * shard], ys[:, rank * shard : (rank + 1) * shard]
     opt = torch.optim.SGD(model.parameters(), lr=LR)
@@ -49,8 +49,8 @@ def main(rank: int, world: int, init_file: str, out: Path) -> None:
     params = [p.detach().numpy().copy() for p in model.parameters()]
     np.savez(out / f"params-{rank}.npz", *params)
     (out / f"sent-{rank}.json").write_text(json.dumps(sent[0]))
-    if comm is not None:
-        comm.close()
+    if hook is not None:
+        hook.close()
         dist.destroy_process_group()
 
 

@@ -62,3 +62,52 @@ def test_ddp_with_commsched_hook_matches_full_batch(
 
     initial = [p.detach().numpy() for p in model_and_data()[0].parameters()]
     assert all(np.abs(a - b).max() > 1e-3 for a, b in zip(ref, initial, strict=True))
+
+
+class _FakeComm:
+    """Stands in for a Communicator: 'all-reduce' multiplies by the world size, or fails."""
+
+    world_size = 4
+
+    def __init__(self, fail: bool) -> None:
+        self.fail = fail
+        self.closed = False
+
+    def all_reduce(self, arr: np.ndarray) -> np.ndarray:
+        if self.fail:
+            from commsched.errors import PeerError
+
+            raise PeerError("rank 1 of job j (127.0.0.1:1) closed the connection")
+        arr *= self.world_size
+        return arr
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _Bucket:
+    def __init__(self, t: object) -> None:
+        self.t = t
+
+    def buffer(self) -> object:
+        return self.t
+
+
+def test_hook_averages_in_place_and_hands_errors_to_ddp() -> None:
+    import torch
+
+    from commsched.errors import PeerError
+    from commsched.runtime.torch import HookState, allreduce_hook
+
+    ok = HookState(_FakeComm(fail=False))  # type: ignore[arg-type]
+    buf = torch.arange(6, dtype=torch.float32)
+    result = allreduce_hook(ok, _Bucket(buf)).wait()
+    assert result.data_ptr() == buf.data_ptr()  # reduced in place, no copy
+    np.testing.assert_array_equal(result.numpy(), np.arange(6))  # sum of 4 equal ranks / 4
+    ok.close()
+    assert ok.comm.closed  # type: ignore[attr-defined]
+
+    bad = HookState(_FakeComm(fail=True))  # type: ignore[arg-type]
+    with pytest.raises(PeerError, match="closed the connection"):  # the transport's own error
+        allreduce_hook(bad, _Bucket(torch.ones(3))).wait()
+    bad.close()

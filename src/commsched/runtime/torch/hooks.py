@@ -3,6 +3,7 @@
 No ``from __future__ import annotations`` here: DDP checks the hook's annotations at run time.
 """
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
@@ -15,23 +16,49 @@ from commsched.runtime.transport.policy import as_policy
 from commsched.runtime.transport.wire import make_listener
 
 
+class HookState:
+    """The state DDP hands to :func:`allreduce_hook`: the communicator and one worker thread.
+
+    Buckets are all-reduced on the worker, one at a time in the order DDP hands them over (the same
+    order on every rank), while backward goes on computing the next buckets' gradients, as DDP's own
+    asynchronous all-reduce does. Do not use ``comm`` from another thread while training runs.
+    """
+
+    def __init__(self, comm: Communicator) -> None:
+        self.comm = comm
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="commsched-ddp")
+
+    def close(self) -> None:
+        """Finish the queued buckets and close the communicator."""
+        self._worker.shutdown(wait=True)
+        self.comm.close()
+
+    def _reduce(self, buf: torch.Tensor, fut: torch.futures.Future[torch.Tensor]) -> None:
+        try:
+            arr = buf.detach().numpy()
+            self.comm.all_reduce(arr)
+            arr /= self.comm.world_size
+        except Exception as exc:  # handed to DDP, which raises it from backward
+            fut.set_exception(exc)  # type: ignore[arg-type,unused-ignore]  # the stub says Tensor
+        else:
+            fut.set_result(buf)
+
+
 def allreduce_hook(
-    comm: Communicator,
+    state: HookState,
     bucket: dist.GradBucket,  # type: ignore[name-defined,unused-ignore]  # exported at run time only; DDP checks it
 ) -> torch.futures.Future[torch.Tensor]:
     """DDP communication hook: sum ``bucket.buffer()`` over all ranks with commsched, divide by ranks.
 
-    The bucket's flat CPU tensor is reduced in place through a NumPy view (no copy); the returned
-    future is already complete, so DDP proceeds as soon as the all-reduce returns.
+    The bucket's flat CPU tensor is reduced in place through a NumPy view (no copy) on the state's
+    worker thread; the returned future completes when the all-reduce has, with the averaged bucket
+    (DDP's default semantics) or with the transport's error.
     """
     buf = bucket.buffer()
     if buf.device.type != "cpu" or not buf.is_contiguous():
         raise InputError(f"gradient bucket on {buf.device}", where="allreduce_hook", expected="a CPU tensor")
-    arr = buf.detach().numpy()
-    comm.all_reduce(arr)
-    arr /= comm.world_size
     fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
-    fut.set_result(buf)
+    state._worker.submit(state._reduce, buf, fut)
     return fut
 
 
@@ -64,8 +91,8 @@ def join_default_group(*, job: str, options: Options = DEFAULT_OPTIONS) -> Commu
     return Communicator(Group(config, listener=listener, observer=options.observer))
 
 
-def install(ddp_model: Any, *, job: str, options: Options = DEFAULT_OPTIONS) -> Communicator:
-    """Route ``ddp_model``'s gradient all-reduce through commsched; returns the communicator (close it)."""
-    comm = join_default_group(job=job, options=options)
-    ddp_model.register_comm_hook(comm, allreduce_hook)
-    return comm
+def install(ddp_model: Any, *, job: str, options: Options = DEFAULT_OPTIONS) -> HookState:
+    """Route ``ddp_model``'s gradient all-reduce through commsched; returns the hook state (close it)."""
+    state = HookState(join_default_group(job=job, options=options))
+    ddp_model.register_comm_hook(state, allreduce_hook)
+    return state
