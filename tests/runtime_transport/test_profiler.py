@@ -82,24 +82,31 @@ def test_traffic_series_bins_bytes() -> None:
 
 
 def test_profile_of_real_all_reduce_traffic() -> None:
-    """Two ranks train for 3 s (sleep as compute, a real ring all-reduce per iteration)."""
-    compute_s, run_s = 0.07, 3.0
+    """Two ranks train for 4 s (sleep as compute, a real ring all-reduce per iteration).
+
+    On a loaded machine a few iterations straggle; the spectral peak follows the typical iteration,
+    so the period is compared with the median iteration time.
+    """
+    compute_s, run_s = 0.12, 4.0
 
     def body(c: Communicator) -> tuple[float, object]:
         prof = Profiler(job="csx-prof", window_s=run_s)
         c.group.observer = prof.record_transfer
         grads = np.ones(64 << 10)  # 512 KiB
         c.all_reduce(grads)
-        t0, iters = time.monotonic(), 0
-        while time.monotonic() - t0 < run_s:
+        t0 = last = time.monotonic()
+        durations = []
+        while last - t0 < run_s:
             time.sleep(compute_s)
             prof.report_compute(compute_s)
             c.all_reduce(grads)
-            iters += 1
-        return (time.monotonic() - t0) / iters, prof.profile()
+            now = time.monotonic()
+            durations.append(now - last)
+            last = now
+        return float(np.median(durations)), prof.profile()
 
-    for measured, p in run_ranks(2, body):
-        assert p.period_s == pytest.approx(measured, rel=0.1)
+    for median, p in run_ranks(2, body):
+        assert p.period_s == pytest.approx(median, rel=0.1)
         assert p.work_per_iteration == pytest.approx(compute_s, rel=0.15)
         # each rank sends 2(n-1)/n of the buffer per iteration: 512 KiB on 2 ranks
         assert p.bytes_per_iteration == pytest.approx(512 << 10, rel=0.15)

@@ -8,7 +8,8 @@ each iteration (:meth:`Profiler.report_compute`). At the end of the window:
   (:func:`iteration_period`): bytes sent are binned at ``sample_s`` (1 ms), the mean is removed, a Hann
   window applied, and the strongest spectral line in ``[f_min, f_max]`` taken; because a burst train
   has lines at every multiple of ``1/T``, the lowest sub-multiple of that line whose lag the series'
-  autocorrelation (also by FFT) confirms as a period is taken as the fundamental, and the estimate is
+  autocorrelation (also by FFT, on the series smoothed over a tenth of the period so that iteration
+  jitter does not decide) confirms as a period is taken as the fundamental, and the estimate is
   refined from its highest strong harmonic (``f_h / h``), which has
 ``h`` times the relative resolution of the fundamental;
 * the number of iterations in the window is ``window / T``;
@@ -168,14 +169,17 @@ def iteration_period(
     # The strongest line may be a harmonic of the fundamental (two unequal bursts per iteration put
     # most power at 2/T): among the sub-multiples f_k / d, take the lowest d whose lag repeats the
     # series nearly as well as the best one (autocorrelation, computed through the same FFT route).
+    # The series is smoothed over a tenth of the candidate period first, and every lag is searched
+    # within the same +-tenth, so that iteration jitter costs every candidate alike.
     f_peak = _interpolated_peak(power, k) * df
-    acf = _autocorrelation(x)
+    w = max(int(0.1 / f_peak / sample_s), 1)
+    acf = _autocorrelation(np.convolve(x, np.ones(w) / w, mode="same"))
     scores = []
     for d in range(1, max_harmonic + 1):
-        lag = d / f_peak / sample_s
+        lag = round(d / f_peak / sample_s)
         if d > 1 and (f_peak / d < lo or lag > n / 2):
             break
-        near = acf[max(int(lag * 0.98), 1) : min(int(lag * 1.02) + 2, n // 2 + 1)]
+        near = acf[max(lag - w, 1) : min(lag + w + 1, n // 2 + 1)]
         scores.append(float(near.max()) if near.size else 0.0)
     d = 1 + next(i for i, v in enumerate(scores) if v >= 0.9 * max(scores))
     if d > 1:
