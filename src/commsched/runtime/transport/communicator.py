@@ -103,6 +103,8 @@ class Options:
         ``(job, src, dst) -> (source_port or None, dscp)``.
     timeout_s
         Longest wait for any single socket operation or connection.
+    rendezvous_timeout_s
+        Longest wait for the other ranks to appear in the store (processes start at different times).
     ranks_per_host
         Ranks per host for the hierarchical ring (``None``: one).
     policy_refresh_s
@@ -115,6 +117,7 @@ class Options:
     host: str = "127.0.0.1"
     policy: ConnectionPolicy | PolicyFunction = DEFAULT_POLICY
     timeout_s: float = 30.0
+    rendezvous_timeout_s: float = 300.0
     ranks_per_host: int | None = None
     policy_refresh_s: float | None = None
     observer: ByteObserver | None = None
@@ -147,7 +150,7 @@ def init(
     if store is not None:
         first = policy.marking(job, (rank - 1) % world_size, rank).dscp
         listener = make_listener((options.host, 0), dscp=first)
-        client = StoreClient(store, timeout_s=options.timeout_s)
+        client = StoreClient(store, timeout_s=options.rendezvous_timeout_s)
         try:
             peers = rendezvous(
                 client, job=job, rank=rank, world_size=world_size, address=listener.getsockname()[:2]
