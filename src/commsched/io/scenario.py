@@ -20,22 +20,29 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 from pydantic import ValidationError as PydanticError
 
 from commsched.errors import CommschedError, InputError, TopologyError, ValidationError
 from commsched.io import yamlio
+from commsched.io.limits import MAX_HORIZON_S, MAX_JOBS, non_finite, topology_size
 from commsched.topology import NodeId, Topology
 from commsched.workload import JobId, JobSpec, ModelProfile, SyncKind
 
 # ---------------------------------------------------------------------------------------------- schema
 
 
+#: an integer field: booleans and quoted numbers are refused
+SInt = Annotated[int, Strict()]
+#: a number field: integers are accepted, booleans and quoted numbers are refused
+SFloat = Annotated[float, Strict()]
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class JobEntry(_Strict):
@@ -43,20 +50,20 @@ class JobEntry(_Strict):
 
     id: str = Field(min_length=1)
     model: str | None = None
-    gpus: int | None = Field(default=None, ge=1)
+    gpus: SInt | None = Field(default=None, ge=1)
     hosts: list[str] | None = None
-    gpus_per_host: int | None = Field(default=None, ge=1)
+    gpus_per_host: SInt | None = Field(default=None, ge=1)
     gpu_ids: list[str] | None = None
-    compute_s: float | None = Field(default=None, gt=0)
-    comm_bytes: float | None = Field(default=None, ge=0)
-    overlap: float | None = Field(default=None, ge=0, le=1)
-    arrival_s: float = Field(default=0.0, ge=0)
-    iterations: int | None = Field(default=None, ge=1)
-    duration_s: float | None = Field(default=None, gt=0)
+    compute_s: SFloat | None = Field(default=None, gt=0)
+    comm_bytes: SFloat | None = Field(default=None, ge=0)
+    overlap: SFloat | None = Field(default=None, ge=0, le=1)
+    arrival_s: SFloat = Field(default=0.0, ge=0)
+    iterations: SInt | None = Field(default=None, ge=1)
+    duration_s: SFloat | None = Field(default=None, gt=0)
     collective: str = "ring"
-    priority: int | None = Field(default=None, ge=0)
+    priority: SInt | None = Field(default=None, ge=0)
     sync: Literal["allreduce", "ps", "byteps"] = "allreduce"
-    cpu_machines: int = Field(default=0, ge=0)
+    cpu_machines: SInt = Field(default=0, ge=0)
     intrajob: str | None = None
 
     @field_validator("id", mode="before")
@@ -71,14 +78,14 @@ class ScenarioFile(_Strict):
     name: str | None = None
     description: str | None = None
     topology: dict[str, Any]
-    priority_levels: int = Field(default=8, ge=1, le=64)
+    priority_levels: SInt = Field(default=8, ge=1, le=64)
     policy: str = "static"
     placement: str = "pack"
     queue: str = "fifo"
-    backfill: bool = False
-    horizon_s: float = Field(gt=0)
-    warmup_s: float = Field(default=0.0, ge=0)
-    seed: int = 0
+    backfill: Annotated[bool, Strict()] = False
+    horizon_s: SFloat = Field(gt=0, le=MAX_HORIZON_S)
+    warmup_s: SFloat = Field(default=0.0, ge=0)
+    seed: SInt = Field(default=0, ge=0, lt=2**63)
     mode: Literal["exact", "fast"] = "exact"
     trace: dict[str, Any] | None = None
     jobs: list[dict[str, Any]] = Field(default_factory=list)
@@ -119,27 +126,28 @@ class Scenario:
 
 
 def _line_index(text: str) -> dict[tuple[str | int, ...], int]:
-    """Map each field path of a YAML document to its 1-based line."""
+    """Map each field path of a YAML document to its 1-based line (an aliased node under its first path)."""
     out: dict[tuple[str | int, ...], int] = {}
     try:
-        root = yaml.compose(text, Loader=yamlio.Loader)
+        root = yamlio.compose(text)
     except yaml.YAMLError:
         return out
-
-    def walk(node: yaml.Node | None, path: tuple[str | int, ...]) -> None:
-        if node is None:
-            return
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, tuple[str | int, ...]]] = [(root, ())] if root is not None else []
+    while stack:
+        node, path = stack.pop()
         out.setdefault(path, node.start_mark.line + 1)
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
         if isinstance(node, yaml.MappingNode):
             for k, v in node.value:
                 key = k.value
-                out[(*path, key)] = k.start_mark.line + 1
-                walk(v, (*path, key))
+                out.setdefault((*path, key), k.start_mark.line + 1)
+                stack.append((v, (*path, key)))
         elif isinstance(node, yaml.SequenceNode):
             for i, v in enumerate(node.value):
-                walk(v, (*path, i))
-
-    walk(root, ())
+                stack.append((v, (*path, i)))
     return out
 
 
@@ -183,6 +191,10 @@ _PYDANTIC_EXPECT = {
     "extra_forbidden": "no such field",
     "int_parsing": "an integer",
     "int_from_float": "an integer",
+    "int_type": "an integer",
+    "float_type": "a number",
+    "bool_type": "true or false",
+    "finite_number": "a finite number",
     "float_parsing": "a number",
     "string_type": "a string",
     "list_type": "a list",
@@ -197,14 +209,7 @@ _PYDANTIC_EXPECT = {
 
 
 def _read_yaml(path: Path) -> tuple[object, str]:
-    if not path.exists():
-        raise InputError("file not found", where=str(path), expected="a scenario YAML file")
-    if path.is_dir():
-        raise InputError("is a directory", where=str(path), expected="a scenario YAML file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read file: {exc}", where=str(path)) from None
+    text = yamlio.read_text(path, what="a scenario YAML file")
     try:
         data = yamlio.load(text)
     except yaml.MarkedYAMLError as exc:
@@ -239,6 +244,10 @@ def scenario_from_data(data: object, *, source: str, text: str = "") -> Scenario
         probs.add(
             (), f"the file holds {type(data).__name__}, not a mapping", "a mapping with topology, jobs, ..."
         )
+        raise ValidationError(probs.items)
+    jobs_field = data.get("jobs")
+    if isinstance(jobs_field, list) and len(jobs_field) > MAX_JOBS:
+        probs.add(("jobs",), f"{len(jobs_field):,} jobs", f"at most {MAX_JOBS:,}")
         raise ValidationError(probs.items)
     raw = _validated(ScenarioFile, data, (), probs)
     entries: list[JobEntry | None] = []
@@ -313,6 +322,7 @@ def _build(raw: ScenarioFile, entries: list[JobEntry | None], probs: _Problems) 
                 "unique ids",
             )
         seen.setdefault(entry.id, i)
+        _check_job_numbers(entry, i, raw, probs)
         job = _build_job(entry, i, topo, probs)
         if job is not None:
             jobs.append(job)
@@ -342,6 +352,23 @@ def _build(raw: ScenarioFile, entries: list[JobEntry | None], probs: _Problems) 
         mode=raw.mode,
         notes=notes,
     )
+
+
+def _check_job_numbers(entry: JobEntry, i: int, raw: ScenarioFile, probs: _Problems) -> None:
+    """Rules between a job and the whole file: a priority class that exists, an arrival that lets it run."""
+    levels = raw.priority_levels
+    if entry.priority is not None and entry.priority >= levels:
+        probs.add(
+            ("jobs", i, "priority"),
+            f"priority {entry.priority} with {levels} priority levels",
+            f"0 .. {levels - 1} (0 = highest)",
+        )
+    if entry.arrival_s >= raw.horizon_s:
+        probs.add(
+            ("jobs", i, "arrival_s"),
+            f"job {entry.id!r} arrives at {entry.arrival_s:g} s, not before the horizon: it can never run",
+            f"< horizon_s = {raw.horizon_s:g}",
+        )
 
 
 def _trace_jobs(
@@ -379,6 +406,14 @@ def _build_topology(spec: dict[str, Any], probs: _Problems) -> Topology | None:
         probs.add(("topology", "kind"), "missing or not a string", "a topology kind such as single_link")
         return None
     params = {k: v for k, v in spec.items() if k != "kind"}
+    bad = list(non_finite(params))
+    for path in bad:
+        probs.add(("topology", *path), "not a finite number", "a finite number")
+    size = topology_size(params)
+    if size is not None:
+        probs.add(("topology", size[0]), size[1], size[2])
+    if bad or size is not None:
+        return None
     try:
         return build_topology(kind, params)
     except InputError as exc:
@@ -429,7 +464,8 @@ def _placement(entry: JobEntry, i: int, topo: Topology, probs: _Problems) -> tup
         probs.add(("jobs", i), "both hosts and gpu_ids given", "one of hosts, gpu_ids")
         return None
     if entry.gpu_ids is not None:
-        bad = [g for g in entry.gpu_ids if g not in set(map(str, topo.gpus))]
+        known_gpus = set(map(str, topo.gpus))
+        bad = [g for g in entry.gpu_ids if g not in known_gpus]
         if bad:
             probs.add(
                 ("jobs", i, "gpu_ids"), f"unknown GPU(s) {', '.join(bad[:3])}", "GPU ids of the topology"
