@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from commsched.cli.common import print_json, stdout_console, user_errors
+from commsched.cli.common import check_count, option_names, print_json, stdout_console, user_errors
 from commsched.errors import InputError
 from commsched.workload.collectives import build_collective, collective_params, collective_registry
 from commsched.workload.records import CollectiveSchedule
@@ -64,6 +64,9 @@ def schedule_json(s: CollectiveSchedule, *, max_transfers: int | None) -> dict[s
     }
 
 
+#: the most ranks a schedule is built for (schedules grow with the square of the ranks)
+MAX_RANKS = 4096
+
 PARAM_OPTION = typer.Option(None, "--param", "-p", help="Algorithm parameter KEY=VALUE (repeatable).")
 
 
@@ -79,9 +82,11 @@ def collective_command(
 ) -> None:
     """Print the per-step transfer schedule of a collective and the bytes each rank sends and receives."""
     collective_registry().get(algorithm, where="ALGO")
-    sched = build_collective(
-        algorithm, ranks=ranks, size_bytes=size_bytes, **parse_params(algorithm, param or [])
-    )
+    check_count(ranks, "--ranks", hi=MAX_RANKS)
+    with option_names(ranks="--ranks", size_bytes="--bytes"):
+        sched = build_collective(
+            algorithm, ranks=ranks, size_bytes=size_bytes, **parse_params(algorithm, param or [])
+        )
     limit = None if full else MAX_TRANSFERS_SHOWN
     doc = schedule_json(sched, max_transfers=limit)
     if json_out:

@@ -13,7 +13,15 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from commsched.cli.common import print_json, stdout_console, user_errors
+from commsched.cli.common import (
+    check_count,
+    check_number,
+    check_out_dir,
+    option_names,
+    print_json,
+    stdout_console,
+    user_errors,
+)
 from commsched.errors import InputError
 from commsched.intrajob.iteration import CommPolicy, iteration_time, oracle_time
 from commsched.intrajob.partitioned import PartitionConfig
@@ -164,6 +172,10 @@ def _plot(out: Path, model: str, res: SweepResult, data: dict[str, Any]) -> list
     return [speed_png, least_png]
 
 
+#: the most bandwidths a sweep may visit
+MAX_POINTS = 10_000
+
+
 def register(app: typer.Typer, *, get_model: ModelLookup | None = None) -> None:
     """Add ``commsched intrajob`` to ``app`` (``get_model`` defaults to the model zoo)."""
     lookup = get_model or zoo_lookup
@@ -186,19 +198,32 @@ def register(app: typer.Typer, *, get_model: ModelLookup | None = None) -> None:
         """Iteration time of WFBP, ByteScheduler, Mercury (with/without preemption) and the oracle."""
         if bandwidth_gbps is not None and sweep is not None:
             raise InputError("both given", where="--bandwidth-gbps/--sweep", expected="one of them")
-        problem = _problem(lookup, model)
-        cfg = PartitionConfig(
-            partition_bytes=partition_mb * 1e6, credit_bytes=credit_mb * 1e6, startup_s=startup_ms * 1e-3
-        )
-        reg = policy_registry(PolicyOptions(bytescheduler=cfg, packet_bytes=packet_kb * 1e3))
-        policies = {name: reg.get(name) for name in reg.names()}
-        if bandwidth_gbps is not None:
-            data = {"model": model, **_single(problem, policies, bandwidth_gbps)}
-            _emit(data, json_out, out, lambda: _print_single(model, data))
-            return
-        lo, hi = _parse_sweep(sweep or "1:200")
-        grid = [float(g) for g in np.geomspace(lo, hi, points)]
-        swept = _sweep(problem, policies, grid, target if target is not None else paper_target(model))
+        check_count(points, "--points", lo=2, hi=MAX_POINTS)
+        check_number(packet_kb, "--packet-kb")
+        check_number(startup_ms, "--startup-ms")
+        check_out_dir(out)
+        names = {
+            "bandwidth_bps": "--bandwidth-gbps",
+            "target": "--target",
+            "partition_bytes": "--partition-mb",
+            "credit_bytes": "--credit-mb",
+            "startup_s": "--startup-ms",
+            "packet_bytes": "--packet-kb",
+        }
+        with option_names(**names):
+            problem = _problem(lookup, model)
+            cfg = PartitionConfig(
+                partition_bytes=partition_mb * 1e6, credit_bytes=credit_mb * 1e6, startup_s=startup_ms * 1e-3
+            )
+            reg = policy_registry(PolicyOptions(bytescheduler=cfg, packet_bytes=packet_kb * 1e3))
+            policies = {name: reg.get(name) for name in reg.names()}
+            if bandwidth_gbps is not None:
+                data = {"model": model, **_single(problem, policies, bandwidth_gbps)}
+                _emit(data, json_out, out, lambda: _print_single(model, data))
+                return
+            lo, hi = _parse_sweep(sweep or "1:200")
+            grid = [float(g) for g in np.geomspace(lo, hi, points)]
+            swept = _sweep(problem, policies, grid, target if target is not None else paper_target(model))
         res = swept.pop("_result")
         data = {"model": model, **swept}
         _emit(data, json_out, out, lambda: _print_sweep(model, data))

@@ -131,11 +131,17 @@ def validate(
     scenario: Path = typer.Argument(..., help="Scenario YAML file, or the name of a shipped scenario."),
     as_json: bool = typer.Option(False, "--json", help="Print the problems as a JSON object."),
 ) -> None:
-    """Check a scenario file and print every problem, one line each (exit 2 if any)."""
+    """Check a scenario file and print every problem, one line each (exit 2 if any).
+
+    Besides the file's form, the run it asks for is checked: an exact simulation that would need an
+    absurd number of iterations is refused here as ``simulate`` would refuse it.
+    """
+    from commsched.io.limits import check_run_budget
     from commsched.io.shipped import resolve_scenario
 
     try:
         sc = resolve_scenario(str(scenario))
+        check_run_budget(sc, sc.mode)
     except ValidationError as exc:
         if as_json:
             print_json({"valid": False, "problems": exc.problems})

@@ -11,6 +11,7 @@ import yaml
 from commsched.cli.common import print_json, stdout_console, user_errors
 from commsched.errors import InputError
 from commsched.io import yamlio
+from commsched.io.limits import non_finite, topology_size
 from commsched.topology.builders import build_topology, load_lingjun_topo
 from commsched.topology.graph import Topology
 from commsched.topology.summary import TopologySummary, summarize
@@ -30,26 +31,44 @@ def _parse_params(items: list[str]) -> dict[str, Any]:
 
 
 def _from_yaml(path: Path, extra: dict[str, Any]) -> Topology:
+    text = yamlio.read_text(path, what="a topology YAML file")
     try:
-        data = yamlio.load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"cannot read YAML: {exc}", where=str(path)) from None
+        data = yamlio.load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise InputError(f"malformed YAML: {exc.problem}", where=where) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"malformed YAML: {exc}", where=str(path)) from None
     if isinstance(data, dict) and isinstance(data.get("topology"), dict):
         data = data["topology"]
     if not isinstance(data, dict) or "kind" not in data:
         raise InputError("no topology kind", where=str(path), expected="a mapping with 'kind' and parameters")
     params = {k: v for k, v in data.items() if k != "kind"} | extra
-    return build_topology(str(data["kind"]), params, where=f"{path}: topology")
+    return _build(str(data["kind"]), params, where=f"{path}: topology")
+
+
+def _build(kind: str, params: dict[str, Any], *, where: str) -> Topology:
+    """Build after the checks that need no building: finite numbers, a fabric of a sane size."""
+    for path in non_finite(params):
+        raise InputError(
+            "not a finite number", where=f"{where}." + ".".join(map(str, path)), expected="a finite number"
+        )
+    size = topology_size(params, kind)
+    if size is not None:
+        raise InputError(size[1], where=f"{where}.{size[0]}", expected=size[2])
+    return build_topology(kind, params, where=where)
 
 
 def load_topology(spec: str, params: dict[str, Any]) -> Topology:
     """A topology from a kind name, a Lingjun ``.csv`` file or a YAML file with ``kind`` and parameters."""
     path = Path(spec)
     if path.suffix.lower() == ".csv":
+        yamlio.check_file(path, what="a Lingjun topo.csv file")
         return load_lingjun_topo(path, **params) if params else load_lingjun_topo(path)
     if path.suffix.lower() in {".yaml", ".yml"}:
         return _from_yaml(path, params)
-    return build_topology(spec, params, where="topology")
+    return _build(spec, params, where="topology")
 
 
 def _print(summary: TopologySummary) -> None:

@@ -5,11 +5,21 @@ from __future__ import annotations
 import json
 import math
 import os
+from pathlib import Path
 
 import typer
 from rich.table import Table
 
-from commsched.cli.common import print_json, stderr_console, stdout_console, user_errors
+from commsched.cli.common import (
+    check_count,
+    check_number,
+    check_out_dir,
+    check_seed,
+    print_json,
+    stderr_console,
+    stdout_console,
+    user_errors,
+)
 from commsched.errors import InputError
 
 
@@ -66,13 +76,19 @@ def vclos_experiment_cmd(
         run_experiment,
         scenario_trace,
     )
+    from commsched.io.limits import MAX_JOBS
     from commsched.io.shipped import resolve_scenario
     from commsched.io.traces import trace_jobs
 
     overrides = _settings(settings)
+    check_count(tasks, "--tasks", hi=MAX_JOBS)
+    check_count(workers, "--workers", hi=256)
+    check_count(macro_iterations, "--macro-iterations", hi=10_000)
+    check_seed(seed)
+    for lam in lambdas or []:
+        check_number(lam, "--lambda", lo_open=True)
+    check_out_dir(Path(out) if out is not None else None)
     if tasks is not None:
-        if tasks < 1:
-            raise InputError(f"{tasks}", where="--tasks", expected=">= 1")
         overrides["tasks"] = tasks
     if seed is not None:
         overrides["seed"] = seed

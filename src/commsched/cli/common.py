@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -38,6 +40,42 @@ def stdout_console() -> Console:
     """
     probe = Console()
     return Console(highlight=False, width=None if probe.is_terminal else 120, markup=False, emoji=False)
+
+
+@contextmanager
+def option_names(**names: str) -> Iterator[None]:
+    """Errors that name a function's parameter (``size_bytes``) name the option the user typed instead.
+
+    Examples
+    --------
+    >>> with option_names(size_bytes="--bytes"):  # doctest: +ELLIPSIS
+    ...     raise InputError("size -1", where="size_bytes", expected=">= 0")
+    Traceback (most recent call last):
+    ...
+    commsched.errors.InputError: --bytes: size -1 (expected >= 0)
+    """
+    try:
+        yield
+    except InputError as exc:
+        if exc.where in names:
+            raise InputError(exc.what, where=names[exc.where], expected=exc.expected) from None
+        raise
+
+
+def check_count(value: int | None, where: str, *, lo: int = 1, hi: int) -> int | None:
+    """A count given on the command line, within ``lo .. hi`` (bounded so that no run is absurd)."""
+    if value is not None and not lo <= value <= hi:
+        raise InputError(f"{value}", where=where, expected=f"an integer in {lo} .. {hi:,}")
+    return value
+
+
+def check_number(value: float | None, where: str, *, lo: float = 0.0, lo_open: bool = False) -> float | None:
+    """A finite number given on the command line, at least ``lo`` (more than ``lo`` with ``lo_open``)."""
+    if value is not None and not (math.isfinite(value) and (value > lo if lo_open else value >= lo)):
+        raise InputError(
+            f"{value}", where=where, expected=f"a finite number {'>' if lo_open else '>='} {lo:g}"
+        )
+    return value
 
 
 def placement_name(scenario: Any, policy: str) -> str:

@@ -18,10 +18,11 @@ if TYPE_CHECKING:
 
 #: the longest simulated horizon: 10 years of simulated time
 MAX_HORIZON_S = 10 * 365 * 86_400.0
-#: the most hosts a built fabric may have (estimated from its parameters before building it)
-MAX_HOSTS = 100_000
+#: the most hosts a built fabric may have (estimated from its parameters before building it); 8x the
+#: largest fabric of the papers' evaluations (2,048 hosts)
+MAX_HOSTS = 16_384
 #: the largest count parameter of a topology (ToRs, spines, uplinks, GPUs per host, ...)
-MAX_COUNT = 100_000
+MAX_COUNT = 16_384
 #: the most jobs a scenario may hold (its own and its trace's)
 MAX_JOBS = 1_000_000
 #: the most iterations an exact simulation may step through (about an hour of work at the engine's speed)
@@ -49,20 +50,23 @@ def non_finite(value: object, path: tuple[str | int, ...] = ()) -> Iterator[tupl
             yield from non_finite(v, (*path, i))
 
 
-def topology_size(params: Mapping[str, object]) -> tuple[str, str, str] | None:
+def topology_size(params: Mapping[str, object], kind: str = "") -> tuple[str, str, str] | None:
     """A problem ``(field, what, expected)`` if a topology's parameters ask for an absurd fabric.
+
+    The number of hosts is estimated from the parameters (and the builder's defaults for those not
+    given) before anything is built.
 
     Examples
     --------
     >>> topology_size({"tors": 100_000, "hosts_per_tor": 4})
-    ('tors', '100000 is larger than the limit', 'at most 100,000')
-    >>> topology_size({"tors": 20_000, "hosts_per_tor": 16})[1]
-    'the fabric would have about 320,000 hosts'
+    ('tors', '100000 is larger than the limit', 'at most 16,384')
+    >>> topology_size({"tors": 8_000}, "two_layer_clos")[1]
+    'the fabric would have about 32,000 hosts'
     >>> topology_size({"tors": 64, "hosts_per_tor": 4}) is None
     True
     """
     hosts = 1
-    for k, v in params.items():
+    for k, v in (_defaults(kind) | dict(params)).items():
         if isinstance(v, int) and not isinstance(v, bool):
             if v > MAX_COUNT:
                 return k, f"{v} is larger than the limit", f"at most {MAX_COUNT:,}"
@@ -76,6 +80,23 @@ def topology_size(params: Mapping[str, object]) -> tuple[str, str, str] | None:
             f"at most {MAX_HOSTS:,} hosts (fewer ToRs or hosts per ToR)",
         )
     return None
+
+
+def _defaults(kind: str) -> dict[str, object]:
+    """The integer defaults of a topology builder's host-count parameters (none for an unknown kind)."""
+    import inspect
+
+    from commsched.topology.builders import topology_builders
+
+    builders = topology_builders()
+    if kind not in builders:
+        return {}
+    sig = inspect.signature(builders.get(kind)).parameters
+    return {
+        k: p.default
+        for k, p in sig.items()
+        if k in _HOST_FACTORS and isinstance(p.default, int) and not isinstance(p.default, bool)
+    }
 
 
 def estimated_iterations(scenario: Scenario) -> float:

@@ -88,7 +88,7 @@ class ScenarioFile(_Strict):
     seed: SInt = Field(default=0, ge=0, lt=2**63)
     mode: Literal["exact", "fast"] = "exact"
     trace: dict[str, Any] | None = None
-    jobs: list[dict[str, Any]] = Field(default_factory=list)
+    jobs: list[Any] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------- result
@@ -409,7 +409,7 @@ def _build_topology(spec: dict[str, Any], probs: _Problems) -> Topology | None:
     bad = list(non_finite(params))
     for path in bad:
         probs.add(("topology", *path), "not a finite number", "a finite number")
-    size = topology_size(params)
+    size = topology_size(params, kind)
     if size is not None:
         probs.add(("topology", size[0]), size[1], size[2])
     if bad or size is not None:

@@ -163,13 +163,18 @@ def load(text: str) -> object:
         loader.dispose()
 
 
-def read_text(path: Path, *, what: str = "a YAML file", limit: int = MAX_FILE_BYTES) -> str:
-    """Read a UTF-8 text file, refusing special files and files above ``limit`` bytes before reading.
+def check_file(path: Path, *, what: str = "a YAML file", limit: int = MAX_FILE_BYTES) -> int:
+    """Check, without reading it, that ``path`` is a regular file of at most ``limit`` bytes.
+
+    Returns
+    -------
+    int
+        The file's size in bytes.
 
     Raises
     ------
     InputError
-        The file is missing, not a regular file, too large, unreadable or not UTF-8.
+        The file is missing, a folder, a special file (``/dev/zero``, a FIFO) or too large.
     """
     where = str(path)
     try:
@@ -188,6 +193,19 @@ def read_text(path: Path, *, what: str = "a YAML file", limit: int = MAX_FILE_BY
             where=where,
             expected=f"<= {limit:,} bytes",
         )
+    return st.st_size
+
+
+def read_text(path: Path, *, what: str = "a YAML file", limit: int = MAX_FILE_BYTES) -> str:
+    """Read a UTF-8 text file, refusing special files and files above ``limit`` bytes before reading.
+
+    Raises
+    ------
+    InputError
+        The file is missing, not a regular file, too large, unreadable or not UTF-8.
+    """
+    where = str(path)
+    check_file(path, what=what, limit=limit)
     try:
         with open(path, "rb") as fh:
             data = fh.read(limit + 1)
