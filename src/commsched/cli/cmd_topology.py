@@ -34,12 +34,8 @@ def _from_yaml(path: Path, extra: dict[str, Any]) -> Topology:
     text = yamlio.read_text(path, what="a topology YAML file")
     try:
         data = yamlio.load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise InputError(f"malformed YAML: {exc.problem}", where=where) from None
     except yaml.YAMLError as exc:
-        raise InputError(f"malformed YAML: {exc}", where=str(path)) from None
+        raise yamlio.input_error(exc, str(path)) from None
     if isinstance(data, dict) and isinstance(data.get("topology"), dict):
         data = data["topology"]
     if not isinstance(data, dict) or "kind" not in data:

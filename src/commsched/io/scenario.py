@@ -212,12 +212,8 @@ def _read_yaml(path: Path) -> tuple[object, str]:
     text = yamlio.read_text(path, what="a scenario YAML file")
     try:
         data = yamlio.load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise InputError(f"malformed YAML: {exc.problem}", where=where) from None
     except yaml.YAMLError as exc:
-        raise InputError(f"malformed YAML: {exc}", where=str(path)) from None
+        raise yamlio.input_error(exc, str(path)) from None
     return data, text
 
 
@@ -233,7 +229,7 @@ def scenario_from_text(text: str, *, source: str = "<scenario>") -> Scenario:
     try:
         data = yamlio.load(text)
     except yaml.YAMLError as exc:
-        raise InputError(f"malformed YAML: {exc}", where=source) from None
+        raise yamlio.input_error(exc, source) from None
     return scenario_from_data(data, source=source, text=text)
 
 

@@ -1,9 +1,10 @@
-"""YAML reading: YAML 1.2 numbers, duplicate keys refused, bounded alias expansion, bounded file size.
+"""YAML reading: YAML 1.2 numbers, duplicate keys refused, bounded aliases and nesting, bounded files.
 
 PyYAML alone follows YAML 1.1 and reads ``8.0e9`` and ``1e9`` as strings; :class:`Loader` reads them as
-floats. A mapping that gives a key twice is an error (not "the last one wins"). Anchors and aliases are
-allowed, but the document they expand to is bounded (:data:`MAX_EXPANDED_NODES`) and may not contain
-itself, so an alias bomb or a recursive alias ends at once with one line. Files are read only if they are
+floats. Parsing uses libyaml where PyYAML has it (linear time, fast). A mapping that gives a key twice is
+an error (not "the last one wins"). Anchors and aliases are allowed, but the document they expand to is
+bounded (:data:`MAX_EXPANDED_NODES`) and may not contain itself, so an alias bomb or a recursive alias
+ends at once with one line; nesting is bounded too (:data:`MAX_DEPTH`). Files are read only if they are
 regular files of at most :data:`MAX_FILE_BYTES` (``/dev/zero``, FIFOs and directories are refused before
 anything is read).
 """
@@ -14,6 +15,7 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Any
 
 import yaml
 from yaml.constructor import ConstructorError
@@ -24,30 +26,47 @@ from commsched.errors import InputError
 MAX_FILE_BYTES = 64 * 1024 * 1024
 #: the most nodes a document may hold once its aliases are expanded
 MAX_EXPANDED_NODES = 2_000_000
+#: the deepest nesting of collections a document may have
+MAX_DEPTH = 100
 
 
-class Loader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` with the YAML 1.2 float syntax and duplicate keys refused."""
+def _construct_mapping(
+    self: yaml.constructor.SafeConstructor, node: yaml.MappingNode, deep: bool = False
+) -> dict[object, object]:
+    """``SafeConstructor.construct_mapping`` that refuses a key given twice in one mapping."""
+    seen: dict[object, yaml.Node] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = self.construct_object(key_node, deep=deep)
+        try:
+            first = seen.get(key)
+        except TypeError:
+            continue  # an unhashable key: the base class reports it
+        if first is not None:
+            raise ConstructorError(
+                None,
+                None,
+                f"duplicate key {key!r} (first on line {first.start_mark.line + 1})",
+                key_node.start_mark,
+            )
+        seen[key] = key_node
+    return yaml.constructor.SafeConstructor.construct_mapping(self, node, deep=deep)
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
-        seen: dict[object, yaml.Node] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                first = seen.get(key)
-            except TypeError:
-                continue  # an unhashable key: the base class reports it
-            if first is not None:
-                raise ConstructorError(
-                    None,
-                    None,
-                    f"duplicate key {key!r} (first on line {first.start_mark.line + 1})",
-                    key_node.start_mark,
-                )
-            seen[key] = key_node
-        return super().construct_mapping(node, deep=deep)
+
+if yaml.__with_libyaml__:
+
+    class Loader(yaml.CSafeLoader):
+        """libyaml's safe loader with the YAML 1.2 float syntax and duplicate keys refused."""
+
+        construct_mapping = _construct_mapping
+
+else:  # pragma: no cover - PyYAML built without libyaml: the same rules, in pure Python
+
+    class Loader(yaml.SafeLoader):  # type: ignore[no-redef]
+        """``yaml.SafeLoader`` with the YAML 1.2 float syntax and duplicate keys refused."""
+
+        construct_mapping = _construct_mapping
 
 
 _FLOAT = re.compile(
@@ -118,8 +137,23 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
+def _check_depth(text: str) -> None:
+    """Refuse collections nested deeper than :data:`MAX_DEPTH` before composing (the parser's event
+    stream is read iteratively, so this check cannot itself overflow the stack)."""
+    depth = 0
+    for ev in yaml.parse(text, Loader=Loader):
+        if isinstance(ev, yaml.SequenceStartEvent | yaml.MappingStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                mark: Any = ev.start_mark
+                raise ConstructorError(None, None, f"collections nested deeper than {MAX_DEPTH} levels", mark)
+        elif isinstance(ev, yaml.SequenceEndEvent | yaml.MappingEndEvent):
+            depth -= 1
+
+
 def compose(text: str) -> yaml.Node | None:
     """Parse YAML text (one document) into checked nodes (see :func:`load`)."""
+    _check_depth(text)
     loader = Loader(text)
     try:
         node = loader.get_single_node()
@@ -150,6 +184,7 @@ def load(text: str) -> object:
     yaml.constructor.ConstructorError: recursive alias: a node contains itself
     ...
     """
+    _check_depth(text)
     loader = Loader(text)
     try:
         node = loader.get_single_node()
@@ -161,6 +196,25 @@ def load(text: str) -> object:
         raise yaml.YAMLError("nested too deeply") from None
     finally:
         loader.dispose()
+
+
+def input_error(exc: yaml.YAMLError, source: str) -> InputError:
+    """A YAML error as one line: ``source:line: malformed YAML: what``.
+
+    Examples
+    --------
+    >>> try:
+    ...     load("a: 1\\nb: 2\\na: 3")
+    ... except yaml.YAMLError as exc:
+    ...     print(input_error(exc, "s.yaml"))
+    s.yaml:3: malformed YAML: duplicate key 'a' (first on line 1)
+    """
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        what = ", ".join(str(p) for p in (exc.context, exc.problem) if p)
+        return InputError(f"malformed YAML: {' '.join(what.split())}", where=where)
+    return InputError(f"malformed YAML: {' '.join(str(exc).split())}", where=source)
 
 
 def check_file(path: Path, *, what: str = "a YAML file", limit: int = MAX_FILE_BYTES) -> int:
