@@ -7,7 +7,14 @@ from typing import Any
 
 import typer
 
-from commsched.cli.common import check_count, option_names, print_json, stdout_console, user_errors
+from commsched.cli.common import (
+    check_count,
+    check_number,
+    option_names,
+    print_json,
+    stdout_console,
+    user_errors,
+)
 from commsched.errors import InputError
 from commsched.workload.collectives import build_collective, collective_params, collective_registry
 from commsched.workload.records import CollectiveSchedule
@@ -83,6 +90,7 @@ def collective_command(
     """Print the per-step transfer schedule of a collective and the bytes each rank sends and receives."""
     collective_registry().get(algorithm, where="ALGO")
     check_count(ranks, "--ranks", hi=MAX_RANKS)
+    check_number(size_bytes, "--bytes")
     with option_names(ranks="--ranks", size_bytes="--bytes"):
         sched = build_collective(
             algorithm, ranks=ranks, size_bytes=size_bytes, **parse_params(algorithm, param or [])

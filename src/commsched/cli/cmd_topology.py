@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 import yaml
+from rich.table import Table
 
 from commsched.cli.common import print_json, stdout_console, user_errors
 from commsched.errors import InputError
@@ -91,6 +93,48 @@ def _print(summary: TopologySummary) -> None:
         )
 
 
+def _parameter_docs(doc: str) -> dict[str, str]:
+    """Parameter name -> description from a numpydoc ``Parameters`` section (names may be grouped)."""
+    lines = inspect.cleandoc(doc).splitlines()
+    out: dict[str, str] = {}
+    try:
+        start = next(i for i, ln in enumerate(lines) if ln.strip() == "Parameters") + 2
+    except StopIteration:
+        return out
+    names: list[str] = []
+    for ln in lines[start:]:
+        if ln and not ln[0].isspace():
+            if set(ln.strip()) <= {"-"} or ln.strip() in ("Returns", "Raises", "Examples", "Notes"):
+                break
+            names = [n.strip() for n in ln.split(":")[0].split(",")]
+            continue
+        if ln.strip():
+            for n in names:
+                out[n] = (out.get(n, "") + " " + ln.strip()).strip()
+    return out
+
+
+def topology_parameters(kind: str) -> list[dict[str, Any]]:
+    """Every parameter of a topology kind: name, default (``None``: derived), type and description."""
+    from commsched.topology.builders import topology_builders
+
+    builder = topology_builders().get(kind, where="KIND")
+    docs = _parameter_docs(builder.__doc__ or "")
+    rows: list[dict[str, Any]] = []
+    for name, p in inspect.signature(builder).parameters.items():
+        default = None if p.default is inspect.Parameter.empty else p.default
+        rows.append(
+            {
+                "name": name,
+                "required": p.default is inspect.Parameter.empty,
+                "default": default if isinstance(default, int | float | str | bool) else None,
+                "type": str(p.annotation).replace("HostTemplate", "template"),
+                "description": docs.get(name, ""),
+            }
+        )
+    return rows
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``topology`` sub-app to the root app."""
     sub = typer.Typer(help="Build and inspect cluster topologies.", no_args_is_help=True)
@@ -112,5 +156,25 @@ def register(app: typer.Typer) -> None:
             print_json(summary.to_dict())
         else:
             _print(summary)
+
+    @sub.command("params")
+    @user_errors
+    def params(
+        kind: Annotated[str, typer.Argument(help="A topology kind (see `topology params --help`).")],
+        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    ) -> None:
+        """List the parameters of a topology kind: name, default, type and meaning (scenario files
+        give them in the ``topology`` section, ``topology show`` as ``-p KEY=VALUE``)."""
+        rows = topology_parameters(kind)
+        if as_json:
+            print_json({"kind": kind, "parameters": rows})
+            return
+        t = Table(title=f"topology kind {kind}", header_style="bold")
+        for col in ("parameter", "default", "type", "meaning"):
+            t.add_column(col, no_wrap=col == "parameter")
+        for r in rows:
+            default = "(required)" if r["required"] else ("derived" if r["default"] is None else r["default"])
+            t.add_row(r["name"], str(default), r["type"], r["description"])
+        stdout_console().print(t)
 
     app.add_typer(sub, name="topology")
