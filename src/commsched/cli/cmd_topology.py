@@ -11,7 +11,7 @@ import yaml
 from rich.table import Table
 
 from commsched.cli.common import print_json, stdout_console, user_errors
-from commsched.errors import InputError
+from commsched.errors import InputError, TopologyError
 from commsched.io import yamlio
 from commsched.io.limits import non_finite, topology_size
 from commsched.topology.builders import build_topology, load_lingjun_topo
@@ -55,7 +55,12 @@ def _build(kind: str, params: dict[str, Any], *, where: str) -> Topology:
     size = topology_size(params, kind)
     if size is not None:
         raise InputError(size[1], where=f"{where}.{size[0]}", expected=size[2])
-    return build_topology(kind, params, where=where)
+    try:
+        return build_topology(kind, params, where=where)
+    except TopologyError as exc:  # parameters that describe no consistent fabric: the user's to fix
+        raise InputError(
+            str(exc), where=where, expected="consistent parameters (see `topology params`)"
+        ) from None
 
 
 def load_topology(spec: str, params: dict[str, Any]) -> Topology:
