@@ -15,6 +15,7 @@ from commsched.cli.common import (
     print_json,
     stdout_console,
     user_errors,
+    write_json,
 )
 from commsched.errors import InputError
 
@@ -58,11 +59,7 @@ def hash_collisions_cmd(
     stats = collision_table(_sizes(sizes), tasks=tasks, seed=seed)
     obj = collisions_json(stats)
     if out is not None:
-        import json
-
-        os.makedirs(out, exist_ok=True)
-        with open(os.path.join(out, "hash_collisions.json"), "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=2)
+        write_json(Path(out), "hash_collisions.json", obj)
         plot_collisions(stats, os.path.join(out, "hash_collisions.png"))
     if as_json:
         print_json(obj)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +20,7 @@ from commsched.cli.common import (
     print_json,
     stdout_console,
     user_errors,
+    write_json,
 )
 from commsched.errors import InputError
 from commsched.intrajob.iteration import CommPolicy, iteration_time, oracle_time
@@ -235,8 +235,7 @@ def register(app: typer.Typer, *, get_model: ModelLookup | None = None) -> None:
 
 def _emit(data: dict[str, Any], json_out: bool, out: Path | None, show: Callable[[], None]) -> None:
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / f"{_stem(data['model'])}_intrajob.json").write_text(json.dumps(data, indent=2) + "\n")
+        write_json(out, f"{_stem(data['model'])}_intrajob.json", data)
     if json_out:
         print_json(data)
     else:

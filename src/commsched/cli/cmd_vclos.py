@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from pathlib import Path
 
 import typer
@@ -19,6 +17,7 @@ from commsched.cli.common import (
     stderr_console,
     stdout_console,
     user_errors,
+    write_json,
 )
 from commsched.errors import InputError
 
@@ -116,9 +115,7 @@ def vclos_experiment_cmd(
     )
     obj = experiment_json(base.name, runs)
     if out is not None:
-        os.makedirs(out, exist_ok=True)
-        with open(os.path.join(out, "vclos_experiment.json"), "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=2)
+        write_json(Path(out), "vclos_experiment.json", obj)
         plot_experiment(runs, out)
     if as_json:
         print_json(obj)

@@ -130,6 +130,14 @@ def print_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
+def write_json(out_dir: Path, name: str, obj: Any) -> Path:
+    """Write ``obj`` as ``out_dir/name`` atomically, numbers tidied as on stdout."""
+    from commsched.io.results import write_files
+
+    (path,) = write_files(out_dir, {name: json.dumps(tidy(obj), indent=2, allow_nan=False) + "\n"})
+    return path
+
+
 def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """Turn commsched's errors into one clear line on stderr and a non-zero exit, never a traceback."""
 
