@@ -264,6 +264,12 @@ CASES: list[tuple[str, str, tuple[str, str], str]] = [
         "topology.capacity_bps: not a finite number",
     ),
     ("capacity-negative", SINGLE, ("capacity_bps: 8.0e9", "capacity_bps: -1"), "topology.capacity_bps:"),
+    (
+        "capacity-tiny",
+        SINGLE,
+        ("capacity_bps: 8.0e9", "capacity_bps: 1.0e-300"),
+        "topology.capacity_bps: 1e-300 bit/s (expected at least 1 bit/s)",
+    ),
     ("capacity-bool", SINGLE, ("capacity_bps: 8.0e9", "capacity_bps: true"), "topology.capacity_bps:"),
     ("mode-unknown", SINGLE, ("mode: exact", "mode: turbo"), ":6: mode: input should be 'exact' or 'fast'"),
     ("policy-unknown", SINGLE, ("policy: static", "policy: statik"), ":3: policy: unknown policy 'statik'"),

@@ -13,7 +13,7 @@ from rich.table import Table
 from commsched.cli.common import print_json, stdout_console, user_errors
 from commsched.errors import InputError, TopologyError
 from commsched.io import yamlio
-from commsched.io.limits import non_finite, topology_size
+from commsched.io.limits import non_finite, slow_rates, topology_size
 from commsched.topology.builders import build_topology, load_lingjun_topo
 from commsched.topology.graph import Topology
 from commsched.topology.summary import TopologySummary, summarize
@@ -55,6 +55,8 @@ def _build(kind: str, params: dict[str, Any], *, where: str) -> Topology:
     size = topology_size(params, kind)
     if size is not None:
         raise InputError(size[1], where=f"{where}.{size[0]}", expected=size[2])
+    for k in slow_rates(params):
+        raise InputError(f"{params[k]!r} bit/s", where=f"{where}.{k}", expected="at least 1 bit/s")
     try:
         return build_topology(kind, params, where=where)
     except TopologyError as exc:  # parameters that describe no consistent fabric: the user's to fix

@@ -82,6 +82,20 @@ def topology_size(params: Mapping[str, object], kind: str = "") -> tuple[str, st
     return None
 
 
+def slow_rates(params: Mapping[str, object]) -> Iterator[str]:
+    """Parameters that give a link speed (``*_bps``) below 1 bit/s: no fabric is that slow, and the
+    transfer times they imply overflow.
+
+    Examples
+    --------
+    >>> list(slow_rates({"capacity_bps": 1e-300, "uplink_bps": 1e11, "tors": 4}))
+    ['capacity_bps']
+    """
+    for k, v in params.items():
+        if k.endswith("_bps") and isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < 1:
+            yield k
+
+
 def _defaults(kind: str) -> dict[str, object]:
     """The integer defaults of a topology builder's host-count parameters (none for an unknown kind)."""
     import inspect

@@ -24,7 +24,7 @@ import yaml
 
 from commsched.errors import CommschedError, InputError, TopologyError, ValidationError
 from commsched.io import yamlio
-from commsched.io.limits import MAX_JOBS, non_finite, topology_size
+from commsched.io.limits import MAX_JOBS, non_finite, slow_rates, topology_size
 from commsched.io.problems import Problems, line_index, validated
 from commsched.io.scenario_jobs import build_job, check_capacity, check_job_numbers
 from commsched.io.schema import JobEntry, Scenario, ScenarioFile, ScenarioJob
@@ -206,7 +206,10 @@ def _build_topology(spec: dict[str, Any], probs: Problems) -> Topology | None:
     size = topology_size(params, kind)
     if size is not None:
         probs.add(("topology", size[0]), size[1], size[2])
-    if bad or size is not None:
+    slow = list(slow_rates(params))
+    for k in slow:
+        probs.add(("topology", k), f"{params[k]!r} bit/s", "at least 1 bit/s")
+    if bad or size is not None or slow:
         return None
     try:
         return build_topology(kind, params)
