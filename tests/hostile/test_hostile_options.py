@@ -88,7 +88,7 @@ CASES: list[tuple[str, list[str], str]] = [
     (
         "collective-unknown",
         ["collective", "gossip", "--ranks", "4", "--bytes", "1"],
-        "error: ALGO: unknown collective algorithm 'gossip'",
+        "error: ALGORITHM: unknown collective algorithm 'gossip'",
     ),
     ("byteps-bytes-inf", ["byteps", "--gpu-machines", "4", "--bytes", "inf"], "error: --bytes: "),
     (

@@ -88,7 +88,7 @@ def collective_command(
     full: bool = typer.Option(False, "--full", help="Do not truncate the transfers of large steps."),
 ) -> None:
     """Print the per-step transfer schedule of a collective and the bytes each rank sends and receives."""
-    collective_registry().get(algorithm, where="ALGO")
+    collective_registry().get(algorithm, where="ALGORITHM")
     check_count(ranks, "--ranks", hi=MAX_RANKS)
     check_number(size_bytes, "--bytes")
     with option_names(ranks="--ranks", size_bytes="--bytes"):
