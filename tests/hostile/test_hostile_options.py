@@ -190,4 +190,4 @@ def test_out_is_checked_before_the_run(
     target = out if out.startswith("/") else str(tmp_path / out)
     for cmd in (["simulate", scenario], ["compare", scenario, "--policies", "fair"]):
         line = assert_user_error([*cmd, "--out", target], fragment)
-        assert line.startswith("error: --out "), line
+        assert line.startswith("error: --out: "), line

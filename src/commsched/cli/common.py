@@ -104,19 +104,22 @@ def check_out_dir(out: Path | None, *, where: str = "--out", make_parents: bool 
     """
     if out is None:
         return None
-    at = f"{where} {out}"
     if out.exists() and not out.is_dir():
-        raise InputError("exists and is not a folder", where=at, expected="a folder or a new name")
+        raise InputError(f"{out} exists and is not a folder", where=where, expected="a folder or a new name")
     probe = out if out.exists() else out.parent
     if make_parents:
         while not probe.exists() and probe.parent != probe:
             probe = probe.parent
     if not probe.exists():
-        raise InputError(f"folder {probe} does not exist", where=at, expected="a path in an existing folder")
+        raise InputError(
+            f"folder {probe} of {out} does not exist", where=where, expected="a path in an existing folder"
+        )
     if not probe.is_dir():
-        raise InputError(f"{probe} is not a folder", where=at, expected="a path in an existing folder")
+        raise InputError(
+            f"{probe} of {out} is not a folder", where=where, expected="a path in an existing folder"
+        )
     if not os.access(probe, os.W_OK | os.X_OK):
-        raise InputError(f"folder {probe} is not writable", where=at, expected="a writable folder")
+        raise InputError(f"folder {probe} is not writable", where=where, expected="a writable folder")
     return out
 
 
