@@ -90,6 +90,16 @@ CASES: list[tuple[str, list[str], str]] = [
         ["collective", "gossip", "--ranks", "4", "--bytes", "1"],
         "error: ALGORITHM: unknown collective algorithm 'gossip'",
     ),
+    (
+        "collective-param-huge",
+        ["collective", "ps", "--ranks", "8", "--bytes", "1e9", "-p", "servers=100000000"],
+        "error: --param: servers=100000000",
+    ),
+    ("intrajob-credit-inf", ["intrajob", "bert-large", "--credit-mb", "inf"], "error: --credit-mb: "),
+    ("intrajob-sweep-huge", ["intrajob", "bert-large", "--sweep", "1e-300:1e300"], "error: --sweep: "),
+    ("vclos-queue", ["vclos-experiment", "vclos-table5-512", "--queue", "nope"], "error: --queue: "),
+    ("vclos-policies", ["vclos-experiment", "vclos-table5-512", "--policies", "nope"], "error: --policies: "),
+    ("byteps-model", ["byteps", "--gpu-machines", "4", "--model", "nope"], "error: --model: unknown model"),
     ("byteps-bytes-inf", ["byteps", "--gpu-machines", "4", "--bytes", "inf"], "error: --bytes: "),
     (
         "byteps-bandwidth-zero",
@@ -191,3 +201,11 @@ def test_out_is_checked_before_the_run(
     for cmd in (["simulate", scenario], ["compare", scenario, "--policies", "fair"]):
         line = assert_user_error([*cmd, "--out", target], fragment)
         assert line.startswith("error: --out: "), line
+
+
+def test_ray_address_without_ray_is_refused_before_work(scenario: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is not None:
+        pytest.skip("ray is installed here")
+    assert_user_error(["compare", scenario, "--ray", "local"], "error: --ray: Ray is not installed")

@@ -79,6 +79,7 @@ def register(app: typer.Typer, *, get_model: ModelLookup | None = None) -> None:
     ) -> None:
         """Communication time, traffic per machine and speed-ups of BytePS vs all-reduce and PS."""
         with option_names(
+            model="--model",
             model_bytes="--bytes",
             gpu_machines="--gpu-machines",
             cpu_machines="--cpu-machines",

@@ -23,6 +23,10 @@ from commsched.workload.records import CollectiveSchedule
 MAX_TRANSFERS_SHOWN = 16
 
 
+#: the most ranks a schedule is built for (schedules grow with the square of the ranks)
+MAX_RANKS = 4096
+
+
 def parse_params(name: str, items: list[str]) -> dict[str, Any]:
     """Turn ``k=v`` strings into typed parameters of collective ``name`` (ints or booleans by default)."""
     defaults = collective_params(name)
@@ -42,6 +46,8 @@ def parse_params(name: str, items: list[str]) -> dict[str, Any]:
             raise InputError(
                 f"{key}={value!r} is not an integer", where="--param", expected="KEY=INT"
             ) from None
+        if not 0 <= out[key] <= MAX_RANKS:
+            raise InputError(f"{key}={out[key]}", where="--param", expected=f"an integer in 0 .. {MAX_RANKS}")
     return out
 
 
@@ -70,9 +76,6 @@ def schedule_json(s: CollectiveSchedule, *, max_transfers: int | None) -> dict[s
         "received_bytes": list(s.received_bytes()),
     }
 
-
-#: the most ranks a schedule is built for (schedules grow with the square of the ranks)
-MAX_RANKS = 4096
 
 PARAM_OPTION = typer.Option(None, "--param", "-p", help="Algorithm parameter KEY=VALUE (repeatable).")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 from contextlib import nullcontext
@@ -92,6 +93,10 @@ def run_compare(
     if job_scheduler is not None:
         placement_registry().get(job_scheduler, where="--job-scheduler")
     check_out_dir(out, make_parents=out == DEMO_OUT)
+    if ray is not None and importlib.util.find_spec("ray") is None:
+        raise InputError(
+            "Ray is not installed", where="--ray", expected="pip install 'commsched[ray]' or omit --ray"
+        )
     sc = resolve_scenario(scenario)
     check_run_budget(sc, mode or sc.mode)
     err = stderr_console()

@@ -61,13 +61,17 @@ def _problem(lookup: ModelLookup, name: str) -> IterationProblem:
     return problem_from_layers(profile.layers, bandwidth_bps=GBPS)
 
 
+#: the fastest link a sweep may reach, Gb/s (a petabit per second)
+MAX_GBPS = 1e6
+
+
 def _parse_sweep(text: str) -> tuple[float, float]:
     try:
         lo, hi = (float(v) for v in text.split(":"))
     except ValueError:
         raise InputError(f"{text!r}", where="--sweep", expected="LO:HI in Gb/s, e.g. 1:100") from None
-    if not 0 < lo < hi:
-        raise InputError(f"{text!r}", where="--sweep", expected="0 < LO < HI")
+    if not 0 < lo < hi < MAX_GBPS:
+        raise InputError(f"{text!r}", where="--sweep", expected=f"0 < LO < HI < {MAX_GBPS:g}")
     return lo, hi
 
 
@@ -201,9 +205,11 @@ def register(app: typer.Typer, *, get_model: ModelLookup | None = None) -> None:
         check_count(points, "--points", lo=2, hi=MAX_POINTS)
         check_number(packet_kb, "--packet-kb")
         check_number(startup_ms, "--startup-ms")
+        check_number(partition_mb, "--partition-mb", lo_open=True)
+        check_number(credit_mb, "--credit-mb", lo_open=True)
         check_out_dir(out)
         names = {
-            "bandwidth_bps": "--bandwidth-gbps",
+            "bandwidth_bps": "--bandwidth-gbps" if bandwidth_gbps is not None else "--sweep",
             "target": "--target",
             "partition_bytes": "--partition-mb",
             "credit_bytes": "--credit-mb",

@@ -68,6 +68,7 @@ def vclos_experiment_cmd(
 ) -> None:
     """Replay a Helios-like trace per policy and lambda: average JCT (Table 5), JWT/queue/stability (Fig. 12)
     and JRT/JWT/JCT averages (Fig. 13)."""
+    from commsched.catalog import policy_registry, queue_registry
     from commsched.experiments.vclos_exp import (
         ExperimentSpec,
         experiment_json,
@@ -87,6 +88,10 @@ def vclos_experiment_cmd(
     for lam in lambdas or []:
         check_number(lam, "--lambda", lo_open=True)
     check_out_dir(Path(out) if out is not None else None)
+    queue_registry().get(queue, where="--queue")
+    known = policy_registry()
+    for p in (p.strip() for p in policies.split(",") if p.strip()):
+        known.get(p, where="--policies")
     if tasks is not None:
         overrides["tasks"] = tasks
     if seed is not None:
