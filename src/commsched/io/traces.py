@@ -23,7 +23,6 @@ from typing import Any
 
 from commsched.errors import InputError
 from commsched.io.limits import MAX_JOBS, non_finite
-from commsched.io.yamlio import MAX_FILE_BYTES
 from commsched.registry import Registry
 from commsched.topology import Topology
 from commsched.workload import JobSpec
@@ -39,6 +38,9 @@ from commsched.workload.traces import (
     to_job_specs,
 )
 from commsched.workload.traces.helios import HeliosParams, helios_like_trace, helios_params
+
+#: the largest trace file read (the public traces in ../shared/data are below 4 MiB)
+MAX_TRACE_BYTES = 32 * 1024 * 1024
 
 #: keys every trace section may have besides ``kind`` and the loader's own parameters
 COMMON_KEYS = ("max_jobs", "collective", "compute_scale", "comm_scale")
@@ -161,11 +163,11 @@ def _check_trace_path(path: Path, key: str) -> None:
             where=f"trace.{key}",
             expected="a trace file",
         )
-    if st.st_size > MAX_FILE_BYTES:
+    if st.st_size > MAX_TRACE_BYTES:
         raise InputError(
             f"{str(path)!r} has {st.st_size:,} bytes",
             where=f"trace.{key}",
-            expected=f"<= {MAX_FILE_BYTES:,} bytes",
+            expected=f"<= {MAX_TRACE_BYTES:,} bytes",
         )
 
 
