@@ -11,6 +11,7 @@ import importlib
 import typer
 
 from commsched import __version__
+from commsched.cli.usage import CommschedGroup
 
 #: command modules, each exposing ``register(app: typer.Typer) -> None``
 COMMAND_MODULES: tuple[str, ...] = (
@@ -27,10 +28,12 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cmd_microbench",
     "cmd_testbed",
     "cmd_daemon",
+    "cmd_policies",
 )
 
 app = typer.Typer(
     name="commsched",
+    cls=CommschedGroup,
     help=(
         "Communication scheduling for multi-tenant GPU training clusters: decide placement, paths and "
         "priority classes (Crux, vClos, BytePS, Mercury and their baselines), simulate what they do to "

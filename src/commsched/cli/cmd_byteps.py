@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from commsched.cli.cmd_intrajob import ModelLookup, zoo_lookup
-from commsched.cli.common import print_json, stdout_console, user_errors
+from commsched.cli.common import option_names, print_json, stdout_console, user_errors
 from commsched.errors import InputError
 from commsched.intrajob.byteps import BytePSAssignment, BytePSTimes, byteps_assignment, byteps_times
 
@@ -78,9 +78,16 @@ def register(app: typer.Typer, *, get_model: ModelLookup | None = None) -> None:
         json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """Communication time, traffic per machine and speed-ups of BytePS vs all-reduce and PS."""
-        m = _model_bytes(lookup, model, size_bytes)
-        a = byteps_assignment(gpu_machines=gpu_machines, cpu_machines=cpu_machines, model_bytes=m)
-        t = byteps_times(a, bandwidth_bps=bandwidth_gbps * GBPS)
+        with option_names(
+            model="--model",
+            model_bytes="--bytes",
+            gpu_machines="--gpu-machines",
+            cpu_machines="--cpu-machines",
+            bandwidth_bps="--bandwidth-gbps",
+        ):
+            m = _model_bytes(lookup, model, size_bytes)
+            a = byteps_assignment(gpu_machines=gpu_machines, cpu_machines=cpu_machines, model_bytes=m)
+            t = byteps_times(a, bandwidth_bps=bandwidth_gbps * GBPS)
         rep = _report(a, t, bandwidth_gbps)
         if model is not None:
             rep["model"] = model

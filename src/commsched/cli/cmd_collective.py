@@ -7,13 +7,24 @@ from typing import Any
 
 import typer
 
-from commsched.cli.common import print_json, stdout_console, user_errors
+from commsched.cli.common import (
+    check_count,
+    check_number,
+    option_names,
+    print_json,
+    stdout_console,
+    user_errors,
+)
 from commsched.errors import InputError
 from commsched.workload.collectives import build_collective, collective_params, collective_registry
 from commsched.workload.records import CollectiveSchedule
 
 #: at most this many transfers per step are printed (the rest are summarised)
 MAX_TRANSFERS_SHOWN = 16
+
+
+#: the most ranks a schedule is built for (schedules grow with the square of the ranks)
+MAX_RANKS = 4096
 
 
 def parse_params(name: str, items: list[str]) -> dict[str, Any]:
@@ -35,6 +46,8 @@ def parse_params(name: str, items: list[str]) -> dict[str, Any]:
             raise InputError(
                 f"{key}={value!r} is not an integer", where="--param", expected="KEY=INT"
             ) from None
+        if not 0 <= out[key] <= MAX_RANKS:
+            raise InputError(f"{key}={out[key]}", where="--param", expected=f"an integer in 0 .. {MAX_RANKS}")
     return out
 
 
@@ -78,10 +91,13 @@ def collective_command(
     full: bool = typer.Option(False, "--full", help="Do not truncate the transfers of large steps."),
 ) -> None:
     """Print the per-step transfer schedule of a collective and the bytes each rank sends and receives."""
-    collective_registry().get(algorithm, where="ALGO")
-    sched = build_collective(
-        algorithm, ranks=ranks, size_bytes=size_bytes, **parse_params(algorithm, param or [])
-    )
+    collective_registry().get(algorithm, where="ALGORITHM")
+    check_count(ranks, "--ranks", hi=MAX_RANKS)
+    check_number(size_bytes, "--bytes")
+    with option_names(ranks="--ranks", size_bytes="--bytes"):
+        sched = build_collective(
+            algorithm, ranks=ranks, size_bytes=size_bytes, **parse_params(algorithm, param or [])
+        )
     limit = None if full else MAX_TRANSFERS_SHOWN
     doc = schedule_json(sched, max_transfers=limit)
     if json_out:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 from contextlib import nullcontext
@@ -9,9 +10,15 @@ from pathlib import Path
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
-from commsched.cli.common import print_json, stderr_console, stdout_console, user_errors
+from commsched.cli.common import check_out_dir, print_json, stderr_console, stdout_console, user_errors
 from commsched.errors import InputError
+
+#: the most local worker processes ``--workers`` may start
+MAX_WORKERS = 256
+#: where ``commsched demo`` writes by default (its parent folders are made if missing)
+DEMO_OUT = Path("out/demo")
 
 #: the policies the demo compares (all main communication policies)
 DEMO_POLICIES = ("ecmp-fair", "sincronia", "taccl-star", "cassini", "crux-pa", "crux-ps-pa", "crux-full")
@@ -43,9 +50,10 @@ def _table(obj: dict[str, object]) -> Table:
     best = max((v["gpu_utilization"] or 0.0 for v in pols.values()), default=0.0)
     for name, v in pols.items():
         util = _fmt(v["gpu_utilization"])
+        style = "bold" if (v["gpu_utilization"] or 0.0) == best else ""
         t.add_row(
-            f"[bold]{name}[/]" if (v["gpu_utilization"] or 0.0) == best else name,
-            f"[bold]{util}[/]" if (v["gpu_utilization"] or 0.0) == best else util,
+            Text(name, style=style),
+            Text(util, style=style),
             _fmt(v["allocated_gpu_utilization"]),
             _fmt(v["avg_jct_s"], 1),
             _fmt(v["avg_jrt_s"], 1),
@@ -69,13 +77,28 @@ def run_compare(
     as_json: bool,
 ) -> None:
     from commsched.api import compare, load_scenario
+    from commsched.catalog import placement_registry, policy_registry
     from commsched.experiments.compare import comparison_json
+    from commsched.io.limits import check_run_budget
 
     if mode is not None and mode not in ("exact", "fast"):
         raise InputError(f"unknown mode {mode!r}", where="--mode", expected="exact or fast")
-    if workers < 1:
-        raise InputError(f"{workers} workers", where="--workers", expected="at least 1")
+    if not 1 <= workers <= MAX_WORKERS:
+        raise InputError(f"{workers} workers", where="--workers", expected=f"1 .. {MAX_WORKERS}")
+    if not policies:
+        raise InputError("no policy named", where="--policies", expected="comma-separated policy names")
+    reg = policy_registry()
+    for p in policies:
+        reg.get(p, where="--policies")
+    if job_scheduler is not None:
+        placement_registry().get(job_scheduler, where="--job-scheduler")
+    check_out_dir(out, make_parents=out == DEMO_OUT)
+    if ray is not None and importlib.util.find_spec("ray") is None:
+        raise InputError(
+            "Ray is not installed", where="--ray", expected="pip install 'commsched[ray]' or omit --ray"
+        )
     sc = load_scenario(scenario)
+    check_run_budget(sc, mode or sc.mode)
     err = stderr_console()
     if not as_json:
         err.print(
@@ -89,9 +112,10 @@ def run_compare(
         import json
 
         from commsched.experiments.plots import write_plots
+        from commsched.io.numbers import tidy
+        from commsched.io.results import write_files
 
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "compare.json").write_text(json.dumps(obj, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        write_files(out, {"compare.json": json.dumps(tidy(obj), indent=2, allow_nan=False) + "\n"})
         write_plots(cmp, sc.topology, out)
     if as_json:
         print_json(obj)
@@ -158,10 +182,10 @@ def scenarios_cmd(as_json: bool = typer.Option(False, "--json", help="Print a JS
 
 @user_errors
 def demo_cmd(
-    out: Path | None = typer.Option(
-        Path("out/demo"), "--out", "-o", help="Where to write the JSON and plots."
+    out: Path | None = typer.Option(DEMO_OUT, "--out", "-o", help="Where to write the JSON and plots."),
+    workers: int = typer.Option(
+        min(os.cpu_count() or 1, MAX_WORKERS), "--workers", "-w", help="Local processes."
     ),
-    workers: int = typer.Option(os.cpu_count() or 1, "--workers", "-w", help="Local processes."),
     as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object on stdout."),
 ) -> None:
     """Compare every main policy on the embedded default scenario (a synthetic Crux-like trace)."""

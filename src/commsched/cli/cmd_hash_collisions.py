@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import typer
 from rich.table import Table
 
-from commsched.cli.common import print_json, stdout_console, user_errors
+from commsched.cli.common import (
+    check_count,
+    check_out_dir,
+    check_seed,
+    print_json,
+    stdout_console,
+    user_errors,
+    write_json,
+)
 from commsched.errors import InputError
 
 
@@ -23,6 +32,12 @@ def _sizes(text: str) -> list[int]:
     return out
 
 
+#: the most tasks per cluster size
+MAX_TASKS = 100_000
+#: the largest cluster size, in GPUs
+MAX_GPUS = 131_072
+
+
 @user_errors
 def hash_collisions_cmd(
     sizes: str = typer.Option(
@@ -36,14 +51,15 @@ def hash_collisions_cmd(
     """Distribution of flows sharing a link under 5-tuple MurmurHash3 ECMP, by cluster size (vClos §3.1)."""
     from commsched.experiments.hash_collisions import collision_table, collisions_json, plot_collisions
 
+    check_count(tasks, "--tasks", hi=MAX_TASKS)
+    check_seed(seed)
+    for n in _sizes(sizes):
+        check_count(n, "--sizes", hi=MAX_GPUS)
+    check_out_dir(Path(out) if out is not None else None)
     stats = collision_table(_sizes(sizes), tasks=tasks, seed=seed)
     obj = collisions_json(stats)
     if out is not None:
-        import json
-
-        os.makedirs(out, exist_ok=True)
-        with open(os.path.join(out, "hash_collisions.json"), "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=2)
+        write_json(Path(out), "hash_collisions.json", obj)
         plot_collisions(stats, os.path.join(out, "hash_collisions.png"))
     if as_json:
         print_json(obj)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +12,16 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from commsched.cli.common import print_json, stdout_console, user_errors
+from commsched.cli.common import (
+    check_count,
+    check_number,
+    check_out_dir,
+    option_names,
+    print_json,
+    stdout_console,
+    user_errors,
+    write_json,
+)
 from commsched.errors import InputError
 from commsched.intrajob.iteration import CommPolicy, iteration_time, oracle_time
 from commsched.intrajob.partitioned import PartitionConfig
@@ -53,13 +61,17 @@ def _problem(lookup: ModelLookup, name: str) -> IterationProblem:
     return problem_from_layers(profile.layers, bandwidth_bps=GBPS)
 
 
+#: the fastest link a sweep may reach, Gb/s (a petabit per second)
+MAX_GBPS = 1e6
+
+
 def _parse_sweep(text: str) -> tuple[float, float]:
     try:
         lo, hi = (float(v) for v in text.split(":"))
     except ValueError:
         raise InputError(f"{text!r}", where="--sweep", expected="LO:HI in Gb/s, e.g. 1:100") from None
-    if not 0 < lo < hi:
-        raise InputError(f"{text!r}", where="--sweep", expected="0 < LO < HI")
+    if not 0 < lo < hi < MAX_GBPS:
+        raise InputError(f"{text!r}", where="--sweep", expected=f"0 < LO < HI < {MAX_GBPS:g}")
     return lo, hi
 
 
@@ -164,6 +176,10 @@ def _plot(out: Path, model: str, res: SweepResult, data: dict[str, Any]) -> list
     return [speed_png, least_png]
 
 
+#: the most bandwidths a sweep may visit
+MAX_POINTS = 10_000
+
+
 def register(app: typer.Typer, *, get_model: ModelLookup | None = None) -> None:
     """Add ``commsched intrajob`` to ``app`` (``get_model`` defaults to the model zoo)."""
     lookup = get_model or zoo_lookup
@@ -186,19 +202,34 @@ def register(app: typer.Typer, *, get_model: ModelLookup | None = None) -> None:
         """Iteration time of WFBP, ByteScheduler, Mercury (with/without preemption) and the oracle."""
         if bandwidth_gbps is not None and sweep is not None:
             raise InputError("both given", where="--bandwidth-gbps/--sweep", expected="one of them")
-        problem = _problem(lookup, model)
-        cfg = PartitionConfig(
-            partition_bytes=partition_mb * 1e6, credit_bytes=credit_mb * 1e6, startup_s=startup_ms * 1e-3
-        )
-        reg = policy_registry(PolicyOptions(bytescheduler=cfg, packet_bytes=packet_kb * 1e3))
-        policies = {name: reg.get(name) for name in reg.names()}
-        if bandwidth_gbps is not None:
-            data = {"model": model, **_single(problem, policies, bandwidth_gbps)}
-            _emit(data, json_out, out, lambda: _print_single(model, data))
-            return
-        lo, hi = _parse_sweep(sweep or "1:200")
-        grid = [float(g) for g in np.geomspace(lo, hi, points)]
-        swept = _sweep(problem, policies, grid, target if target is not None else paper_target(model))
+        check_count(points, "--points", lo=2, hi=MAX_POINTS)
+        check_number(packet_kb, "--packet-kb")
+        check_number(startup_ms, "--startup-ms")
+        check_number(partition_mb, "--partition-mb", lo_open=True)
+        check_number(credit_mb, "--credit-mb", lo_open=True)
+        check_out_dir(out)
+        names = {
+            "bandwidth_bps": "--bandwidth-gbps" if bandwidth_gbps is not None else "--sweep",
+            "target": "--target",
+            "partition_bytes": "--partition-mb",
+            "credit_bytes": "--credit-mb",
+            "startup_s": "--startup-ms",
+            "packet_bytes": "--packet-kb",
+        }
+        with option_names(**names):
+            problem = _problem(lookup, model)
+            cfg = PartitionConfig(
+                partition_bytes=partition_mb * 1e6, credit_bytes=credit_mb * 1e6, startup_s=startup_ms * 1e-3
+            )
+            reg = policy_registry(PolicyOptions(bytescheduler=cfg, packet_bytes=packet_kb * 1e3))
+            policies = {name: reg.get(name) for name in reg.names()}
+            if bandwidth_gbps is not None:
+                data = {"model": model, **_single(problem, policies, bandwidth_gbps)}
+                _emit(data, json_out, out, lambda: _print_single(model, data))
+                return
+            lo, hi = _parse_sweep(sweep or "1:200")
+            grid = [float(g) for g in np.geomspace(lo, hi, points)]
+            swept = _sweep(problem, policies, grid, target if target is not None else paper_target(model))
         res = swept.pop("_result")
         data = {"model": model, **swept}
         _emit(data, json_out, out, lambda: _print_sweep(model, data))
@@ -210,8 +241,7 @@ def register(app: typer.Typer, *, get_model: ModelLookup | None = None) -> None:
 
 def _emit(data: dict[str, Any], json_out: bool, out: Path | None, show: Callable[[], None]) -> None:
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / f"{_stem(data['model'])}_intrajob.json").write_text(json.dumps(data, indent=2) + "\n")
+        write_json(out, f"{_stem(data['model'])}_intrajob.json", data)
     if json_out:
         print_json(data)
     else:

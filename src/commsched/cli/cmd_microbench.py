@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from commsched.cli.common import print_json, stdout_console, user_errors
+from commsched.cli.common import check_count, check_seed, print_json, stdout_console, user_errors
 
 
 @user_errors
@@ -19,6 +19,9 @@ def microbench(
     """Score Crux's path selection, priority assignment and compression against the enumerated optimum."""
     from commsched.experiments.microbench import run_microbench, summarise
 
+    check_count(cases, "--cases", hi=100_000)
+    check_count(workers, "--workers", hi=256)
+    check_seed(seed)
     summary = summarise(run_microbench(cases, seed, workers=workers, ray_address=ray))
     if as_json:
         print_json(summary.as_json())

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from commsched.cli.common import print_json, stdout_console, user_errors
 from commsched.workload.records import ModelProfile
@@ -60,7 +60,7 @@ def models_command(
     console.print(table)
     for p in profiles:
         text = p.source if verbose else p.source.split(":")[0]
-        console.print(f"[bold]{escape(p.name)}[/bold]: {escape(text)}", soft_wrap=not verbose)
+        console.print(Text.assemble((p.name, "bold"), ": ", text), soft_wrap=not verbose)
 
 
 def register(app: typer.Typer) -> None:

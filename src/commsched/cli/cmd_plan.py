@@ -6,13 +6,12 @@ this module only prints them.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import typer
 from rich.table import Table
 
-from commsched.cli.common import print_json, stdout_console, user_errors
+from commsched.cli.common import check_seed, print_json, stdout_console, user_errors
 
 
 def plan_json(sc: Any, policy: str, *, seed: int, hash_name: str) -> dict[str, Any]:
@@ -27,7 +26,7 @@ def plan_json(sc: Any, policy: str, *, seed: int, hash_name: str) -> dict[str, A
 
 @user_errors
 def plan(
-    scenario: Path = typer.Argument(..., help="Scenario YAML file."),
+    scenario: str = typer.Argument(..., help="Scenario YAML file, or the name of a shipped scenario."),
     policy: str | None = typer.Option(
         None, "--policy", "-p", help="Communication policy; default: the scenario's."
     ),
@@ -36,9 +35,10 @@ def plan(
     as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object on stdout."),
 ) -> None:
     """Print a policy's decisions (ranks, classes, DSCP, paths, source ports) without simulating."""
-    from commsched.io.scenario import load_scenario
+    from commsched.io.shipped import resolve_scenario
 
-    sc = load_scenario(scenario)
+    check_seed(seed)
+    sc = resolve_scenario(scenario)
     out = plan_json(sc, policy or sc.policy, seed=sc.seed if seed is None else seed, hash_name=hash_name)
     if as_json:
         print_json(out)

@@ -7,8 +7,17 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from commsched.cli.common import print_json, stderr_console, stdout_console, user_errors
+from commsched.cli.common import (
+    check_out_dir,
+    check_seed,
+    placement_name,
+    print_json,
+    stderr_console,
+    stdout_console,
+    user_errors,
+)
 from commsched.errors import InputError, ValidationError
 
 
@@ -35,11 +44,16 @@ def simulate(
     from commsched.api import load_scenario
     from commsched.api import simulate as simulate_scenario
     from commsched.catalog import policy_registry
+    from commsched.io.limits import check_run_budget
     from commsched.io.results import result_summary, write_outputs
 
-    sc = load_scenario(str(scenario))
+    check_seed(seed)
+    check_out_dir(out)
+    run_mode = _mode_value(mode)
     if policy is not None:
         policy_registry().get(policy, where="--policy")  # unknown names name the option
+    sc = load_scenario(str(scenario))
+    check_run_budget(sc, run_mode or sc.mode)
     err = stderr_console()
     with Progress(
         TextColumn("[bold]simulating"),
@@ -55,10 +69,11 @@ def simulate(
         def progress(t: float) -> None:
             bar.update(task, completed=t, t=f"{t:.0f}")
 
-        result = simulate_scenario(sc, policy=policy, mode=_mode_value(mode), seed=seed, progress=progress)
-    summary = result_summary(result)
+        result = simulate_scenario(sc, policy=policy, mode=run_mode, seed=seed, progress=progress)
+    placement = placement_name(sc, result.policy)
+    summary = result_summary(result, scenario=sc.name, placement=placement)
     if out is not None:
-        write_outputs(result, sc.topology, out)
+        write_outputs(result, sc.topology, out, scenario=sc.name, placement=placement)
     if as_json:
         print_json(summary)
         return
@@ -74,10 +89,15 @@ def _fmt(x: object, digits: int = 3) -> str:
 def _print_table(summary: dict[str, object]) -> None:
     con = stdout_console()
     con.print(
-        f"policy [bold]{summary['policy']}[/] mode {summary['mode']} seed {summary['seed']}: "
-        f"GPU utilisation [bold]{_fmt(summary['gpu_utilization'])}[/] over {summary['cluster_gpus']} GPUs, "
-        f"{_fmt(summary['allocated_gpu_utilization'])} over allocated GPUs; "
-        f"{_fmt(summary['sim_time_s'], 1)} s simulated in {_fmt(summary['wall_time_s'], 2)} s"
+        Text.assemble(
+            "policy ",
+            (str(summary["policy"]), "bold"),
+            f" mode {summary['mode']} seed {summary['seed']}: GPU utilisation ",
+            (_fmt(summary["gpu_utilization"]), "bold"),
+            f" over {summary['cluster_gpus']} GPUs, "
+            f"{_fmt(summary['allocated_gpu_utilization'])} over allocated GPUs; "
+            f"{_fmt(summary['sim_time_s'], 1)} s simulated in {_fmt(summary['wall_time_s'], 2)} s",
+        )
     )
     t = Table(show_header=True, header_style="bold")
     for col in (
@@ -114,11 +134,17 @@ def validate(
     scenario: Path = typer.Argument(..., help="Scenario YAML file, or the name of a shipped scenario."),
     as_json: bool = typer.Option(False, "--json", help="Print the problems as a JSON object."),
 ) -> None:
-    """Check a scenario file and print every problem, one line each (exit 2 if any)."""
+    """Check a scenario file and print every problem, one line each (exit 2 if any).
+
+    Besides the file's form, the run it asks for is checked: an exact simulation that would need an
+    absurd number of iterations is refused here as ``simulate`` would refuse it.
+    """
+    from commsched.io.limits import check_run_budget
     from commsched.io.shipped import resolve_scenario
 
     try:
         sc = resolve_scenario(str(scenario))
+        check_run_budget(sc, sc.mode)
     except ValidationError as exc:
         if as_json:
             print_json({"valid": False, "problems": exc.problems})

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-import json
 import math
-import os
+from pathlib import Path
 
 import typer
 from rich.table import Table
 
-from commsched.cli.common import print_json, stderr_console, stdout_console, user_errors
+from commsched.cli.common import (
+    check_count,
+    check_number,
+    check_out_dir,
+    check_seed,
+    print_json,
+    stderr_console,
+    stdout_console,
+    user_errors,
+    write_json,
+)
 from commsched.errors import InputError
 
 
@@ -59,6 +68,7 @@ def vclos_experiment_cmd(
 ) -> None:
     """Replay a Helios-like trace per policy and lambda: average JCT (Table 5), JWT/queue/stability (Fig. 12)
     and JRT/JWT/JCT averages (Fig. 13)."""
+    from commsched.catalog import policy_registry, queue_registry
     from commsched.experiments.vclos_exp import (
         ExperimentSpec,
         experiment_json,
@@ -66,13 +76,23 @@ def vclos_experiment_cmd(
         run_experiment,
         scenario_trace,
     )
+    from commsched.io.limits import MAX_JOBS
     from commsched.io.shipped import resolve_scenario
     from commsched.io.traces import trace_jobs
 
     overrides = _settings(settings)
+    check_count(tasks, "--tasks", hi=MAX_JOBS)
+    check_count(workers, "--workers", hi=256)
+    check_count(macro_iterations, "--macro-iterations", hi=10_000)
+    check_seed(seed)
+    for lam in lambdas or []:
+        check_number(lam, "--lambda", lo_open=True)
+    check_out_dir(Path(out) if out is not None else None)
+    queue_registry().get(queue, where="--queue")
+    known = policy_registry()
+    for p in (p.strip() for p in policies.split(",") if p.strip()):
+        known.get(p, where="--policies")
     if tasks is not None:
-        if tasks < 1:
-            raise InputError(f"{tasks}", where="--tasks", expected=">= 1")
         overrides["tasks"] = tasks
     if seed is not None:
         overrides["seed"] = seed
@@ -100,9 +120,7 @@ def vclos_experiment_cmd(
     )
     obj = experiment_json(base.name, runs)
     if out is not None:
-        os.makedirs(out, exist_ok=True)
-        with open(os.path.join(out, "vclos_experiment.json"), "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=2)
+        write_json(Path(out), "vclos_experiment.json", obj)
         plot_experiment(runs, out)
     if as_json:
         print_json(obj)

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from commsched.io.numbers import clamp_fraction, tidy
 from commsched.sim.records import SimResult
 from commsched.topology import Topology
 
@@ -19,8 +23,21 @@ def _num(x: float) -> float | None:
     return None if (x is None or not math.isfinite(x)) else float(x)
 
 
-def result_summary(result: SimResult, *, include_wall_time: bool = True) -> dict[str, Any]:
-    """The summary printed by ``simulate --json``; every field but ``wall_time_s`` is deterministic."""
+def result_summary(
+    result: SimResult,
+    *,
+    include_wall_time: bool = True,
+    scenario: str | None = None,
+    placement: str | None = None,
+) -> dict[str, Any]:
+    """The summary printed by ``simulate --json``; every field but ``wall_time_s`` is deterministic.
+
+    ``scenario``, ``policy``, ``placement``, ``mode``, ``seed`` and ``commsched_version`` say what
+    produced the results. Values keep full precision here; :func:`write_outputs` and ``--json`` round
+    them at the edge (see :func:`commsched.io.numbers.tidy`).
+    """
+    from commsched import __version__
+
     jobs = []
     for j in result.jobs:
         jobs.append(
@@ -44,9 +61,12 @@ def result_summary(result: SimResult, *, include_wall_time: bool = True) -> dict
             }
         )
     out: dict[str, Any] = {
+        "scenario": scenario,
         "policy": result.policy,
+        "placement": placement,
         "mode": str(result.mode),
         "seed": result.seed,
+        "commsched_version": __version__,
         "cluster_gpus": result.cluster_gpus,
         "gpu_utilization": _num(result.gpu_utilization),
         "allocated_gpu_utilization": _num(result.allocated_gpu_utilization),
@@ -60,64 +80,85 @@ def result_summary(result: SimResult, *, include_wall_time: bool = True) -> dict
     return out
 
 
-def write_outputs(result: SimResult, topology: Topology, out_dir: Path) -> list[Path]:
-    """Write ``summary.json``, ``jobs.csv``, ``utilization.csv`` and ``links.csv`` into ``out_dir``."""
+def _cell(x: object) -> object:
+    """A CSV cell: booleans as ``true``/``false`` (as in JSON), missing values empty."""
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    return "" if x is None else x
+
+
+def _csv(rows: list[list[object]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    for r in rows:
+        w.writerow([_cell(c) for c in r])
+    return buf.getvalue()
+
+
+def _g(x: float) -> str:
+    return "" if not math.isfinite(x) else f"{x:.6g}"
+
+
+def write_files(out_dir: Path, files: dict[str, str]) -> list[Path]:
+    """Write several files into ``out_dir`` so that a crash leaves the old results or the new ones.
+
+    Every file is first written completely under a temporary name in ``out_dir``; only then are they
+    renamed over the old ones (renames within a folder are atomic). A failure while writing leaves the
+    old files untouched and removes the temporary ones.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    summary = result_summary(result)
-    p = out_dir / "summary.json"
-    p.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    written.append(p)
-    p = out_dir / "jobs.csv"
-    with p.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(summary["jobs"][0].keys()) if summary["jobs"] else ["id"])
-        w.writeheader()
-        for row in summary["jobs"]:
-            w.writerow(row)
-    written.append(p)
+    staged: list[tuple[str, Path]] = []
+    try:
+        for name, text in files.items():
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out_dir)
+            staged.append((tmp, out_dir / name))
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+        for tmp, final in staged:
+            os.replace(tmp, final)
+    finally:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+    return [final for _, final in staged]
+
+
+def write_outputs(
+    result: SimResult,
+    topology: Topology,
+    out_dir: Path,
+    *,
+    scenario: str | None = None,
+    placement: str | None = None,
+) -> list[Path]:
+    """Write ``summary.json``, ``jobs.csv``, ``utilization.csv`` and ``links.csv`` into ``out_dir``
+    (atomically, see :func:`write_files`)."""
+    summary = tidy(result_summary(result, scenario=scenario, placement=placement))
+    assert isinstance(summary, dict)
+    files: dict[str, str] = {"summary.json": json.dumps(summary, indent=2, allow_nan=False) + "\n"}
+    cols = list(summary["jobs"][0].keys()) if summary["jobs"] else ["id"]
+    files["jobs.csv"] = _csv([cols, *([row[c] for c in cols] for row in summary["jobs"])])
     s = result.series
-    p = out_dir / "utilization.csv"
-    with p.open("w", newline="", encoding="utf-8") as fh:
-        w2 = csv.writer(fh)
-        w2.writerow(["t_s", "gpu_utilization", "allocated_gpu_utilization"])
-        for t, u, a in zip(
-            s.t.tolist(), s.gpu_utilization.tolist(), s.allocated_gpu_utilization.tolist(), strict=True
-        ):
-            w2.writerow(
-                [
-                    f"{t:.6g}",
-                    "" if not math.isfinite(u) else f"{u:.6g}",
-                    "" if not math.isfinite(a) else f"{a:.6g}",
-                ]
-            )
-    written.append(p)
-    p = out_dir / "links.csv"
+    rows: list[list[object]] = [["t_s", "gpu_utilization", "allocated_gpu_utilization"]]
+    for t, u, a in zip(
+        s.t.tolist(), s.gpu_utilization.tolist(), s.allocated_gpu_utilization.tolist(), strict=True
+    ):
+        rows.append([f"{t:.6g}", _g(clamp_fraction(u)), _g(clamp_fraction(a))])
+    files["utilization.csv"] = _csv(rows)
     used = (
         np.flatnonzero(np.nansum(s.link_utilization, axis=0) > 0)
         if s.link_utilization.size
         else np.zeros(0, int)
     )
-    with p.open("w", newline="", encoding="utf-8") as fh:
-        w3 = csv.writer(fh)
-        w3.writerow(["t_s", "link", "src", "dst", "kind", "utilization", "gpu_intensity"])
-        for k, t in enumerate(s.t.tolist()):
-            for lid in used.tolist():
-                lk = topology.links[lid]
-                u = float(s.link_utilization[k, lid])
-                inten = float(s.link_intensity[k, lid])
-                w3.writerow(
-                    [
-                        f"{t:.6g}",
-                        lid,
-                        lk.src,
-                        lk.dst,
-                        lk.kind,
-                        f"{u:.6g}",
-                        "" if not math.isfinite(inten) else f"{inten:.6g}",
-                    ]
-                )
-    written.append(p)
-    return written
+    rows = [["t_s", "link", "src", "dst", "kind", "utilization", "gpu_intensity"]]
+    for k, t in enumerate(s.t.tolist()):
+        for lid in used.tolist():
+            lk = topology.links[lid]
+            u = float(s.link_utilization[k, lid])
+            rows.append(
+                [f"{t:.6g}", lid, lk.src, lk.dst, lk.kind, _g(u), _g(float(s.link_intensity[k, lid]))]
+            )
+    files["links.csv"] = _csv(rows)
+    return write_files(out_dir, files)
 
 
 # ---------------------------------------------------------------------------------------------- readers
@@ -136,7 +177,7 @@ def _read_json_file(path: Path, expected: str) -> Any:
         raise InputError(f"cannot read JSON: {exc}", where=str(path), expected=expected) from None
 
 
-def _cell(text: str) -> float:
+def _read_cell(text: str) -> float:
     return float(text) if text != "" else float("nan")
 
 
@@ -176,7 +217,7 @@ def read_utilization(out_dir: Path) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {c: [] for c in cols}
     for row in _read_csv(Path(out_dir) / "utilization.csv", cols):
         for c in cols:
-            out[c].append(_cell(row[c]))
+            out[c].append(_read_cell(row[c]))
     return out
 
 
@@ -197,13 +238,13 @@ def read_links(out_dir: Path) -> list[dict[str, Any]]:
     cols = ("t_s", "link", "src", "dst", "kind", "utilization", "gpu_intensity")
     return [
         {
-            "t_s": _cell(r["t_s"]),
+            "t_s": _read_cell(r["t_s"]),
             "link": int(r["link"]),
             "src": r["src"],
             "dst": r["dst"],
             "kind": r["kind"],
-            "utilization": _cell(r["utilization"]),
-            "gpu_intensity": _cell(r["gpu_intensity"]),
+            "utilization": _read_cell(r["utilization"]),
+            "gpu_intensity": _read_cell(r["gpu_intensity"]),
         }
         for r in _read_csv(Path(out_dir) / "links.csv", cols)
     ]

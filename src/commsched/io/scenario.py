@@ -17,219 +17,36 @@ of each). Every problem is reported as ``file:line: field.path: what (expected .
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic import ValidationError as PydanticError
 
 from commsched.errors import CommschedError, InputError, TopologyError, ValidationError
 from commsched.io import yamlio
+from commsched.io.limits import MAX_JOBS, non_finite, slow_rates, topology_size
+from commsched.io.problems import Problems, line_index, validated
+from commsched.io.scenario_jobs import build_job, check_capacity, check_job_numbers
+from commsched.io.schema import JobEntry, Scenario, ScenarioFile, ScenarioJob
 from commsched.topology import NodeId, Topology
-from commsched.workload import JobId, JobSpec, ModelProfile, SyncKind
 
-# ---------------------------------------------------------------------------------------------- schema
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class JobEntry(_Strict):
-    """One job of a scenario file."""
-
-    id: str = Field(min_length=1)
-    model: str | None = None
-    gpus: int | None = Field(default=None, ge=1)
-    hosts: list[str] | None = None
-    gpus_per_host: int | None = Field(default=None, ge=1)
-    gpu_ids: list[str] | None = None
-    compute_s: float | None = Field(default=None, gt=0)
-    comm_bytes: float | None = Field(default=None, ge=0)
-    overlap: float | None = Field(default=None, ge=0, le=1)
-    arrival_s: float = Field(default=0.0, ge=0)
-    iterations: int | None = Field(default=None, ge=1)
-    duration_s: float | None = Field(default=None, gt=0)
-    collective: str = "ring"
-    priority: int | None = Field(default=None, ge=0)
-    sync: Literal["allreduce", "ps", "byteps"] = "allreduce"
-    cpu_machines: int = Field(default=0, ge=0)
-    intrajob: str | None = None
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_to_str(cls, v: object) -> object:
-        return str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
-
-
-class ScenarioFile(_Strict):
-    """The top level of a scenario file."""
-
-    name: str | None = None
-    description: str | None = None
-    topology: dict[str, Any]
-    priority_levels: int = Field(default=8, ge=1, le=64)
-    policy: str = "static"
-    placement: str = "pack"
-    queue: str = "fifo"
-    backfill: bool = False
-    horizon_s: float = Field(gt=0)
-    warmup_s: float = Field(default=0.0, ge=0)
-    seed: int = 0
-    mode: Literal["exact", "fast"] = "exact"
-    trace: dict[str, Any] | None = None
-    jobs: list[dict[str, Any]] = Field(default_factory=list)
-
-
-# ---------------------------------------------------------------------------------------------- result
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ScenarioJob:
-    """A validated job: its spec and its explicit placement (empty when placed by policy).
-
-    Examples
-    --------
-    >>> from commsched.io.shipped import resolve_scenario
-    >>> job = resolve_scenario("crux-fig19").jobs[1]
-    >>> (job.spec.id, len(job.gpu_ids))
-    ('bert1', 8)
-    """
-
-    spec: JobSpec
-    gpu_ids: tuple[NodeId, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Scenario:
-    """A validated scenario, ready to simulate.
-
-    Examples
-    --------
-    >>> sc = scenario_from_data({"topology": {"kind": "single_link"}, "horizon_s": 10,
-    ...                          "jobs": [{"id": "a", "gpus": 2, "compute_s": 1, "comm_bytes": 1e9}]},
-    ...                         source="inline")
-    >>> (sc.topology.name, len(sc.jobs), sc.policy, sc.mode)
-    ('single_link', 1, 'static', 'exact')
-    """
-
-    name: str
-    source: str
-    topology: Topology
-    jobs: tuple[ScenarioJob, ...]
-    priority_levels: int
-    policy: str
-    placement: str
-    queue: str
-    backfill: bool
-    horizon_s: float
-    warmup_s: float
-    seed: int
-    mode: str
-    notes: tuple[str, ...] = ()
-
-
-# ---------------------------------------------------------------------------------------------- loading
-
-
-def _line_index(text: str) -> dict[tuple[str | int, ...], int]:
-    """Map each field path of a YAML document to its 1-based line."""
-    out: dict[tuple[str | int, ...], int] = {}
-    try:
-        root = yaml.compose(text, Loader=yamlio.Loader)
-    except yaml.YAMLError:
-        return out
-
-    def walk(node: yaml.Node | None, path: tuple[str | int, ...]) -> None:
-        if node is None:
-            return
-        out.setdefault(path, node.start_mark.line + 1)
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                key = k.value
-                out[(*path, key)] = k.start_mark.line + 1
-                walk(v, (*path, key))
-        elif isinstance(node, yaml.SequenceNode):
-            for i, v in enumerate(node.value):
-                walk(v, (*path, i))
-
-    walk(root, ())
-    return out
-
-
-def _fmt_path(path: Sequence[str | int]) -> str:
-    s = ""
-    for p in path:
-        s += f"[{p}]" if isinstance(p, int) else (f".{p}" if s else str(p))
-    return s or "(top level)"
-
-
-class _Problems:
-    """Collects every problem of a file, each with its line."""
-
-    def __init__(self, source: str, lines: Mapping[tuple[str | int, ...], int]) -> None:
-        self.source = source
-        self.lines = lines
-        self._items: list[tuple[int, int, str]] = []
-
-    @property
-    def items(self) -> list[str]:
-        """The problems in file order (by line, then in the order found)."""
-        return [text for _, _, text in sorted(self._items)]
-
-    def add(self, path: Sequence[str | int], what: str, expected: str = "") -> None:
-        p = tuple(path)
-        line = None
-        while line is None:
-            line = self.lines.get(p)
-            if not p:
-                break
-            p = p[:-1]
-        loc = f"{self.source}:{line}" if line else self.source
-        text = f"{loc}: {_fmt_path(path)}: {what}"
-        if expected:
-            text += f" (expected {expected})"
-        self._items.append((line or 0, len(self._items), text))
-
-
-_PYDANTIC_EXPECT = {
-    "missing": "a value",
-    "extra_forbidden": "no such field",
-    "int_parsing": "an integer",
-    "int_from_float": "an integer",
-    "float_parsing": "a number",
-    "string_type": "a string",
-    "list_type": "a list",
-    "dict_type": "a mapping",
-    "model_type": "a mapping",
-    "literal_error": "",
-    "greater_than": "",
-    "greater_than_equal": "",
-    "less_than_equal": "",
-    "too_short": "",
-}
+__all__ = [
+    "JobEntry",
+    "Scenario",
+    "ScenarioFile",
+    "ScenarioJob",
+    "load_scenario",
+    "scenario_from_data",
+    "scenario_from_text",
+]
 
 
 def _read_yaml(path: Path) -> tuple[object, str]:
-    if not path.exists():
-        raise InputError("file not found", where=str(path), expected="a scenario YAML file")
-    if path.is_dir():
-        raise InputError("is a directory", where=str(path), expected="a scenario YAML file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read file: {exc}", where=str(path)) from None
+    text = yamlio.read_text(path, what="a scenario YAML file")
     try:
         data = yamlio.load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise InputError(f"malformed YAML: {exc.problem}", where=where) from None
     except yaml.YAMLError as exc:
-        raise InputError(f"malformed YAML: {exc}", where=str(path)) from None
+        raise yamlio.input_error(exc, str(path)) from None
     return data, text
 
 
@@ -245,26 +62,30 @@ def scenario_from_text(text: str, *, source: str = "<scenario>") -> Scenario:
     try:
         data = yamlio.load(text)
     except yaml.YAMLError as exc:
-        raise InputError(f"malformed YAML: {exc}", where=source) from None
+        raise yamlio.input_error(exc, source) from None
     return scenario_from_data(data, source=source, text=text)
 
 
 def scenario_from_data(data: object, *, source: str, text: str = "") -> Scenario:
     """Validate parsed YAML data and build the scenario."""
-    probs = _Problems(source, _line_index(text) if text else {})
+    probs = Problems(source, line_index(text) if text else {})
     if not isinstance(data, dict):
         probs.add(
             (), f"the file holds {type(data).__name__}, not a mapping", "a mapping with topology, jobs, ..."
         )
         raise ValidationError(probs.items)
-    raw = _validated(ScenarioFile, data, (), probs)
+    jobs_field = data.get("jobs")
+    if isinstance(jobs_field, list) and len(jobs_field) > MAX_JOBS:
+        probs.add(("jobs",), f"{len(jobs_field):,} jobs", f"at most {MAX_JOBS:,}")
+        raise ValidationError(probs.items)
+    raw = validated(ScenarioFile, data, (), probs)
     entries: list[JobEntry | None] = []
     for i, item in enumerate(data.get("jobs") or []) if isinstance(data.get("jobs"), list) else []:
         if not isinstance(item, dict):
             probs.add(("jobs", i), f"a job must be a mapping, not {type(item).__name__}", "{id: ..., ...}")
             entries.append(None)
             continue
-        entries.append(_validated(JobEntry, item, ("jobs", i), probs))
+        entries.append(validated(JobEntry, item, ("jobs", i), probs))
     if raw is None:
         # keep checking what can be checked (topology, names, jobs) so every problem is listed at once
         raw = ScenarioFile.model_construct(
@@ -279,25 +100,7 @@ def scenario_from_data(data: object, *, source: str, text: str = "") -> Scenario
     return _build(raw, entries, probs)
 
 
-M = TypeVar("M", bound=BaseModel)
-
-
-def _validated(model: type[M], data: object, prefix: tuple[str | int, ...], probs: _Problems) -> M | None:
-    """Validate with pydantic; every error becomes one problem line with its field path."""
-    try:
-        return model.model_validate(data)
-    except PydanticError as exc:
-        for err in exc.errors():
-            loc = prefix + tuple(err["loc"])
-            expected = _PYDANTIC_EXPECT.get(err["type"], "")
-            msg = err["msg"]
-            if err["type"] == "extra_forbidden":
-                msg, expected = "unknown field", "one of " + ", ".join(sorted(model.model_fields))
-            probs.add(loc, msg[0].lower() + msg[1:], expected)
-        return None
-
-
-def _build(raw: ScenarioFile, entries: list[JobEntry | None], probs: _Problems) -> Scenario:
+def _build(raw: ScenarioFile, entries: list[JobEntry | None], probs: Problems) -> Scenario:
     from commsched.catalog import placement_names, policy_names, queue_registry
 
     topo = _build_topology(raw.topology, probs)
@@ -330,11 +133,12 @@ def _build(raw: ScenarioFile, entries: list[JobEntry | None], probs: _Problems) 
                 "unique ids",
             )
         seen.setdefault(entry.id, i)
-        job = _build_job(entry, i, topo, probs)
+        check_job_numbers(entry, i, raw, probs)
+        job = build_job(entry, i, topo, probs)
         if job is not None:
             jobs.append(job)
             index.append(i)
-    _check_capacity(jobs, index, topo, probs)
+    check_capacity(jobs, index, topo, probs)
     notes: tuple[str, ...] = ()
     if raw.trace is not None and topo is not None:
         traced, notes = _trace_jobs(raw.trace, topo, probs, taken=set(seen))
@@ -362,7 +166,7 @@ def _build(raw: ScenarioFile, entries: list[JobEntry | None], probs: _Problems) 
 
 
 def _trace_jobs(
-    spec: dict[str, Any], topo: Topology, probs: _Problems, *, taken: set[str]
+    spec: dict[str, Any], topo: Topology, probs: Problems, *, taken: set[str]
 ) -> tuple[list[ScenarioJob], tuple[str, ...]]:
     from commsched.io.traces import trace_jobs
 
@@ -388,7 +192,7 @@ def _trace_jobs(
     return out, tj.notes
 
 
-def _build_topology(spec: dict[str, Any], probs: _Problems) -> Topology | None:
+def _build_topology(spec: dict[str, Any], probs: Problems) -> Topology | None:
     from commsched.topology.builders import build_topology
 
     kind = spec.get("kind")
@@ -396,6 +200,17 @@ def _build_topology(spec: dict[str, Any], probs: _Problems) -> Topology | None:
         probs.add(("topology", "kind"), "missing or not a string", "a topology kind such as single_link")
         return None
     params = {k: v for k, v in spec.items() if k != "kind"}
+    bad = list(non_finite(params))
+    for path in bad:
+        probs.add(("topology", *path), "not a finite number", "a finite number")
+    size = topology_size(params, kind)
+    if size is not None:
+        probs.add(("topology", size[0]), size[1], size[2])
+    slow = list(slow_rates(params))
+    for k in slow:
+        probs.add(("topology", k), f"{params[k]!r} bit/s", "at least 1 bit/s")
+    if bad or size is not None or slow:
+        return None
     try:
         return build_topology(kind, params)
     except InputError as exc:
@@ -405,190 +220,3 @@ def _build_topology(spec: dict[str, Any], probs: _Problems) -> Topology | None:
     except (TopologyError, CommschedError) as exc:
         probs.add(("topology",), str(exc))
     return None
-
-
-def _profile(entry: JobEntry, i: int, probs: _Problems) -> ModelProfile | None:
-    from commsched.workload.zoo import get_model
-
-    explicit = {"compute_s": entry.compute_s, "comm_bytes": entry.comm_bytes, "overlap": entry.overlap}
-    if entry.model is None:
-        missing = [k for k in ("compute_s", "comm_bytes") if explicit[k] is None]
-        for k in missing:
-            probs.add(("jobs", i), f"job {entry.id!r} has no model and no {k}", f"model: NAME or {k}: VALUE")
-        if missing:
-            return None
-        assert entry.compute_s is not None and entry.comm_bytes is not None
-        return ModelProfile(
-            name=f"explicit:{entry.id}",
-            gpu="abstract",
-            compute_s=entry.compute_s,
-            sync_bytes=entry.comm_bytes,
-            overlap=1.0 if entry.overlap is None else entry.overlap,
-            source="given in the scenario file",
-        )
-    try:
-        base = get_model(entry.model)
-    except InputError as exc:
-        probs.add(("jobs", i, "model"), exc.what, exc.expected)
-        return None
-    from dataclasses import replace
-
-    return replace(
-        base,
-        compute_s=entry.compute_s if entry.compute_s is not None else base.compute_s,
-        sync_bytes=entry.comm_bytes if entry.comm_bytes is not None else base.sync_bytes,
-        overlap=entry.overlap if entry.overlap is not None else base.overlap,
-    )
-
-
-def _placement(entry: JobEntry, i: int, topo: Topology, probs: _Problems) -> tuple[NodeId, ...] | None:
-    if entry.gpu_ids is not None and entry.hosts is not None:
-        probs.add(("jobs", i), "both hosts and gpu_ids given", "one of hosts, gpu_ids")
-        return None
-    if entry.gpu_ids is not None:
-        bad = [g for g in entry.gpu_ids if g not in set(map(str, topo.gpus))]
-        if bad:
-            probs.add(
-                ("jobs", i, "gpu_ids"), f"unknown GPU(s) {', '.join(bad[:3])}", "GPU ids of the topology"
-            )
-            return None
-        return tuple(NodeId(g) for g in entry.gpu_ids)
-    if entry.hosts is None:
-        if entry.gpus_per_host is not None:
-            probs.add(("jobs", i, "gpus_per_host"), "given without hosts", "hosts: [...] with it")
-        return ()
-    gpus: list[NodeId] = []
-    known = {str(h.id): h for h in topo.hosts}
-    for k, name in enumerate(entry.hosts):
-        host = known.get(str(name))
-        if host is None:
-            sample = ", ".join(list(known)[:4])
-            probs.add(
-                ("jobs", i, "hosts", k), f"unknown host {name!r}", f"a host of the topology, e.g. {sample}"
-            )
-            return None
-        per = entry.gpus_per_host or len(host.gpus)
-        if per > len(host.gpus):
-            probs.add(
-                ("jobs", i, "gpus_per_host"),
-                f"{per} GPUs asked of host {name!r}",
-                f"at most {len(host.gpus)}",
-            )
-            return None
-        gpus.extend(host.gpus[:per])
-    if len(set(gpus)) != len(gpus):
-        probs.add(("jobs", i, "hosts"), "a host is listed twice", "distinct hosts")
-        return None
-    return tuple(gpus)
-
-
-def _build_job(entry: JobEntry, i: int, topo: Topology | None, probs: _Problems) -> ScenarioJob | None:
-    profile = _profile(entry, i, probs)
-    if entry.iterations is not None and entry.duration_s is not None:
-        probs.add(("jobs", i), "both iterations and duration_s given", "at most one of them")
-    if topo is None or profile is None:
-        return None
-    gpu_ids: tuple[NodeId, ...] = ()
-    if topo.hosts:
-        placed = _placement(entry, i, topo, probs)
-        if placed is None:
-            return None
-        gpu_ids = placed
-        if not gpu_ids and entry.gpus is None:
-            probs.add(("jobs", i), f"job {entry.id!r} has neither gpus nor hosts", "gpus: N or hosts: [...]")
-            return None
-        if gpu_ids and entry.gpus is not None and entry.gpus != len(gpu_ids):
-            probs.add(
-                ("jobs", i, "gpus"),
-                f"gpus: {entry.gpus} but hosts give {len(gpu_ids)} GPUs",
-                "matching counts",
-            )
-            return None
-    else:
-        if entry.hosts or entry.gpu_ids:
-            probs.add(("jobs", i, "hosts"), "explicit placement on a topology without hosts", "gpus: N only")
-            return None
-        if entry.gpus is None:
-            probs.add(("jobs", i, "gpus"), "missing", "the job's GPU count")
-            return None
-    n = len(gpu_ids) if gpu_ids else entry.gpus
-    assert n is not None
-    spec = JobSpec(
-        id=JobId(entry.id),
-        profile=profile,
-        gpus=n,
-        model=entry.model,
-        hosts=tuple(entry.hosts or ()),
-        gpu_ids=tuple(entry.gpu_ids or ()),
-        arrival_s=entry.arrival_s,
-        iterations=entry.iterations,
-        duration_s=entry.duration_s,
-        collective=entry.collective,
-        priority=entry.priority,
-        sync=SyncKind(entry.sync),
-        ps_servers=entry.cpu_machines,
-        intrajob=entry.intrajob,
-    )
-    _check_collective(entry, i, probs)
-    _check_sync(entry, i, profile, probs)
-    return ScenarioJob(spec=spec, gpu_ids=gpu_ids)
-
-
-def _check_sync(entry: JobEntry, i: int, profile: ModelProfile, probs: _Problems) -> None:
-    from commsched.intrajob.sweep import policy_registry as intrajob_policies
-
-    if entry.sync == "ps" and entry.cpu_machines < 1:
-        probs.add(
-            ("jobs", i, "cpu_machines"), "a parameter-server job without CPU machines", "cpu_machines >= 1"
-        )
-    if entry.sync == "allreduce" and entry.cpu_machines:
-        probs.add(
-            ("jobs", i, "cpu_machines"), "CPU machines given to an all-reduce job", "sync: ps or byteps"
-        )
-    if entry.intrajob is not None:
-        names = intrajob_policies().names()
-        if entry.intrajob not in names:
-            probs.add(
-                ("jobs", i, "intrajob"),
-                f"unknown intra-job policy {entry.intrajob!r}",
-                "one of " + ", ".join(names),
-            )
-        elif not profile.layers:
-            probs.add(
-                ("jobs", i, "intrajob"),
-                f"model {profile.name!r} has no per-layer profile",
-                "a model with layers (see `commsched models`)",
-            )
-
-
-def _check_collective(entry: JobEntry, i: int, probs: _Problems) -> None:
-    from commsched.workload.collectives import collective_registry
-
-    reg = collective_registry()
-    if entry.collective not in reg:
-        probs.add(
-            ("jobs", i, "collective"),
-            f"unknown collective {entry.collective!r}",
-            "one of " + ", ".join(sorted(reg.names())),
-        )
-
-
-def _check_capacity(
-    jobs: list[ScenarioJob], index: list[int], topo: Topology | None, probs: _Problems
-) -> None:
-    if topo is None or not topo.hosts:
-        return
-    total = topo.n_gpus
-    owner: dict[NodeId, str] = {}
-    for k, j in zip(index, jobs, strict=True):
-        if j.spec.gpus > total:
-            probs.add(
-                ("jobs", k, "gpus"), f"{j.spec.gpus} GPUs asked, the cluster has {total}", f"at most {total}"
-            )
-        for g in j.gpu_ids:
-            if g in owner and j.spec.arrival_s == 0:
-                probs.add(
-                    ("jobs", k, "hosts"), f"GPU {g} is also given to job {owner[g]!r}", "disjoint placements"
-                )
-                break
-            owner[g] = j.spec.id

@@ -13,12 +13,16 @@ Relative paths are taken from the scenario file's folder. ``max_jobs`` keeps the
 from __future__ import annotations
 
 import inspect
+import math
+import os
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from commsched.errors import InputError
+from commsched.io.limits import MAX_JOBS, non_finite
 from commsched.registry import Registry
 from commsched.topology import Topology
 from commsched.workload import JobSpec
@@ -34,6 +38,9 @@ from commsched.workload.traces import (
     to_job_specs,
 )
 from commsched.workload.traces.helios import HeliosParams, helios_like_trace, helios_params
+
+#: the largest trace file read (the public traces in ../shared/data are below 4 MiB)
+MAX_TRACE_BYTES = 32 * 1024 * 1024
 
 #: keys every trace section may have besides ``kind`` and the loader's own parameters
 COMMON_KEYS = ("max_jobs", "collective", "compute_scale", "comm_scale")
@@ -99,16 +106,27 @@ def trace_jobs(spec: Mapping[str, Any], topology: Topology, *, base_dir: Path) -
                 where=f"trace.{k}",
                 expected="one of " + ", ".join([*valid, *COMMON_KEYS]),
             )
+    for path in non_finite(dict(spec)):
+        raise InputError(
+            "not a finite number", where="trace." + ".".join(map(str, path)), expected="a finite number"
+        )
+    for k in ("jobs", "tasks"):
+        n = params.get(k)
+        if isinstance(n, int) and not isinstance(n, bool) and n > MAX_JOBS:
+            raise InputError(
+                f"{n:,} jobs asked of the generator", where=f"trace.{k}", expected=f"at most {MAX_JOBS:,}"
+            )
     for k in PATH_KEYS:
         if k in params and params[k] is not None:
             p = Path(str(params[k]))
             params[k] = p if p.is_absolute() else base_dir / p
+            _check_trace_path(params[k], k)
     args = _arguments(kind, loader, params)
     trace = loader(topology, **args) if kind == "synthetic" else loader(**args)
     jobs = sorted(trace.jobs, key=lambda j: (j.arrival_s, j.id))
     max_jobs = spec.get("max_jobs")
     if max_jobs is not None:
-        if not isinstance(max_jobs, int) or max_jobs < 1:
+        if isinstance(max_jobs, bool) or not isinstance(max_jobs, int) or max_jobs < 1:
             raise InputError(
                 f"max_jobs = {max_jobs!r}", where="trace.max_jobs", expected="a positive integer"
             )
@@ -129,10 +147,34 @@ def trace_jobs(spec: Mapping[str, Any], topology: Topology, *, base_dir: Path) -
     return TraceJobs(jobs=specs, notes=tuple(notes))
 
 
+def _check_trace_path(path: Path, key: str) -> None:
+    """A trace file (or folder) must exist; a file must be a regular file within the size limit."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        raise InputError(
+            f"no such file {str(path)!r}", where=f"trace.{key}", expected="an existing file"
+        ) from None
+    if stat.S_ISDIR(st.st_mode):
+        return  # folders of traces (traces_dir); their files are read by the loader
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(
+            f"{str(path)!r} is not a regular file (a device, FIFO or socket)",
+            where=f"trace.{key}",
+            expected="a trace file",
+        )
+    if st.st_size > MAX_TRACE_BYTES:
+        raise InputError(
+            f"{str(path)!r} has {st.st_size:,} bytes",
+            where=f"trace.{key}",
+            expected=f"<= {MAX_TRACE_BYTES:,} bytes",
+        )
+
+
 def _positive(spec: Mapping[str, Any], key: str) -> float:
     value = spec.get(key, 1.0)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise InputError(f"{key} = {value!r}", where=f"trace.{key}", expected="a positive number")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise InputError(f"{key} = {value!r}", where=f"trace.{key}", expected="a positive finite number")
     return float(value)
 
 

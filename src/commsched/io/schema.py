@@ -1,0 +1,119 @@
+"""The schema of scenario files (pydantic models) and the validated scenario they build."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
+
+from commsched.io.limits import MAX_HORIZON_S
+from commsched.topology import NodeId, Topology
+from commsched.workload import JobSpec
+
+# ---------------------------------------------------------------------------------------------- schema
+
+
+#: an integer field: booleans and quoted numbers are refused
+SInt = Annotated[int, Strict()]
+#: a number field: integers are accepted, booleans and quoted numbers are refused
+SFloat = Annotated[float, Strict()]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class JobEntry(_Strict):
+    """One job of a scenario file."""
+
+    id: str = Field(min_length=1)
+    model: str | None = None
+    gpus: SInt | None = Field(default=None, ge=1)
+    hosts: list[str] | None = None
+    gpus_per_host: SInt | None = Field(default=None, ge=1)
+    gpu_ids: list[str] | None = None
+    compute_s: SFloat | None = Field(default=None, gt=0)
+    comm_bytes: SFloat | None = Field(default=None, ge=0)
+    overlap: SFloat | None = Field(default=None, ge=0, le=1)
+    arrival_s: SFloat = Field(default=0.0, ge=0)
+    iterations: SInt | None = Field(default=None, ge=1)
+    duration_s: SFloat | None = Field(default=None, gt=0)
+    collective: str = "ring"
+    priority: SInt | None = Field(default=None, ge=0)
+    sync: Literal["allreduce", "ps", "byteps"] = "allreduce"
+    cpu_machines: SInt = Field(default=0, ge=0)
+    intrajob: str | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_to_str(cls, v: object) -> object:
+        return str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+
+
+class ScenarioFile(_Strict):
+    """The top level of a scenario file."""
+
+    name: str | None = None
+    description: str | None = None
+    topology: dict[str, Any]
+    priority_levels: SInt = Field(default=8, ge=1, le=64)
+    policy: str = "static"
+    placement: str = "pack"
+    queue: str = "fifo"
+    backfill: Annotated[bool, Strict()] = False
+    horizon_s: SFloat = Field(gt=0, le=MAX_HORIZON_S)
+    warmup_s: SFloat = Field(default=0.0, ge=0)
+    seed: SInt = Field(default=0, ge=0, lt=2**63)
+    mode: Literal["exact", "fast"] = "exact"
+    trace: dict[str, Any] | None = None
+    jobs: list[Any] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------- result
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScenarioJob:
+    """A validated job: its spec and its explicit placement (empty when placed by policy).
+
+    Examples
+    --------
+    >>> from commsched.io.shipped import resolve_scenario
+    >>> job = resolve_scenario("crux-fig19").jobs[1]
+    >>> (job.spec.id, len(job.gpu_ids))
+    ('bert1', 8)
+    """
+
+    spec: JobSpec
+    gpu_ids: tuple[NodeId, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scenario:
+    """A validated scenario, ready to simulate.
+
+    Examples
+    --------
+    >>> from commsched.io.scenario import scenario_from_data
+    >>> sc = scenario_from_data({"topology": {"kind": "single_link"}, "horizon_s": 10,
+    ...                          "jobs": [{"id": "a", "gpus": 2, "compute_s": 1, "comm_bytes": 1e9}]},
+    ...                         source="inline")
+    >>> (sc.topology.name, len(sc.jobs), sc.policy, sc.mode)
+    ('single_link', 1, 'static', 'exact')
+    """
+
+    name: str
+    source: str
+    topology: Topology
+    jobs: tuple[ScenarioJob, ...]
+    priority_levels: int
+    policy: str
+    placement: str
+    queue: str
+    backfill: bool
+    horizon_s: float
+    warmup_s: float
+    seed: int
+    mode: str
+    notes: tuple[str, ...] = ()

@@ -1,0 +1,58 @@
+"""Running the command line in-process on hostile input and checking the one-line error contract."""
+
+from __future__ import annotations
+
+import resource
+import time
+from dataclasses import dataclass
+
+from typer.testing import CliRunner
+
+from commsched.cli.app import app
+
+#: every hostile case must end within this many seconds
+TIME_LIMIT_S = 10.0
+#: and stay under this much memory (peak resident size of the test process)
+MEMORY_LIMIT_BYTES = 1 << 30
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    exit_code: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+def run(args: list[str]) -> Outcome:
+    """Run ``commsched ARGS`` in this process (no start-up cost) and time it."""
+    t0 = time.perf_counter()
+    res = CliRunner().invoke(app, args)
+    seconds = time.perf_counter() - t0
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise AssertionError(f"{args}: uncaught {type(res.exception).__name__}: {res.exception}")
+    return Outcome(exit_code=res.exit_code, stdout=res.stdout, stderr=res.stderr, seconds=seconds)
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident memory of this process (Linux reports kilobytes)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def assert_user_error(args: list[str], fragment: str = "") -> str:
+    """``commsched ARGS`` ends in exit 2 with one ``error:`` line and no traceback, in time and memory.
+
+    Returns the error line.
+    """
+    out = run(args)
+    lines = out.stderr.strip().splitlines()
+    assert out.exit_code == 2, (args, out.exit_code, out.stderr, out.stdout[-500:])
+    assert len(lines) == 1, (args, out.stderr)
+    line = lines[0]
+    assert line.startswith("error: "), (args, line)
+    assert "Traceback" not in out.stderr + out.stdout, args
+    assert "internal error" not in line, line
+    assert fragment in line, (args, fragment, line)
+    assert out.seconds < TIME_LIMIT_S, (args, out.seconds)
+    assert peak_rss_bytes() < MEMORY_LIMIT_BYTES, (args, peak_rss_bytes())
+    return line
