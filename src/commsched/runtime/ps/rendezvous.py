@@ -67,7 +67,11 @@ def serve_scheduler(listener: socket.socket, *, num_servers: int, num_workers: i
             except TimeoutError:
                 continue
             sock.settimeout(max(1.0, left))
-            msg = _recv(sock)
+            try:
+                msg = _recv(sock)
+            except (PSError, OSError, ValueError):
+                sock.close()  # an address probe or a peer that gave up: not a registration
+                continue
             if msg.get("role") == "server":
                 servers.append((sock, (str(msg["host"]), int(msg["port"]))))
                 order.append(int(msg.get("index", num_servers + len(order))))

@@ -86,6 +86,8 @@ class Server:
         return sum(s.summed_bytes for s in self._sums)
 
     def start(self) -> Server:
+        if self._threads:
+            raise PSError("the server is already started")
         for i, q in enumerate(self._queues):
             self._spawn(self._engine, i, q)
         self._spawn(self._accept)
@@ -224,8 +226,7 @@ class Server:
 
 
 def run_server(server: Server, *, timeout_s: float | None = None) -> None:
-    """Serve until every worker said goodbye; raise :class:`PSError` if the job failed."""
-    server.start()
+    """Serve (``server`` started) until every worker said goodbye; raise :class:`PSError` on failure."""
     try:
         server.done.wait(timeout_s)
     finally:
