@@ -299,7 +299,14 @@ class PSClient:
         sock = self._socks[index]
         try:
             while True:
-                hdr, payload = wire.recv_message(sock)
+                raw = bytearray(wire.HEADER_BYTES)
+                wire.recv_exact(sock, memoryview(raw))
+                hdr = wire.decode(raw)
+                if hdr.kind == Kind.DATA:
+                    self._data(index, sock, hdr)
+                    continue
+                payload = bytearray(hdr.length)
+                wire.recv_exact(sock, memoryview(payload))
                 if hdr.kind == Kind.ERROR:
                     self._fail(f"server {index}: {payload.decode(errors='replace')}")
                     if hdr.key == 0:
@@ -310,21 +317,20 @@ class PSClient:
                         if part is not None and self.transport.name == "bytescheduler":
                             self._queue.outstanding -= len(part.src)
                         self._cv.notify_all()
-                elif hdr.kind == Kind.DATA:
-                    self._data(index, hdr, payload)
                 else:
                     raise ProtocolError(f"unexpected {hdr.kind.name} from server {index}")
         except (ProtocolError, OSError) as exc:
             if not self._closing:
                 self._fail(f"worker {self.rank}: server {index} connection lost: {exc}")
 
-    def _data(self, index: int, hdr: wire.Header, payload: bytearray) -> None:
-        with self._cv:
-            part = self._by_key.get(hdr.key)
-        if part is None or hdr.offset + len(payload) > len(part.dst):
+    def _data(self, index: int, sock: socket.socket, hdr: wire.Header) -> None:
+        """Receive a summed slice straight into its place in the output (no copy)."""
+        part = self._by_key.get(hdr.key)
+        if part is None or hdr.offset + hdr.length > len(part.dst):
             raise ProtocolError(f"DATA for unknown key {hdr.key} or out of bounds from server {index}")
-        part.dst[hdr.offset : hdr.offset + len(payload)] = payload
-        with self._cv:
-            part.tensor.remaining -= len(payload)
-            if part.tensor.remaining == 0:
-                self._finish(part.tensor)
+        wire.recv_exact(sock, part.dst[hdr.offset : hdr.offset + hdr.length])
+        tensor = part.tensor
+        with self._cv:  # parts of one tensor may come from several servers' receivers
+            tensor.remaining -= hdr.length
+            if tensor.remaining == 0:
+                self._finish(tensor)

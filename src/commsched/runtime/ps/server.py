@@ -67,6 +67,7 @@ class Server:
         self._thread_bytes = [0] * len(self._queues)
         self._key_thread: dict[int, int] = {}
         self._sums = [Summation(num_workers=num_workers, reply=self._reply) for _ in self._queues]
+        self._sum_locks = [threading.Lock() for _ in self._queues]
         self._byes: set[int] = set()
         self.failure: str | None = None
         self.done = threading.Event()
@@ -138,14 +139,29 @@ class Server:
         rank = -1
         try:
             rank = self._hello(sock)
+            raw = bytearray(wire.HEADER_BYTES)
+            scratch = bytearray(1 << 16)  # Mercury packets are summed from here, in place
             while True:
-                hdr, payload = wire.recv_message(sock)
+                wire.recv_exact(sock, memoryview(raw))
+                hdr = wire.decode(raw)
+                if hdr.kind == Kind.PUSHPULL and hdr.length <= len(scratch):
+                    view = memoryview(scratch)[: hdr.length]
+                    wire.recv_exact(sock, view)
+                    self._apply_checked(self._thread_of(hdr), rank, hdr, view)
+                    continue
+                payload = bytearray(hdr.length)
+                wire.recv_exact(sock, memoryview(payload))
                 if hdr.kind == Kind.BYE:
                     self._bye(rank)
                     return
                 if hdr.kind not in (Kind.INIT, Kind.PUSH, Kind.PULL, Kind.PUSHPULL):
                     raise ProtocolError(f"unexpected {hdr.kind.name} from a worker")
-                self._queues[self._thread_of(hdr)].put((rank, hdr, payload))
+                t = self._thread_of(hdr)
+                if hdr.kind in (Kind.INIT, Kind.PUSHPULL):
+                    # declarations and Mercury packets are summed as they arrive (no thread hand-off)
+                    self._apply_checked(t, rank, hdr, payload)
+                else:
+                    self._queues[t].put((rank, hdr, payload))
         except (ProtocolError, OSError) as exc:
             if not self.done.is_set():
                 who = f"worker {rank}" if rank >= 0 else "a connecting peer"
@@ -176,7 +192,7 @@ class Server:
             self._send(c, wire.encode(Kind.ERROR, length=len(reason.encode())), reason.encode())
         self.done.set()
 
-    def _send(self, conn: _Conn, header: bytes, payload: bytes | None = None) -> None:
+    def _send(self, conn: _Conn, header: bytes, payload: bytes | memoryview | None = None) -> None:
         try:
             with conn.lock:
                 wire.send_message(conn.sock, header, payload)
@@ -191,20 +207,20 @@ class Server:
             self._send(conn, hdr, data)
 
     def _engine(self, index: int, q: queue.SimpleQueue[tuple[int, Header, bytearray] | None]) -> None:
-        summ = self._sums[index]
         while (item := q.get()) is not None:
-            rank, hdr, payload = item
-            try:
-                self._apply(summ, rank, hdr, payload)
-            except ProtocolError as exc:
-                reason = f"rejected {hdr.kind.name} of key {hdr.key} from worker {rank}: {exc}".encode()
-                conn = self._conns.get(rank)
-                if conn is not None:
-                    self._send(
-                        conn, wire.encode(Kind.ERROR, key=hdr.key, length=len(reason), dtype=0), reason
-                    )
+            self._apply_checked(index, *item)
 
-    def _apply(self, summ: Summation, rank: int, hdr: Header, payload: bytearray) -> None:
+    def _apply_checked(self, index: int, rank: int, hdr: Header, payload: bytearray | memoryview) -> None:
+        try:
+            with self._sum_locks[index]:
+                self._apply(self._sums[index], rank, hdr, payload)
+        except ProtocolError as exc:
+            reason = f"rejected {hdr.kind.name} of key {hdr.key} from worker {rank}: {exc}".encode()
+            conn = self._conns.get(rank)
+            if conn is not None:
+                self._send(conn, wire.encode(Kind.ERROR, key=hdr.key, length=len(reason)), reason)
+
+    def _apply(self, summ: Summation, rank: int, hdr: Header, payload: bytearray | memoryview) -> None:
         if hdr.kind == Kind.INIT:
             summ.declare(key=hdr.key, nbytes=hdr.offset, dtype=hdr.dtype)
         elif hdr.kind == Kind.PUSH:
@@ -217,7 +233,7 @@ class Server:
             done = summ.packet(worker=rank, key=hdr.key, offset=hdr.offset, payload=payload)
             if done is not None:
                 out = wire.encode(
-                    Kind.DATA, key=hdr.key, offset=hdr.offset, length=len(done), dtype=hdr.dtype
+                    Kind.DATA, key=hdr.key, offset=hdr.offset, length=len(payload), dtype=hdr.dtype
                 )
                 with self._lock:
                     conns = list(self._conns.values())

@@ -86,7 +86,7 @@ class Summation:
             raise ProtocolError(f"key {key} was never declared")
         return part
 
-    def _add(self, part: _Part, offset: int, payload: bytes | bytearray, first: bool) -> None:
+    def _add(self, part: _Part, offset: int, payload: bytes | bytearray | memoryview, first: bool) -> None:
         itemsize = DTYPES[part.dtype].itemsize
         if offset % itemsize or len(payload) % itemsize or offset + len(payload) > part.nbytes:
             raise ProtocolError(
@@ -105,7 +105,7 @@ class Summation:
         acc = part.acc[lo // itemsize : hi // itemsize]
         return acc.tobytes() if part.dtype == 0 else acc.astype(DTYPES[part.dtype]).tobytes()
 
-    def push(self, *, worker: int, key: int, offset: int, payload: bytes | bytearray) -> None:
+    def push(self, *, worker: int, key: int, offset: int, payload: bytes | bytearray | memoryview) -> None:
         """Sum a whole-part push (BytePS); the caller acknowledges it at once."""
         part = self._get(key)
         if offset != 0 or len(payload) != part.nbytes:
@@ -135,8 +135,13 @@ class Summation:
         part.pulls_done[worker] = part.pulls_done.get(worker, 0) + 1
         self._reply(worker, key, 0, part.dtype, part.result)
 
-    def packet(self, *, worker: int, key: int, offset: int, payload: bytes | bytearray) -> bytes | None:
-        """Add one Mercury packet; return the summed packet when all workers' copies are in."""
+    def packet(
+        self, *, worker: int, key: int, offset: int, payload: bytes | bytearray | memoryview
+    ) -> bytes | memoryview | None:
+        """Add one Mercury packet; return the summed packet when all workers' copies are in.
+
+        A float32 result is a view of the accumulator: send it before the next packet of this key.
+        """
         part = self._get(key)
         seen = part.packets.setdefault(offset, set())
         if worker in seen:
@@ -146,4 +151,7 @@ class Summation:
         if len(seen) < self.num_workers:
             return None
         del part.packets[offset]
+        if part.dtype == 0:
+            lo = offset // 4
+            return part.acc[lo : lo + len(payload) // 4].data
         return self._snapshot(part, offset, offset + len(payload))
