@@ -27,6 +27,9 @@ from commsched.runtime.ps.wire import DTYPES, Kind
 
 Array = npt.NDArray[np.floating]
 TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
+#: unsent bytes a Mercury socket may hold: what a newly ready front tensor waits behind at most
+#: (small enough to preempt within milliseconds, large enough not to wake the sender per packet)
+MERCURY_UNSENT_BYTES = 512 << 10
 
 
 class Handle:
@@ -135,7 +138,7 @@ class PSClient:
         self._socks = [connect(a, timeout_s=timeout_s, tos=transport.tos) for a in servers]
         for s in self._socks:
             if transport.name == "mercury":
-                s.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, 2 * transport.packet_bytes)
+                s.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, MERCURY_UNSENT_BYTES)
             s.sendall(wire.encode(Kind.HELLO, key=rank, offset=num_workers))
         self._threads = [threading.Thread(target=self._sender, daemon=True)]
         self._threads += [

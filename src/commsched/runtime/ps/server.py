@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass
 
 from commsched.runtime.ps import wire
+from commsched.runtime.ps.client import MERCURY_UNSENT_BYTES, TCP_NOTSENT_LOWAT
 from commsched.runtime.ps.errors import ProtocolError, PSError
 from commsched.runtime.ps.summation import Summation
 from commsched.runtime.ps.wire import Header, Kind
@@ -119,6 +120,8 @@ class Server:
             except OSError:
                 return
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            # bounded unsent replies: summed data leaves in completion (priority) order, not behind MBs
+            sock.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, MERCURY_UNSENT_BYTES)
             if self._tos is not None:
                 sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, self._tos)
             self._spawn(self._serve, sock)
