@@ -53,12 +53,12 @@ def test_distributed_optimizer_matches_one_process(workers: int, transport: str)
     shard = BATCH // workers
     out: dict[int, list[Any]] = {}
     errors: list[BaseException] = []
-    cfg = TransportConfig(name=transport, partition_bytes=64, packet_bytes=32)
+    cfg = TransportConfig(name=transport, partition_bytes=256, credit_bytes=512, packet_bytes=64)
 
     def work(rank: int, address: tuple[str, int]) -> None:
         try:
             with PSClient(servers=[address], rank=rank, num_workers=workers, transport=cfg) as c:
-                ctx = bps.PSContext(c, timeout_s=20)
+                ctx = bps.PSContext(c, timeout_s=60)
                 model = _model(100 + rank)  # different init: broadcast_parameters must fix it
                 opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
                 bps.broadcast_parameters(model.state_dict(), root_rank=0, context=ctx)
