@@ -93,6 +93,55 @@ def bench(
                       f"  max |error| {r.max_abs_error:.2g}")  # fmt: skip
 
 
+@ps_app.command("dynamic")
+@user_errors
+def dynamic(
+    model: str = typer.Argument(..., help="Zoo model with a per-layer profile."),
+    bandwidth_gbps: float = typer.Option(1.0, "--bandwidth-gbps", help="First (and highest) level, Gb/s."),
+    levels: str = typer.Option("1,0.316,0.1", "--levels", help="Levels as fractions of the first."),
+    period_s: float = typer.Option(3.0, "--period-s", help="Seconds between rate changes."),
+    workers: int = typer.Option(2, "--workers", min=1),
+    byte_scale: float = typer.Option(0.125, "--byte-scale", help="Gradient bytes x this."),
+    iterations: int = typer.Option(8, "--iterations", min=1),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """ByteScheduler (tuned at the first level) against Mercury while the link rate changes."""
+    from commsched.runtime.ps.bench import JobSpec, emulated_layers
+    from commsched.runtime.ps.dynamic import dynamic_runs, tune_bytescheduler
+    from commsched.runtime.ps.shaped_link import shaped_link
+    from commsched.runtime.ps.transports import TransportConfig
+
+    try:
+        fractions = [float(x) for x in levels.split(",")]
+    except ValueError:
+        raise InputError(
+            f"{levels!r}", where="--levels", expected="comma-separated numbers, e.g. 1,0.316,0.1"
+        ) from None
+    profile = zoo_lookup(model)
+    spec = JobSpec(layers=emulated_layers(profile.layers, byte_scale=byte_scale), num_workers=workers,
+                   iterations=iterations)  # fmt: skip
+    rates = [f * bandwidth_gbps * GBPS for f in fractions]
+    with shaped_link(rates[0]) as link:
+        tuned = tune_bytescheduler(link, spec)
+        runs = dynamic_runs(link, [tuned.config, TransportConfig(name="mercury")], spec, levels_bps=rates,
+                            period_s=period_s)  # fmt: skip
+    out = {
+        "model": model, "levels_gbps": [r / GBPS for r in rates], "period_s": period_s,
+        "bytescheduler_tuning": [{"partition_bytes": p, "credit_bytes": c, "iteration_s": t}
+                                 for p, c, t in tuned.points],
+        "transports": {r.transport: {"mean_iteration_s": sum(r.iteration_s) / len(r.iteration_s),
+                                     "series_s": list(r.iteration_s), "started_s": list(r.started_s),
+                                     "max_abs_error": r.max_abs_error} for r in runs},
+    }  # fmt: skip
+    if json_out:
+        print_json(out)
+        return
+    console = stdout_console()
+    for r in runs:
+        console.print(f"{r.transport:14s} mean {sum(r.iteration_s) / len(r.iteration_s):.3f} s  series "
+                      + " ".join(f"{t:.2f}" for t in r.iteration_s))  # fmt: skip
+
+
 @ps_app.command("launch", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 @user_errors
 def launch(
