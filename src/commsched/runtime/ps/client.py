@@ -26,10 +26,11 @@ from commsched.runtime.ps.transports import SendQueue, TransportConfig
 from commsched.runtime.ps.wire import DTYPES, Kind
 
 Array = npt.NDArray[np.floating]
-TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
-#: unsent bytes a Mercury socket may hold: what a newly ready front tensor waits behind at most
-#: (small enough to preempt within milliseconds, large enough not to wake the sender per packet)
-MERCURY_UNSENT_BYTES = 512 << 10
+#: send buffer of a Mercury socket (the kernel doubles it): what a newly ready front tensor waits
+#: behind at most; small enough to preempt within milliseconds at 1 Gb/s, large enough that the
+#: sender is woken once per batch of packets rather than once per packet (a bounded
+#: TCP_NOTSENT_LOWAT wakes it per packet, which a CPU-starved host cannot afford)
+MERCURY_SNDBUF_BYTES = 512 << 10
 
 
 class Handle:
@@ -138,8 +139,9 @@ class PSClient:
         self._socks = [connect(a, timeout_s=timeout_s, tos=transport.tos) for a in servers]
         for s in self._socks:
             if transport.name == "mercury":
-                s.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, MERCURY_UNSENT_BYTES)
-            s.sendall(wire.encode(Kind.HELLO, key=rank, offset=num_workers))
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, MERCURY_SNDBUF_BYTES)
+            packets = int(transport.name == "mercury")  # the server bounds its reply queue for packets
+            s.sendall(wire.encode(Kind.HELLO, key=rank, offset=num_workers, priority=packets))
         self._threads = [threading.Thread(target=self._sender, daemon=True)]
         self._threads += [
             threading.Thread(target=self._receiver, args=(i,), daemon=True) for i in range(len(servers))

@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass
 
 from commsched.runtime.ps import wire
-from commsched.runtime.ps.client import MERCURY_UNSENT_BYTES, TCP_NOTSENT_LOWAT
+from commsched.runtime.ps.client import MERCURY_SNDBUF_BYTES
 from commsched.runtime.ps.errors import ProtocolError, PSError
 from commsched.runtime.ps.summation import Summation
 from commsched.runtime.ps.wire import Header, Kind
@@ -120,8 +120,6 @@ class Server:
             except OSError:
                 return
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            # bounded unsent replies: summed data leaves in completion (priority) order, not behind MBs
-            sock.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, MERCURY_UNSENT_BYTES)
             if self._tos is not None:
                 sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, self._tos)
             self._spawn(self._serve, sock)
@@ -132,6 +130,10 @@ class Server:
         if hdr.kind != Kind.HELLO or n != self.num_workers or not 0 <= rank < n:
             reason = f"expected HELLO from one of {self.num_workers} workers, got {hdr.kind.name} {rank}/{n}"
             raise ProtocolError(reason)
+        if hdr.priority == 1:
+            # a Mercury worker: a bounded reply queue, so that summed packets leave in completion
+            # (priority) order rather than behind megabytes of earlier ones
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, MERCURY_SNDBUF_BYTES)
         with self._lock:
             if rank in self._conns:
                 raise ProtocolError(f"worker {rank} connected twice")

@@ -46,7 +46,7 @@ class Kind(enum.IntEnum):
     DATA = 5  # server -> worker: summed payload at offset
     PUSHPULL = 6  # worker -> server: Mercury packet; the sum comes back as DATA when all are in
     ERROR = 7  # either way: payload is a UTF-8 reason; the connection is then closed
-    HELLO = 8  # worker -> server: key = worker rank, offset = number of workers
+    HELLO = 8  # worker -> server: key = rank, offset = number of workers, priority 1 = Mercury packets
     BYE = 9  # worker -> server: this worker is done; closing its connection is no failure
 
 
