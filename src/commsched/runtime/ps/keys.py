@@ -112,7 +112,7 @@ class ServerMap:
         Examples
         --------
         >>> ServerMap(num_servers=3).server_of(65536)
-        1
+        0
         """
         if self.mode == "djb2":
             return djb2(key) % self.num_servers
