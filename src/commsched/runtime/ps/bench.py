@@ -112,6 +112,7 @@ def run_job(
             json.dump({"layers": [asdict(ly) for ly in spec.layers], "iterations": spec.iterations,
                        "warmup": spec.warmup, "seed": spec.seed}, fh)  # fmt: skip
         stop = threading.Event()
+        helper: threading.Thread | None = None
         try:
             sched = subprocess.Popen(
                 link.argv(link.server_ns, [*PY, "scheduler", link.server_ip]),
@@ -145,6 +146,8 @@ def run_job(
                 results.append(json.loads(out.strip().splitlines()[-1]))
         finally:
             stop.set()
+            if helper is not None:
+                helper.join(30)  # it restores the link's rate: done before the link may go away
             _stop(procs)
     per_iter = [max(r["iteration_s"][i] for r in results) for i in range(spec.iterations)]
     return JobRun(
