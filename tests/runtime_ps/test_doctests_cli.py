@@ -52,3 +52,19 @@ def test_predicted_order_matches_the_models() -> None:
     t = {n: predicted_iteration_s(layers, bandwidth_bps=0.5e9, config=TransportConfig.named(n))
          for n in ("fifo", "bytescheduler", "mercury")}  # fmt: skip
     assert t["mercury"] < t["bytescheduler"] < t["fifo"]
+
+
+@pytest.mark.slow
+def test_bench_json_shape_on_loopback() -> None:
+    """The contract's JSON keys, from real processes on loopback (no root needed)."""
+    import json
+
+    argv = ["ps", "bench", "resnet50", "--loopback", "--iterations", "1", "--byte-scale", "0.02",
+            "--transports", "fifo,mercury", "--json"]  # fmt: skip
+    res = CliRunner().invoke(app, argv)
+    assert res.exit_code == 0, res.output
+    t = json.loads(res.output)["transports"]
+    assert set(t) == {"fifo", "mercury"}
+    for v in t.values():
+        assert v["iteration_s"] > 0 and v["predicted_iteration_s"] > 0
+        assert v["max_abs_error"] <= 1e-6

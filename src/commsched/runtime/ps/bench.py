@@ -75,6 +75,8 @@ def _stop(procs: Sequence[subprocess.Popen[str]]) -> None:
             p.kill()
     for p in procs:
         p.wait()
+        if p.stdout is not None:
+            p.stdout.close()
 
 
 def measure_goodput(link: ShapedLink | LoopbackLink, *, flows: int, duration_s: float = 1.5) -> float:
