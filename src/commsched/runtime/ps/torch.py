@@ -109,7 +109,8 @@ def write_timeline(path: str, context: PSContext | None = None) -> None:
 def _numpy(tensor: torch.Tensor) -> np.ndarray[Any, Any]:
     if tensor.dtype not in (torch.float32, torch.float16):
         raise PSError(f"push_pull: dtype {tensor.dtype} (expected torch.float32 or torch.float16)")
-    return tensor.detach().cpu().contiguous().numpy()
+    out: np.ndarray[Any, Any] = tensor.detach().cpu().contiguous().numpy()
+    return out
 
 
 def push_pull_async(tensor: torch.Tensor, *, average: bool = True, name: str, priority: int = 0,
