@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cmd_testbed",
     "cmd_daemon",
     "cmd_policies",
+    "cmd_ps",
 )
 
 app = typer.Typer(

@@ -1,0 +1,210 @@
+"""``commsched ps``: the parameter-server runtime (BytePS summation, Mercury packets) from the command line.
+
+* ``commsched ps launch``: run this process's role from ``DMLC_*`` / ``torchrun`` variables, or a whole
+  job on loopback (``--local-workers N``) running ``CMD`` as each worker.
+* ``commsched ps bench MODEL``: each transport's measured iteration time on a shaped link beside the
+  ``commsched intrajob`` model twin (``--dynamic``: the rate changes during the run).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from contextlib import AbstractContextManager
+from typing import Any
+
+import typer
+
+from commsched.cli.cmd_intrajob import zoo_lookup
+from commsched.cli.common import print_json, stdout_console, user_errors
+from commsched.errors import InputError
+
+GBPS = 1e9  # bits/s per Gb/s
+
+ps_app = typer.Typer(help="Parameter-server runtime: BytePS summation service and Mercury transport.")
+
+
+def _transports(text: str) -> list[Any]:
+    from commsched.runtime.ps.transports import TRANSPORTS, TransportConfig
+
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in TRANSPORTS]
+    if not names or bad:
+        raise InputError(f"{text!r}", where="--transports", expected="a list of " + ", ".join(TRANSPORTS))
+    return [TransportConfig.named(n) for n in names]
+
+
+def _link(loopback: bool, rate_bps: float) -> AbstractContextManager[Any]:
+    from contextlib import nullcontext
+
+    from commsched.runtime.ps.shaped_link import LoopbackLink, shaped_link
+
+    return nullcontext(LoopbackLink()) if loopback else shaped_link(rate_bps)
+
+
+@ps_app.command("bench")
+@user_errors
+def bench(
+    model: str = typer.Argument(..., help="Zoo model with a per-layer profile (vgg16, resnet50, ...)."),
+    bandwidth_gbps: float = typer.Option(1.0, "--bandwidth-gbps", help="Shaped link rate, Gb/s."),
+    transports: str = typer.Option("fifo,bytescheduler,mercury", "--transports", help="Comma list."),
+    workers: int = typer.Option(2, "--workers", min=1, help="Workers (they share the link)."),
+    servers: int = typer.Option(1, "--servers", min=1, help="Servers."),
+    byte_scale: float = typer.Option(0.25, "--byte-scale", help="Gradient bytes x this (compute kept)."),
+    iterations: int = typer.Option(4, "--iterations", min=1, help="Measured iterations per transport."),
+    loopback: bool = typer.Option(False, "--loopback", help="Unshaped loopback instead of a shaped link."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Measure each transport on VGG-16/ResNet-50 layer profiles beside the model's prediction."""
+    from commsched.runtime.ps.bench import JobSpec, compare_transports, emulated_layers
+
+    if not (bandwidth_gbps > 0 and 0 < byte_scale <= 1):
+        raise InputError(f"{bandwidth_gbps}, {byte_scale}", where="--bandwidth-gbps/--byte-scale",
+                         expected="bandwidth > 0 and 0 < scale <= 1")  # fmt: skip
+    profile = zoo_lookup(model)
+    if not profile.layers:
+        raise InputError(
+            f"model {model!r} has no per-layer profile", where="MODEL", expected="a zoo model with layers"
+        )
+    spec = JobSpec(layers=emulated_layers(profile.layers, byte_scale=byte_scale), num_workers=workers,
+                   num_servers=servers, iterations=iterations)  # fmt: skip
+    with _link(loopback, bandwidth_gbps * GBPS) as link:
+        goodput, results = compare_transports(link, _transports(transports), spec)
+    out = {
+        "model": model, "bandwidth_gbps": bandwidth_gbps, "workers": workers, "servers": servers,
+        "byte_scale": byte_scale, "goodput_gbps_per_worker": goodput / GBPS,
+        "transports": {r.transport: {"iteration_s": r.iteration_s,
+                                     "predicted_iteration_s": r.predicted_iteration_s,
+                                     "max_abs_error": r.max_abs_error, "series_s": list(r.series_s)}
+                       for r in results},
+    }  # fmt: skip
+    if json_out:
+        print_json(out)
+        return
+    console = stdout_console()
+    console.print(
+        f"{model} x{byte_scale} bytes, {workers} workers, goodput {goodput / GBPS:.3f} Gb/s per worker"
+    )
+    for r in results:
+        gap = r.iteration_s / r.predicted_iteration_s - 1
+        console.print(f"  {r.transport:14s} measured {r.iteration_s:.3f} s"
+                      f"  model {r.predicted_iteration_s:.3f} s  ({gap:+.1%})"
+                      f"  max |error| {r.max_abs_error:.2g}")  # fmt: skip
+
+
+@ps_app.command("dynamic")
+@user_errors
+def dynamic(
+    model: str = typer.Argument(..., help="Zoo model with a per-layer profile."),
+    bandwidth_gbps: float = typer.Option(1.0, "--bandwidth-gbps", help="First (and highest) level, Gb/s."),
+    levels: str = typer.Option("1,0.316,0.1", "--levels", help="Levels as fractions of the first."),
+    period_s: float = typer.Option(3.0, "--period-s", help="Seconds between rate changes."),
+    workers: int = typer.Option(2, "--workers", min=1),
+    byte_scale: float = typer.Option(0.125, "--byte-scale", help="Gradient bytes x this."),
+    iterations: int = typer.Option(8, "--iterations", min=1),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """ByteScheduler (tuned at the first level) against Mercury while the link rate changes."""
+    from commsched.runtime.ps.bench import JobSpec, emulated_layers
+    from commsched.runtime.ps.dynamic import dynamic_runs, tune_bytescheduler
+    from commsched.runtime.ps.shaped_link import shaped_link
+    from commsched.runtime.ps.transports import TransportConfig
+
+    try:
+        fractions = [float(x) for x in levels.split(",")]
+    except ValueError:
+        raise InputError(
+            f"{levels!r}", where="--levels", expected="comma-separated numbers, e.g. 1,0.316,0.1"
+        ) from None
+    profile = zoo_lookup(model)
+    spec = JobSpec(layers=emulated_layers(profile.layers, byte_scale=byte_scale), num_workers=workers,
+                   iterations=iterations)  # fmt: skip
+    rates = [f * bandwidth_gbps * GBPS for f in fractions]
+    with shaped_link(rates[0]) as link:
+        tuned = tune_bytescheduler(link, spec)
+        runs = dynamic_runs(link, [tuned.config, TransportConfig(name="mercury")], spec, levels_bps=rates,
+                            period_s=period_s)  # fmt: skip
+    out = {
+        "model": model, "levels_gbps": [r / GBPS for r in rates], "period_s": period_s,
+        "bytescheduler_tuning": [{"partition_bytes": p, "credit_bytes": c, "iteration_s": t}
+                                 for p, c, t in tuned.points],
+        "transports": {r.transport: {"mean_iteration_s": sum(r.iteration_s) / len(r.iteration_s),
+                                     "series_s": list(r.iteration_s), "started_s": list(r.started_s),
+                                     "max_abs_error": r.max_abs_error} for r in runs},
+    }  # fmt: skip
+    if json_out:
+        print_json(out)
+        return
+    console = stdout_console()
+    for r in runs:
+        console.print(f"{r.transport:14s} mean {sum(r.iteration_s) / len(r.iteration_s):.3f} s  series "
+                      + " ".join(f"{t:.2f}" for t in r.iteration_s))  # fmt: skip
+
+
+@ps_app.command("launch", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@user_errors
+def launch(
+    ctx: typer.Context,
+    local_workers: int = typer.Option(0, "--local-workers", min=0, help="Run a whole job on loopback."),
+    servers: int = typer.Option(1, "--servers", min=1, help="Servers of a --local-workers job."),
+    transport: str = typer.Option("", "--transport", help="fifo | bytescheduler | p3 | mercury."),
+) -> None:
+    """Run this process's role (DMLC_ROLE / torchrun env), or a loopback job: launch --local-workers N CMD."""
+    from commsched.runtime.ps.launch import local_job_env, run_role
+    from commsched.runtime.ps.roles import role_from_env
+
+    cmd = list(ctx.args)
+    if transport:
+        _transports(transport)
+        os.environ["COMMSCHED_PS_TRANSPORT"] = transport
+    if local_workers == 0:
+        env = role_from_env()
+        if env.role == "worker":
+            if not cmd:
+                raise InputError(
+                    "no command for the worker role", where="CMD", expected="the training command"
+                )
+            raise typer.Exit(subprocess.call(cmd))
+        run_role(env)
+        return
+    if not cmd:
+        raise InputError("no command", where="CMD", expected="the training command each worker runs")
+    raise typer.Exit(_local_job(cmd, local_workers, servers, local_job_env))
+
+
+def _local_job(cmd: list[str], workers: int, servers: int, job_env: Any) -> int:
+    import socket
+
+    with socket.socket() as probe:  # a free port for the scheduler, looked up (not fixed)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    py = [sys.executable, "-m", "commsched.runtime.ps", "role"]
+    procs = []
+    try:
+        for role, n in (("scheduler", 1), ("server", servers)):
+            for _ in range(n):
+                env = {
+                    **os.environ,
+                    **job_env(role=role, port=port, num_workers=workers, num_servers=servers),
+                }
+                procs.append(subprocess.Popen(py, env=env))
+        ws = []
+        for rank in range(workers):
+            env = {**os.environ, **job_env(role="worker", port=port, num_workers=workers, num_servers=servers,
+                                            rank=rank)}  # fmt: skip
+            ws.append(subprocess.Popen(cmd, env=env))
+        codes = [w.wait() for w in ws]
+        return max(codes, key=abs)
+    finally:
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``commsched ps`` to the command line."""
+    app.add_typer(ps_app, name="ps")

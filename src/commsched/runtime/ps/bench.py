@@ -1,0 +1,212 @@
+"""Run a job's real processes across a shaped link and measure it (``commsched ps bench``).
+
+Servers and the scheduler live in the link's server namespace, workers in its worker namespace; each
+worker runs the emulated model (:mod:`commsched.runtime.ps.emulate`). Before the jobs, raw TCP with one
+flow per worker measures the link's goodput, which is the capacity the model twin uses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+from commsched.runtime.ps.emulate import EmulatedLayer
+from commsched.runtime.ps.errors import PSError, PSTimeoutError
+from commsched.runtime.ps.predict import F32_BYTES, predicted_iteration_s
+from commsched.runtime.ps.shaped_link import LoopbackLink, ShapedLink
+from commsched.runtime.ps.transports import TransportConfig
+from commsched.workload.records import LayerProfile
+
+PY = [sys.executable, "-m", "commsched.runtime.ps"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobSpec:
+    """What one measured job runs."""
+
+    layers: tuple[EmulatedLayer, ...]
+    num_workers: int = 2
+    num_servers: int = 1
+    iterations: int = 4
+    warmup: int = 1
+    seed: int = 0
+    timeout_s: float = 60.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobRun:
+    """A finished job: per-iteration times (slowest worker), start times, largest error against NumPy."""
+
+    transport: str
+    iteration_s: tuple[float, ...]
+    started_s: tuple[float, ...]
+    max_abs_error: float
+
+    @property
+    def median_s(self) -> float:
+        xs = sorted(self.iteration_s)
+        return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
+def _env(transport: TransportConfig, *, role: str, root: tuple[str, int], spec: JobSpec) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({
+        "DMLC_ROLE": role, "DMLC_PS_ROOT_URI": root[0], "DMLC_PS_ROOT_PORT": str(root[1]),
+        "DMLC_NUM_WORKER": str(spec.num_workers), "DMLC_NUM_SERVER": str(spec.num_servers),
+        "COMMSCHED_PS_TRANSPORT": transport.name, "COMMSCHED_PS_TIMEOUT": str(spec.timeout_s),
+        "BYTEPS_PARTITION_BYTES": str(transport.partition_bytes),
+        "COMMSCHED_PS_CREDIT_BYTES": str(transport.credit_bytes),
+    })  # fmt: skip
+    if transport.tos is not None:
+        env["COMMSCHED_PS_DSCP"] = str(transport.tos >> 2)
+    return env
+
+
+def _stop(procs: Sequence[subprocess.Popen[str]]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+    for p in procs:
+        p.wait()
+        if p.stdout is not None:
+            p.stdout.close()
+
+
+def measure_goodput(link: ShapedLink | LoopbackLink, *, flows: int, duration_s: float = 1.5) -> float:
+    """Raw TCP goodput (bits/s) worker side -> server side with ``flows`` parallel flows."""
+    sink = subprocess.Popen(
+        link.argv(link.server_ns, [*PY, "sink", link.server_ip, str(flows), str(duration_s)]),
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    sources: list[subprocess.Popen[str]] = []
+    try:
+        assert sink.stdout is not None
+        port = sink.stdout.readline().strip()
+        argv = [*PY, "source", link.server_ip, port, str(duration_s + 0.5)]
+        sources = [subprocess.Popen(link.argv(link.worker_ns, argv), text=True) for _ in range(flows)]
+        out, _ = sink.communicate(timeout=duration_s + 30)
+        return float(json.loads(out.strip().splitlines()[-1])["goodput_bps"])
+    except (subprocess.TimeoutExpired, ValueError, KeyError, IndexError) as exc:
+        raise PSError(f"the goodput probe failed: {exc}") from None
+    finally:
+        _stop([sink, *sources])
+
+
+def run_job(
+    link: ShapedLink | LoopbackLink,
+    transport: TransportConfig,
+    spec: JobSpec,
+    *,
+    during: Callable[[threading.Event], None] | None = None,
+) -> JobRun:
+    """Run scheduler, servers and workers of one job; ``during`` runs in a thread meanwhile."""
+    procs: list[subprocess.Popen[str]] = []
+    with tempfile.TemporaryDirectory(prefix="csp") as tmp:
+        path = os.path.join(tmp, "spec.json")
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump({"layers": [asdict(ly) for ly in spec.layers], "iterations": spec.iterations,
+                       "warmup": spec.warmup, "seed": spec.seed}, fh)  # fmt: skip
+        stop = threading.Event()
+        helper: threading.Thread | None = None
+        try:
+            sched = subprocess.Popen(
+                link.argv(link.server_ns, [*PY, "scheduler", link.server_ip]),
+                stdout=subprocess.PIPE, text=True,
+                env=_env(transport, role="scheduler", root=(link.server_ip, 0), spec=spec),
+            )  # fmt: skip
+            procs.append(sched)
+            assert sched.stdout is not None
+            root = (link.server_ip, int(sched.stdout.readline().strip() or 0))
+            for _ in range(spec.num_servers):
+                env = _env(transport, role="server", root=root, spec=spec)
+                procs.append(subprocess.Popen(link.argv(link.server_ns, [*PY, "role"]), env=env, text=True))
+            workers = []
+            for rank in range(spec.num_workers):
+                env = {**_env(transport, role="worker", root=root, spec=spec), "DMLC_WORKER_ID": str(rank)}
+                argv = link.argv(link.worker_ns, [*PY, "emulate", path])
+                workers.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True))
+            procs.extend(workers)
+            helper = threading.Thread(target=during, args=(stop,), daemon=True) if during else None
+            if helper is not None:
+                helper.start()
+            results = []
+            deadline = time.monotonic() + spec.timeout_s * (spec.iterations + spec.warmup + 2)
+            for w in workers:
+                try:
+                    out, _ = w.communicate(timeout=max(1.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    raise PSTimeoutError(f"{transport.name}: a worker did not finish in time") from None
+                if w.returncode != 0:
+                    raise PSError(f"{transport.name}: a worker exited with status {w.returncode}")
+                results.append(json.loads(out.strip().splitlines()[-1]))
+        finally:
+            stop.set()
+            if helper is not None:
+                helper.join(30)  # it restores the link's rate: done before the link may go away
+            _stop(procs)
+    per_iter = [max(r["iteration_s"][i] for r in results) for i in range(spec.iterations)]
+    return JobRun(
+        transport=transport.name,
+        iteration_s=tuple(per_iter),
+        started_s=tuple(results[0]["started_s"]),
+        max_abs_error=max(float(r["max_abs_error"]) for r in results),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransportResult:
+    """One transport of a comparison: measured and predicted iteration time, largest sum error."""
+
+    transport: str
+    iteration_s: float
+    predicted_iteration_s: float
+    max_abs_error: float
+    series_s: tuple[float, ...]
+
+
+def emulated_layers(layers: Sequence[LayerProfile], *, byte_scale: float) -> tuple[EmulatedLayer, ...]:
+    """A zoo per-layer profile as emulated layers, gradient bytes scaled by ``byte_scale`` (float32).
+
+    Examples
+    --------
+    >>> from commsched.workload import LayerProfile
+    >>> emulated_layers([LayerProfile(name="fc", forward_s=0.1, backward_s=0.2, param_bytes=4e6)],
+    ...                 byte_scale=0.5)[0].elements
+    500000
+    """
+    # bytes -> float32 elements
+    return tuple(
+        EmulatedLayer(name=lp.name, elements=round(lp.param_bytes * byte_scale / F32_BYTES),
+                      fp_s=lp.forward_s, bp_s=lp.backward_s)
+        for lp in layers
+    )  # fmt: skip
+
+
+def compare_transports(
+    link: ShapedLink | LoopbackLink, transports: Sequence[TransportConfig], spec: JobSpec
+) -> tuple[float, list[TransportResult]]:
+    """Measure the link's goodput, then each transport's job beside its model twin.
+
+    Returns the per-worker goodput (bits/s) and one result per transport.
+    """
+    goodput = measure_goodput(link, flows=spec.num_workers) / spec.num_workers
+    out = []
+    for cfg in transports:
+        run = run_job(link, cfg, spec)
+        out.append(
+            TransportResult(
+                transport=cfg.name,
+                iteration_s=run.median_s,
+                predicted_iteration_s=predicted_iteration_s(spec.layers, bandwidth_bps=goodput, config=cfg),
+                max_abs_error=run.max_abs_error,
+                series_s=run.iteration_s,
+            )
+        )
+    return goodput, out

@@ -1,0 +1,256 @@
+"""A parameter server: accepts workers, runs the summation service on byte-balanced threads.
+
+One receive thread per worker connection reads framed messages (:mod:`commsched.runtime.ps.wire`)
+and hands them to the summation thread that owns the key. Pushes are acknowledged at once, pulls are
+answered when the part is complete, Mercury packets come back summed to every worker as soon as all
+copies are in. A malformed message whose framing is intact is answered with an ``ERROR`` naming the
+key and dropped (no state changes); a lost framing, a truncated message or a worker that vanishes
+without saying goodbye fails the job: every other worker gets an ``ERROR`` naming the worker, so no
+one waits forever and no partial sum is ever returned.
+"""
+
+from __future__ import annotations
+
+import queue
+import socket
+import threading
+from dataclasses import dataclass
+
+from commsched.runtime.ps import wire
+from commsched.runtime.ps.client import MERCURY_SNDBUF_BYTES
+from commsched.runtime.ps.errors import ProtocolError, PSError
+from commsched.runtime.ps.summation import Summation
+from commsched.runtime.ps.wire import Header, Kind
+
+_STOP = None
+
+
+@dataclass(slots=True)
+class _Conn:
+    sock: socket.socket
+    lock: threading.Lock
+
+
+class Server:
+    """One summation server for ``num_workers`` workers.
+
+    Parameters
+    ----------
+    num_workers
+        Workers of the job; every part completes when all of them pushed it.
+    host, port
+        Where to listen (port 0: an ephemeral port, see :attr:`address`).
+    threads
+        Summation threads (BytePS's ``BYTEPS_SERVER_ENGINE_THREAD``).
+    tos
+        ``IP_TOS`` byte for the replies (DSCP << 2), or ``None``.
+    """
+
+    def __init__(
+        self,
+        *,
+        num_workers: int,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        threads: int = 2,
+        tos: int | None = None,
+    ) -> None:
+        self.num_workers = num_workers
+        self._tos = tos
+        self._listener = socket.create_server((host, port))
+        if tos is not None:
+            self._listener.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+        self._conns: dict[int, _Conn] = {}
+        self._lock = threading.Lock()
+        self._queues: list[queue.SimpleQueue[tuple[int, Header, bytearray] | None]] = [
+            queue.SimpleQueue() for _ in range(max(1, threads))
+        ]
+        self._thread_bytes = [0] * len(self._queues)
+        self._key_thread: dict[int, int] = {}
+        self._sums = [Summation(num_workers=num_workers, reply=self._reply) for _ in self._queues]
+        self._sum_locks = [threading.Lock() for _ in self._queues]
+        self._byes: set[int] = set()
+        self.failure: str | None = None
+        self.done = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def address(self) -> tuple[str, int]:
+        host, port = self._listener.getsockname()[:2]
+        return str(host), int(port)
+
+    @property
+    def thread_bytes(self) -> list[int]:
+        """Bytes of the keys assigned to each summation thread (the byte balance)."""
+        return list(self._thread_bytes)
+
+    def summed_bytes(self) -> int:
+        return sum(s.summed_bytes for s in self._sums)
+
+    def start(self) -> Server:
+        if self._threads:
+            raise PSError("the server is already started")
+        for i, q in enumerate(self._queues):
+            self._spawn(self._engine, i, q)
+        self._spawn(self._accept)
+        return self
+
+    def _spawn(self, target: object, *args: object) -> None:
+        t = threading.Thread(target=target, args=args, daemon=True)  # type: ignore[arg-type]
+        t.start()
+        self._threads.append(t)
+
+    def stop(self) -> None:
+        self.done.set()
+        try:
+            self._listener.close()
+        finally:
+            for q in self._queues:
+                q.put(_STOP)
+            with self._lock:
+                conns = list(self._conns.values())
+            for c in conns:
+                c.sock.close()
+
+    # -- connections --------------------------------------------------------------------------
+    def _accept(self) -> None:
+        while not self.done.is_set():
+            try:
+                sock, _ = self._listener.accept()
+            except OSError:
+                return
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self._tos is not None:
+                sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, self._tos)
+            self._spawn(self._serve, sock)
+
+    def _hello(self, sock: socket.socket) -> int:
+        hdr, _ = wire.recv_message(sock)
+        rank, n = hdr.key, hdr.offset
+        if hdr.kind != Kind.HELLO or n != self.num_workers or not 0 <= rank < n:
+            reason = f"expected HELLO from one of {self.num_workers} workers, got {hdr.kind.name} {rank}/{n}"
+            raise ProtocolError(reason)
+        if hdr.priority == 1:
+            # a Mercury worker: a bounded reply queue, so that summed packets leave in completion
+            # (priority) order rather than behind megabytes of earlier ones
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, MERCURY_SNDBUF_BYTES)
+        with self._lock:
+            if rank in self._conns:
+                raise ProtocolError(f"worker {rank} connected twice")
+            self._conns[rank] = _Conn(sock=sock, lock=threading.Lock())
+        return rank
+
+    def _serve(self, sock: socket.socket) -> None:
+        rank = -1
+        try:
+            rank = self._hello(sock)
+            raw = bytearray(wire.HEADER_BYTES)
+            scratch = bytearray(1 << 16)  # Mercury packets are summed from here, in place
+            while True:
+                wire.recv_exact(sock, memoryview(raw))
+                hdr = wire.decode(raw)
+                if hdr.kind == Kind.PUSHPULL and hdr.length <= len(scratch):
+                    view = memoryview(scratch)[: hdr.length]
+                    wire.recv_exact(sock, view)
+                    self._apply_checked(self._thread_of(hdr), rank, hdr, view)
+                    continue
+                payload = bytearray(hdr.length)
+                wire.recv_exact(sock, memoryview(payload))
+                if hdr.kind == Kind.BYE:
+                    self._bye(rank)
+                    return
+                if hdr.kind not in (Kind.INIT, Kind.PUSH, Kind.PULL, Kind.PUSHPULL):
+                    raise ProtocolError(f"unexpected {hdr.kind.name} from a worker")
+                t = self._thread_of(hdr)
+                if hdr.kind in (Kind.INIT, Kind.PUSHPULL):
+                    # declarations and Mercury packets are summed as they arrive (no thread hand-off)
+                    self._apply_checked(t, rank, hdr, payload)
+                else:
+                    self._queues[t].put((rank, hdr, payload))
+        except (ProtocolError, OSError) as exc:
+            if not self.done.is_set():
+                who = f"worker {rank}" if rank >= 0 else "a connecting peer"
+                self._fail(rank, f"{who} failed: {exc}")
+
+    def _thread_of(self, hdr: Header) -> int:
+        with self._lock:
+            t = self._key_thread.get(hdr.key)
+            if t is None:
+                t = min(range(len(self._queues)), key=self._thread_bytes.__getitem__)
+                self._key_thread[hdr.key] = t
+                self._thread_bytes[t] += hdr.offset if hdr.kind == Kind.INIT else 0
+            return t
+
+    def _bye(self, rank: int) -> None:
+        with self._lock:
+            self._byes.add(rank)
+            finished = len(self._byes) == self.num_workers
+        if finished:
+            self.done.set()
+
+    def _fail(self, rank: int, reason: str) -> None:
+        with self._lock:
+            if self.failure is None:
+                self.failure = reason
+            conns = [(r, c) for r, c in self._conns.items() if r != rank and r not in self._byes]
+        for _, c in conns:
+            self._send(c, wire.encode(Kind.ERROR, length=len(reason.encode())), reason.encode())
+        self.done.set()
+
+    def _send(self, conn: _Conn, header: bytes, payload: bytes | memoryview | None = None) -> None:
+        try:
+            with conn.lock:
+                wire.send_message(conn.sock, header, payload)
+        except OSError:
+            pass  # the peer is gone; its own receive thread reports it
+
+    # -- summation threads --------------------------------------------------------------------
+    def _reply(self, worker: int, key: int, offset: int, dtype: int, data: bytes) -> None:
+        conn = self._conns.get(worker)
+        if conn is not None:
+            hdr = wire.encode(Kind.DATA, key=key, offset=offset, length=len(data), dtype=dtype)
+            self._send(conn, hdr, data)
+
+    def _engine(self, index: int, q: queue.SimpleQueue[tuple[int, Header, bytearray] | None]) -> None:
+        while (item := q.get()) is not None:
+            self._apply_checked(index, *item)
+
+    def _apply_checked(self, index: int, rank: int, hdr: Header, payload: bytearray | memoryview) -> None:
+        try:
+            with self._sum_locks[index]:
+                self._apply(self._sums[index], rank, hdr, payload)
+        except ProtocolError as exc:
+            reason = f"rejected {hdr.kind.name} of key {hdr.key} from worker {rank}: {exc}".encode()
+            conn = self._conns.get(rank)
+            if conn is not None:
+                self._send(conn, wire.encode(Kind.ERROR, key=hdr.key, length=len(reason)), reason)
+
+    def _apply(self, summ: Summation, rank: int, hdr: Header, payload: bytearray | memoryview) -> None:
+        if hdr.kind == Kind.INIT:
+            summ.declare(key=hdr.key, nbytes=hdr.offset, dtype=hdr.dtype)
+        elif hdr.kind == Kind.PUSH:
+            summ.push(worker=rank, key=hdr.key, offset=hdr.offset, payload=payload)
+            conn = self._conns[rank]
+            self._send(conn, wire.encode(Kind.ACK, key=hdr.key, length=0, priority=hdr.priority))
+        elif hdr.kind == Kind.PULL:
+            summ.pull(worker=rank, key=hdr.key)
+        else:
+            done = summ.packet(worker=rank, key=hdr.key, offset=hdr.offset, payload=payload)
+            if done is not None:
+                out = wire.encode(
+                    Kind.DATA, key=hdr.key, offset=hdr.offset, length=len(payload), dtype=hdr.dtype
+                )
+                with self._lock:
+                    conns = list(self._conns.values())
+                for c in conns:
+                    self._send(c, out, done)
+
+
+def run_server(server: Server, *, timeout_s: float | None = None) -> None:
+    """Serve (``server`` started) until every worker said goodbye; raise :class:`PSError` on failure."""
+    try:
+        server.done.wait(timeout_s)
+    finally:
+        server.stop()
+    if server.failure is not None:
+        raise PSError(server.failure)

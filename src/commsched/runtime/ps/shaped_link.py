@@ -1,0 +1,127 @@
+"""A shaped link between two network namespaces (servers on one side, workers on the other).
+
+Two namespaces ``<prefix><pid>a`` (servers) and ``<prefix><pid>b`` (workers) joined by one veth pair;
+each end's egress goes through an HTB class at the requested rate with ``burst = 1 ms x rate`` and a
+byte-limited ``bfifo`` leaf (bounded queues), as runtime-notes §12 measured to shape within a few per
+cent. :meth:`ShapedLink.set_rate` changes the rate in place (``tc class change``). Everything is
+removed in ``finally`` (deleting a namespace deletes its veth end and qdiscs). Needs root.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from commsched.runtime.ps.errors import PSError
+
+SERVER_IP = "10.213.0.1"
+WORKER_IP = "10.213.0.2"
+
+
+def _run(argv: Sequence[str]) -> None:
+    res = subprocess.run(list(argv), capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise PSError(f"{' '.join(argv)} failed: {res.stderr.strip()}")
+
+
+def _burst_bytes(rate_bps: float) -> int:
+    # bits/s -> bytes per millisecond; at least 256 KiB (runtime-notes §12: 1 Gb/s shapes to 99.7 %)
+    return max(256 << 10, int(rate_bps / 8 / 1000))
+
+
+def _queue_bytes(rate_bps: float) -> int:
+    # 5 ms of traffic (bits/s -> bytes), at least 256 KiB
+    return max(256 << 10, int(rate_bps / 8 * 0.005))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShapedLink:
+    """A live shaped link; ``server_ns``/``worker_ns`` hold ``server_ip``/``worker_ip``."""
+
+    server_ns: str
+    worker_ns: str
+    server_dev: str
+    worker_dev: str
+    server_ip: str = SERVER_IP
+    worker_ip: str = WORKER_IP
+
+    def argv(self, ns: str, argv: Sequence[str]) -> list[str]:
+        """``argv`` run inside namespace ``ns``."""
+        return ["ip", "netns", "exec", ns, *argv]
+
+    def _shape(self, ns: str, dev: str, rate_bps: float, verb: str) -> None:
+        rate = f"{int(rate_bps)}bit"
+        burst = str(_burst_bytes(rate_bps))
+        htb = ["htb", "rate", rate, "ceil", rate, "burst", burst, "cburst", burst]
+        _run(self.argv(ns, ["tc", "class", verb, "dev", dev, "parent", "1:", "classid", "1:1", *htb]))
+
+    def set_rate(self, rate_bps: float) -> None:
+        """Change both directions' rate in place (``tc class change``)."""
+        for ns, dev in ((self.server_ns, self.server_dev), (self.worker_ns, self.worker_dev)):
+            self._shape(ns, dev, rate_bps, "change")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopbackLink:
+    """Every role on this host's loopback, unshaped (same interface as :class:`ShapedLink`)."""
+
+    server_ns: str = ""
+    worker_ns: str = ""
+    server_ip: str = "127.0.0.1"
+    worker_ip: str = "127.0.0.1"
+
+    def argv(self, ns: str, argv: Sequence[str]) -> list[str]:
+        return list(argv)
+
+
+def require_root() -> None:
+    """Raise a one-line :class:`PSError` unless this process can create namespaces and shape links."""
+    if os.geteuid() != 0:
+        raise PSError("a shaped link needs root (network namespaces and tc); run as root or use loopback")
+    for tool in ("ip", "tc"):
+        if shutil.which(tool) is None:
+            raise PSError(f"a shaped link needs the {tool!r} command (iproute2)")
+
+
+@contextmanager
+def shaped_link(rate_bps: float, *, prefix: str = "csp") -> Iterator[ShapedLink]:
+    """Create the namespace pair shaped at ``rate_bps`` each way; remove it on exit (also on failure).
+
+    Examples
+    --------
+    >>> with shaped_link(1e9) as link:  # doctest: +SKIP
+    ...     subprocess.run(link.argv(link.worker_ns, ["ping", "-c1", link.server_ip]))
+    """
+    require_root()
+    tag = f"{prefix}{os.getpid()}"
+    link = ShapedLink(server_ns=f"{tag}a", worker_ns=f"{tag}b", server_dev=f"{tag}x", worker_dev=f"{tag}y")
+    created: list[str] = []
+    try:
+        for ns in (link.server_ns, link.worker_ns):
+            _run(["ip", "netns", "add", ns])
+            created.append(ns)
+        _run(["ip", "link", "add", link.server_dev, "netns", link.server_ns, "type", "veth", "peer", "name",
+              link.worker_dev, "netns", link.worker_ns])  # fmt: skip
+        for ns, dev, ip in (
+            (link.server_ns, link.server_dev, link.server_ip),
+            (link.worker_ns, link.worker_dev, link.worker_ip),
+        ):
+            _run(link.argv(ns, ["ip", "addr", "add", f"{ip}/24", "dev", dev]))
+            _run(link.argv(ns, ["ip", "link", "set", dev, "up"]))
+            _run(link.argv(ns, ["ip", "link", "set", "lo", "up"]))
+            _run(
+                link.argv(
+                    ns, ["tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"]
+                )
+            )
+            link._shape(ns, dev, rate_bps, "add")
+            leaf = ["bfifo", "limit", str(_queue_bytes(rate_bps))]
+            _run(link.argv(ns, ["tc", "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", *leaf]))
+        yield link
+    finally:
+        for ns in reversed(created):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)

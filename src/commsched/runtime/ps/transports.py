@@ -1,0 +1,159 @@
+"""The per-job transports: which piece of which tensor a worker sends next.
+
+* ``fifo`` — BytePS's default order: parts in the order their tensors became ready, no priority.
+* ``p3`` — P3-style message-level priority (ps-lite's ``p3`` van): whole parts, most urgent first.
+* ``bytescheduler`` — ByteScheduler: tensors cut into ``partition_bytes`` partitions sent most urgent
+  first while the unacknowledged bytes stay within ``credit_bytes`` (one partition is always allowed
+  when nothing is outstanding), as :func:`commsched.intrajob.partitioned.partitioned_push` models it.
+* ``mercury`` — Mercury: ~30 KB packets, one FIFO per tensor, always the highest-priority non-empty
+  queue (a newly ready front tensor preempts a back one at the next packet), push and pull fused.
+
+Priority 0 is the most urgent (the layer closest to the input). A :class:`SendQueue` is plain state;
+the client's sender thread drives it under its lock.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass, field
+
+from commsched.errors import InputError
+from commsched.runtime.ps.keys import PART_BYTES
+
+TRANSPORTS: tuple[str, ...] = ("fifo", "bytescheduler", "p3", "mercury")
+#: Mercury's packet size as implemented ("~30 KB", Mercury §VI-C), bytes
+PACKET_BYTES = 30_000
+#: ByteScheduler defaults: 4 MB partitions and 20 MB credit (Mercury §III-A, Fig. 4), bytes
+BS_PARTITION_BYTES = 4_000_000
+BS_CREDIT_BYTES = 20_000_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransportConfig:
+    """A job's transport and its knobs.
+
+    Attributes
+    ----------
+    name
+        One of :data:`TRANSPORTS`.
+    partition_bytes
+        Part size (the server-sharding unit; ByteScheduler's partition size).
+    credit_bytes
+        ByteScheduler's credit (most unacknowledged bytes).
+    packet_bytes
+        Mercury's packet size.
+    tos
+        ``IP_TOS`` byte (DSCP << 2) set on the job's sockets, or ``None``.
+    """
+
+    name: str = "fifo"
+    partition_bytes: int = PART_BYTES
+    credit_bytes: int = BS_CREDIT_BYTES
+    packet_bytes: int = PACKET_BYTES
+    tos: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in TRANSPORTS:
+            raise InputError(f"transport {self.name!r}", where="transport", expected=", ".join(TRANSPORTS))
+        for f in ("partition_bytes", "credit_bytes", "packet_bytes"):
+            if getattr(self, f) < 8:
+                raise InputError(f"{getattr(self, f)} bytes", where=f, expected=">= 8")
+        if self.tos is not None and not 0 <= self.tos < 256:
+            raise InputError(f"{self.tos}", where="tos", expected="0..255 (DSCP << 2)")
+
+    @classmethod
+    def named(cls, name: str, *, tos: int | None = None) -> TransportConfig:
+        """The defaults of ``name`` (ByteScheduler: 4 MB partitions, 20 MB credit)."""
+        if name == "bytescheduler":
+            return cls(name=name, partition_bytes=BS_PARTITION_BYTES, tos=tos)
+        return cls(name=name, tos=tos)
+
+
+@dataclass(slots=True)
+class Chunk:
+    """One unit to send: ``nbytes`` bytes at ``offset`` of tensor ``tensor`` (an opaque id)."""
+
+    tensor: int
+    offset: int
+    nbytes: int
+    priority: int
+
+
+@dataclass(slots=True)
+class _Stream:
+    priority: int
+    seq: int
+    tensor: int
+    size: int
+    unit: int
+    sent: int = 0
+
+
+@dataclass(slots=True)
+class SendQueue:
+    """What to send next under a transport's rule (not thread-safe; the caller holds a lock).
+
+    Examples
+    --------
+    Mercury: a front tensor that becomes ready preempts a back one at the next packet.
+
+    >>> q = SendQueue(TransportConfig(name="mercury", packet_bytes=8))
+    >>> q.add(tensor=1, size=24, priority=5)
+    >>> q.pop().tensor
+    1
+    >>> q.add(tensor=0, size=8, priority=0)
+    >>> [q.pop().tensor for _ in range(3)]
+    [0, 1, 1]
+    """
+
+    config: TransportConfig
+    outstanding: int = 0
+    _heap: list[tuple[int, int, _Stream]] = field(default_factory=list)
+    _fifo: deque[_Stream] = field(default_factory=deque)
+    _seq: int = 0
+
+    def add(self, *, tensor: int, size: int, priority: int) -> None:
+        """Queue a tensor of ``size`` bytes (its parts must be multiples of the packet size)."""
+        unit = self.config.packet_bytes if self.config.name == "mercury" else self.config.partition_bytes
+        s = _Stream(priority=priority, seq=self._seq, tensor=tensor, size=size, unit=unit)
+        self._seq += 1
+        if self.config.name == "fifo":
+            self._fifo.append(s)
+        else:
+            heapq.heappush(self._heap, (priority, s.seq, s))
+
+    def __len__(self) -> int:
+        return len(self._fifo) + len(self._heap)
+
+    def _head(self) -> _Stream | None:
+        if self._fifo:
+            return self._fifo[0]
+        return self._heap[0][2] if self._heap else None
+
+    def ready(self) -> bool:
+        """Whether :meth:`pop` may be called now (ByteScheduler: the credit allows the next partition)."""
+        head = self._head()
+        if head is None:
+            return False
+        if self.config.name != "bytescheduler" or self.outstanding == 0:
+            return True
+        nbytes = min(head.unit - head.sent % head.unit, head.size - head.sent)
+        return self.outstanding + nbytes <= self.config.credit_bytes
+
+    def pop(self) -> Chunk:
+        """The next chunk: up to the end of the current unit (part, partition or packet)."""
+        head = self._head()
+        if head is None:
+            raise IndexError("empty send queue")
+        nbytes = min(head.unit - head.sent % head.unit, head.size - head.sent)
+        chunk = Chunk(tensor=head.tensor, offset=head.sent, nbytes=nbytes, priority=head.priority)
+        head.sent += nbytes
+        if head.sent >= head.size:
+            if self._fifo:
+                self._fifo.popleft()
+            else:
+                heapq.heappop(self._heap)
+        if self.config.name == "bytescheduler":
+            self.outstanding += nbytes
+        return chunk
