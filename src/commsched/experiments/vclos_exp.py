@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from commsched.errors import InputError
+from commsched.experiments.spread import spread
 from commsched.experiments.vclos_metrics import (
     Fragmentation,
     QueueDepth,
@@ -297,25 +298,29 @@ def run_experiment(
     spec: ExperimentSpec,
     *,
     workers: int = 1,
+    ray_address: str | None = None,
     progress: Callable[[PolicyRun], None] | None = None,
 ) -> tuple[PolicyRun, ...]:
-    """Every (lambda, policy) run, in parallel over ``workers`` processes (joblib)."""
+    """Every (lambda, policy) run, over ``workers`` processes (joblib) or a Ray cluster (``ray_address``,
+    ``"local"`` starts one); runs in (lambda, policy) order, ``progress`` called as each finishes."""
     for p in spec.policies:
         bundle(p)
-    cells = [(lam, p) for lam in spec.lambdas for p in spec.policies]
-    if workers > 1 and len(cells) > 1:
-        from joblib import Parallel, delayed
+    cells = [(base, spec, lam, p) for lam in spec.lambdas for p in spec.policies]
+    runs = spread(
+        _one,
+        cells,
+        workers=workers,
+        ray_address=ray_address,
+        progress=None if progress is None else _each(progress),
+    )
+    return tuple(runs)
 
-        runs = Parallel(n_jobs=min(workers, len(cells)))(
-            delayed(_one)(base, spec, lam, p) for lam, p in cells
-        )
-        return tuple(runs)
-    out = []
-    for lam, p in cells:
-        out.append(_one(base, spec, lam, p))
-        if progress is not None:
-            progress(out[-1])
-    return tuple(out)
+
+def _each(progress: Callable[[PolicyRun], None]) -> Callable[[int, PolicyRun], None]:
+    def done(_i: int, run: PolicyRun) -> None:
+        progress(run)
+
+    return done
 
 
 # ---------------------------------------------------------------------------------------------- outputs
