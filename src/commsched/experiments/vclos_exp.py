@@ -40,10 +40,12 @@ import numpy as np
 from commsched.errors import InputError
 from commsched.experiments.spread import spread
 from commsched.experiments.vclos_metrics import (
+    ContentionShare,
     Fragmentation,
     QueueDepth,
     TimeAverages,
     average_times,
+    contention_share,
     fragmentation,
     queue_depth,
     stability,
@@ -195,6 +197,9 @@ class PolicyRun:
     jrt_by_gpus: Mapping[int, float] = field(default_factory=dict)
     jwt_by_gpus: Mapping[int, float] = field(default_factory=dict)
     offered_load: float = math.nan
+    contention: ContentionShare = field(
+        default_factory=lambda: ContentionShare(multi_leaf=math.nan, gpu_time_lost=math.nan)
+    )
     result: SimResult | None = field(default=None, repr=False)
 
 
@@ -262,6 +267,7 @@ def run_policy(scenario: Scenario, policy: str, mean_gap_s: float, *, queue: str
         jrt_by_gpus=jrt,
         jwt_by_gpus=jwt,
         offered_load=offered_load(scenario),
+        contention=contention_share(result, scenario.topology),
     )
 
 
@@ -359,6 +365,8 @@ def experiment_json(scenario: str, runs: Sequence[PolicyRun]) -> dict[str, Any]:
                 "avg_jrt_by_gpus_s": {str(k): _num(v) for k, v in r.jrt_by_gpus.items()},
                 "avg_jwt_by_gpus_s": {str(k): _num(v) for k, v in r.jwt_by_gpus.items()},
                 "offered_load": _num(r.offered_load),
+                "multi_leaf_share": _num(r.contention.multi_leaf),
+                "gpu_time_lost_to_contention": _num(r.contention.gpu_time_lost),
                 "fragmentation": {
                     "gpu_total": r.fragmentation.gpu_total,
                     "gpu_shape": r.fragmentation.gpu_shape,
