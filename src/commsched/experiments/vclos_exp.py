@@ -336,6 +336,10 @@ def _num(x: float) -> float | None:
     return round(float(x), 3) if math.isfinite(x) else None
 
 
+def _share(x: float) -> float | None:
+    return round(float(x), 5) if math.isfinite(x) else None
+
+
 def table5(runs: Sequence[PolicyRun]) -> dict[str, dict[str, float | None]]:
     """Table 5: average JCT (s) by lambda (rows) and policy (columns)."""
     out: dict[str, dict[str, float | None]] = {}
@@ -365,8 +369,8 @@ def experiment_json(scenario: str, runs: Sequence[PolicyRun]) -> dict[str, Any]:
                 "avg_jrt_by_gpus_s": {str(k): _num(v) for k, v in r.jrt_by_gpus.items()},
                 "avg_jwt_by_gpus_s": {str(k): _num(v) for k, v in r.jwt_by_gpus.items()},
                 "offered_load": _num(r.offered_load),
-                "multi_leaf_share": _num(r.contention.multi_leaf),
-                "gpu_time_lost_to_contention": _num(r.contention.gpu_time_lost),
+                "multi_leaf_share": _share(r.contention.multi_leaf),
+                "gpu_time_lost_to_contention": _share(r.contention.gpu_time_lost),
                 "fragmentation": {
                     "gpu_total": r.fragmentation.gpu_total,
                     "gpu_shape": r.fragmentation.gpu_shape,
