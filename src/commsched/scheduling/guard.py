@@ -21,6 +21,7 @@ Crux §4.2 (the priority order it protects), §8 (starvation left open).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -46,6 +47,28 @@ def _utilisation(
     return out
 
 
+class _Loads:
+    """The link load of the classes above any level: cumulative sums over the distinct levels."""
+
+    def __init__(
+        self, use: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]], levels: Sequence[int], links: int
+    ) -> None:
+        self.levels = sorted(set(levels))
+        self.cum = [np.zeros(links, dtype=np.float64)]  # cum[i]: load of the classes below levels[i]
+        for lv in self.levels:
+            acc = self.cum[-1].copy()
+            for (ids, frac), own in zip(use, levels, strict=True):
+                if own == lv:
+                    np.add.at(acc, ids, frac)
+            self.cum.append(acc)
+
+    def above(self, level: int, ids: NDArray[np.int64]) -> float:
+        """The busiest of ``ids`` under the classes strictly above ``level``."""
+        if not ids.size:
+            return 0.0
+        return float(self.cum[bisect_left(self.levels, level)][ids].max())
+
+
 def predicted_loss(
     facts: Sequence[JobFacts],
     classes: Mapping[JobId, int],
@@ -58,20 +81,9 @@ def predicted_loss(
     """
     capacity = np.array([lk.capacity_bps for lk in topology.links], dtype=np.float64)
     use = _utilisation(facts, capacity, network)
-    levels = np.array([classes.get(f.job.id, 0) for f in facts], dtype=np.int64)
-    out: dict[JobId, float] = {}
-    load = np.zeros(len(topology.links), dtype=np.float64)
-    # sweep the classes from the highest priority: ``load`` holds the strictly higher classes' share
-    for level in sorted(set(levels.tolist())):
-        members = np.flatnonzero(levels == level).tolist()
-        for i in members:
-            ids, _ = use[i]
-            u = float(load[ids].max()) if ids.size else 0.0
-            out[facts[i].job.id] = _loss(facts[i], u)
-        for i in members:
-            ids, frac = use[i]
-            np.add.at(load, ids, frac)
-    return out
+    levels = [classes.get(f.job.id, 0) for f in facts]
+    loads = _Loads(use, levels, len(topology.links))
+    return {f.job.id: _loss(f, loads.above(lv, u[0])) for f, lv, u in zip(facts, levels, use, strict=True)}
 
 
 def _loss(f: JobFacts, busy: float) -> float:
@@ -106,19 +118,24 @@ def guard_classes(
     out = dict(classes)
     if not facts or bound >= 1.0:
         return out
+    capacity = np.array([lk.capacity_bps for lk in topology.links], dtype=np.float64)
+    use = _utilisation(facts, capacity, network)
     moved: set[JobId] = set()
     for _ in range(len(facts)):
-        loss = predicted_loss(facts, out, topology, network)
-        over = [
-            (-v, out.get(j, 0), j) for j, v in loss.items() if v > bound and j not in moved and out.get(j, 0)
-        ]
+        levels = [out.get(f.job.id, 0) for f in facts]
+        loads = _Loads(use, levels, len(topology.links))
+        over = []
+        for i, (f, lv) in enumerate(zip(facts, levels, strict=True)):
+            if lv > 0 and f.job.id not in moved:
+                v = _loss(f, loads.above(lv, use[i][0]))
+                if v > bound:
+                    over.append((-v, lv, f.job.id, i))
         if not over:
             break
-        _, level, job = min(over)
+        _, level, job, i = min(over)
         target = 0
         for cand in range(level - 1, 0, -1):
-            trial = {**out, job: cand}
-            if predicted_loss(facts, trial, topology, network)[job] <= bound:
+            if _loss(facts[i], loads.above(cand, use[i][0])) <= bound:
                 target = cand
                 break
         out[job] = target
