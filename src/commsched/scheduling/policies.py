@@ -101,8 +101,8 @@ __all__ = [
 
 Routes = Mapping[ConnectionKey, int]
 
-#: the throughput-loss bound of ``crux-full-guard`` (a job may lose at most half its standalone rate)
-GUARD_LOSS = 0.5
+#: the throughput-loss bound of ``crux-full-guard`` (a job may lose at most 60 % of its standalone rate)
+GUARD_LOSS = 0.6
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
