@@ -34,6 +34,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("scenario")
     ap.add_argument("--hours", type=float, default=None, help="only jobs arriving in the first hours")
+    ap.add_argument(
+        "--all-links",
+        action="store_true",
+        help="count pairs sharing any link, links inside hosts included (the DAG has network links only)",
+    )
     args = ap.parse_args()
     sc = resolve_scenario(args.scenario)
     if args.hours is not None:
@@ -41,6 +46,7 @@ def main() -> None:
         sc = replace(sc, jobs=tuple(j for j in sc.jobs if j.spec.arrival_s < window), horizon_s=window)
     plan = communication_plans()["crux-full"]
     net = network_link_mask(sc.topology)
+    seen = np.ones_like(net) if args.all_links else net
     stats = {"decisions": 0, "big": 0, "largest": 0, "pairs": 0, "same": 0, "inverted": 0}
 
     def policy(state: ClusterState, ctx: PolicyContext) -> Decisions:
@@ -50,7 +56,7 @@ def main() -> None:
             return d
         by_id = {j.id: j for j in state.jobs}
         facts = [job_facts(state.topology, by_id[jid], d.routes, net) for jid in order]
-        share = contention_matrix(state.topology, facts, net)
+        share = contention_matrix(state.topology, facts, seen)
         _, labels = connected_components(sparse.csr_matrix(share), directed=False)
         sizes = np.bincount(labels)
         lv = np.array([d.class_of(j) for j in order])

@@ -6,7 +6,7 @@ between jobs within one ToR and jobs spanning ToRs; the largest losers and gaine
 intensity and throughput loss under each policy; and the per-job loss distribution of each.
 
 Run: ``.venv/bin/python benchmarks/fig23_gaps.py crux-fig23-clos-4agg crux-ps-pa crux-full
-[--hours 24] [--workers 2] [--top 8]`` (see docs/fig23-gaps.md).
+[--hours 24] [--jitter-s 1] [--workers 2] [--top 8]`` (see docs/fig23-gaps.md).
 """
 
 from __future__ import annotations
@@ -48,6 +48,13 @@ def main() -> None:
     ap.add_argument("a", help="reference policy")
     ap.add_argument("b", help="policy compared with it")
     ap.add_argument("--hours", type=float, default=None, help="only jobs arriving in the first hours")
+    ap.add_argument(
+        "--jitter-s",
+        type=float,
+        default=0.0,
+        help="delay every arrival by a uniform draw in [0, JITTER_S) (the replay's sensitivity)",
+    )
+    ap.add_argument("--jitter-seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--top", type=int, default=8)
     args = ap.parse_args()
@@ -55,6 +62,14 @@ def main() -> None:
     if args.hours is not None:
         window = args.hours * 3600.0
         sc = replace(sc, jobs=tuple(j for j in sc.jobs if j.spec.arrival_s < window), horizon_s=window)
+    if args.jitter_s > 0:
+        rng = np.random.default_rng(args.jitter_seed)
+        delays = rng.uniform(0.0, args.jitter_s, size=len(sc.jobs))
+        jobs = tuple(
+            replace(j, spec=replace(j.spec, arrival_s=j.spec.arrival_s + float(dt)))
+            for j, dt in zip(sc.jobs, delays, strict=True)
+        )
+        sc = replace(sc, jobs=jobs)
     cmp = compare(sc, (args.a, args.b), workers=args.workers)
     ra, rb = cmp.results
     topo = sc.topology
