@@ -12,13 +12,20 @@ scaled linearly to the job count).
 the same trace in fast and in exact mode and prints the difference in GPU utilisation and the per-job
 JCT differences (jobs finished in both runs).
 
+With a placement other than ``pack`` the same run also replays ``pack`` and prints the ratio of the two
+(``--no-pack-reference`` skips it). ``--json`` prints one object instead: ``wall_s``, ``cpu_s``,
+``gpu_utilization``, ``jobs_finished``, ``ratio_to_budget`` (and ``_cpu``), ``ratio_to_rapidnetsim`` and,
+with the pack reference, ``pack_wall_s``, ``pack_cpu_s``, ``ratio_to_pack`` (and ``_cpu``).
+
 Run: ``.venv/bin/python benchmarks/bench_trace_replay.py [--jobs 5000] [--days 14] [--policy crux-full]
-[--placement pack]`` or ``.venv/bin/python benchmarks/bench_trace_replay.py --agreement [--window-h 6]``
+[--placement pack] [--json]`` or
+``.venv/bin/python benchmarks/bench_trace_replay.py --agreement [--window-h 6]``
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import time
 from dataclasses import replace
@@ -45,26 +52,72 @@ def trace_scenario(jobs: int, days: float, seed: int, placement: str = "pack") -
     return scenario_from_data(data, source="bench_trace_replay")
 
 
-def bench(args: argparse.Namespace) -> None:
-    t0 = time.perf_counter()
-    sc = trace_scenario(args.jobs, args.days, args.seed, args.placement)
-    t_load = time.perf_counter() - t0
+def _replay(args: argparse.Namespace, placement: str) -> dict[str, float | int]:
+    """One fast-mode replay: wall and CPU seconds, GPU utilisation, jobs finished, events."""
+    sc = trace_scenario(args.jobs, args.days, args.seed, placement)
     c0 = time.process_time()
     res = simulate_scenario(sc, policy=args.policy, mode="fast")
     cpu_s = time.process_time() - c0
-    fin = sum(j.finished for j in res.jobs)
-    ref = RAPIDNETSIM_S_PER_JOB * len(sc.jobs)
+    return {
+        "wall_s": round(res.wall_time_s, 3),
+        "cpu_s": round(cpu_s, 3),
+        "gpu_utilization": res.gpu_utilization,
+        "jobs_finished": sum(j.finished for j in res.jobs),
+        "jobs": len(sc.jobs),
+        "gpus": sc.topology.n_gpus,
+        "events": res.events,
+    }
+
+
+def bench(args: argparse.Namespace) -> None:
+    t0 = time.perf_counter()
+    trace_scenario(args.jobs, args.days, args.seed, args.placement)
+    t_load = time.perf_counter() - t0
+    run = _replay(args, args.placement)
+    ref = RAPIDNETSIM_S_PER_JOB * float(run["jobs"])
+    out: dict[str, object] = {
+        "policy": args.policy,
+        "placement": args.placement,
+        "days": args.days,
+        **run,
+        "budget_s": BUDGET_S,
+        "ratio_to_budget": run["wall_s"] / BUDGET_S,
+        "ratio_to_budget_cpu": run["cpu_s"] / BUDGET_S,
+        "ratio_to_rapidnetsim": run["wall_s"] / ref,
+    }
+    pack = None
+    if args.placement != "pack" and not args.no_pack_reference:
+        pack = _replay(args, "pack")
+        out |= {
+            "pack_wall_s": pack["wall_s"],
+            "pack_cpu_s": pack["cpu_s"],
+            "pack_gpu_utilization": pack["gpu_utilization"],
+            "ratio_to_pack": run["wall_s"] / pack["wall_s"],
+            "ratio_to_pack_cpu": run["cpu_s"] / pack["cpu_s"],
+        }
+    if args.json:
+        print(json.dumps(out))
+        return
     print(f"scenario build (topology + trace): {t_load:.2f} s")
     print(
-        f"{args.policy} fast on {sc.topology.n_gpus} GPUs, {len(sc.jobs)} jobs, {args.days:g} days: "
-        f"{res.wall_time_s:.1f} s wall ({cpu_s:.1f} CPU-s), GPU utilisation {res.gpu_utilization:.3f}, "
-        f"{fin} finished, {res.events} events"
+        f"{args.policy} fast, {args.placement}, on {run['gpus']} GPUs, {run['jobs']} jobs, "
+        f"{args.days:g} days: "
+        f"{run['wall_s']:.1f} s wall ({run['cpu_s']:.1f} CPU-s), GPU utilisation "
+        f"{run['gpu_utilization']:.3f}, {run['jobs_finished']} finished, {run['events']} events"
     )
     print(
-        f"ratio to the {BUDGET_S:.0f} s budget: {res.wall_time_s / BUDGET_S:.2f} "
-        f"(CPU: {cpu_s / BUDGET_S:.2f})"
+        f"ratio to the {BUDGET_S:.0f} s budget: {out['ratio_to_budget']:.2f} "
+        f"(CPU: {out['ratio_to_budget_cpu']:.2f})"
     )
-    print(f"ratio to RapidNetSim's published {ref:.0f} CPU-s (contention off): {res.wall_time_s / ref:.3f}")
+    if pack is not None:
+        print(
+            f"pack in the same run: {pack['wall_s']:.1f} s wall ({pack['cpu_s']:.1f} CPU-s); ratio "
+            f"{args.placement} / pack: {out['ratio_to_pack']:.2f} (CPU: {out['ratio_to_pack_cpu']:.2f})"
+        )
+    print(
+        f"ratio to RapidNetSim's published {ref:.0f} CPU-s (contention off): "
+        f"{out['ratio_to_rapidnetsim']:.3f}"
+    )
 
 
 def agreement(args: argparse.Namespace) -> None:
@@ -114,6 +167,12 @@ def main() -> None:
         default="pack",
         help="job scheduler (default pack; the shipped scenario's first-fit is slower: crowded components)",
     )
+    ap.add_argument(
+        "--no-pack-reference",
+        action="store_true",
+        help="with a placement other than pack, skip the pack replay the ratio is measured against",
+    )
+    ap.add_argument("--json", action="store_true", help="print one JSON object (replay mode only)")
     ap.add_argument("--agreement", action="store_true", help="fast against exact on the first hours")
     ap.add_argument("--window-h", type=float, default=6.0)
     args = ap.parse_args()

@@ -28,6 +28,7 @@ DESCRIPTIONS = {
     "crux-pa": "Crux priority assignment (P = k I), unique priorities; ECMP routes",
     "crux-ps-pa": "Crux path selection + priority assignment, unique priorities",
     "crux-full": "Crux path selection + priority assignment + Max K-Cut compression to the levels",
+    "crux-full-guard": "crux-full, promoting any job whose predicted throughput loss exceeds 60 %",
     "sincronia": "Sincronia BSSI order on a NIC big switch, Sincronia-style split; ECMP routes",
     "varys": "Varys SEBF order, Varys-style split; ECMP routes",
     "taccl-star": "TACCL*: least-congested paths in arrival order, longer paths first",

@@ -37,7 +37,9 @@ def _table(obj: dict[str, object]) -> Table:
         "avg JCT s",
         "avg JRT s",
         "avg JWT s",
-        "worst loss",
+        "p95 loss",
+        "max loss",
+        "n>50%",
         "done",
         "wall s",
     ):
@@ -58,7 +60,9 @@ def _table(obj: dict[str, object]) -> Table:
             _fmt(v["avg_jct_s"], 1),
             _fmt(v["avg_jrt_s"], 1),
             _fmt(v["avg_jwt_s"], 1),
+            _fmt(v["throughput_loss"]["p95"], 3),
             _fmt(v["worst_throughput_loss"], 3),
+            str(v["throughput_loss"]["over_50pct"]),
             f"{v['finished_jobs']}/{v['jobs']}",
             _fmt(v["wall_time_s"], 1),
         )
@@ -103,10 +107,19 @@ def run_compare(
     if not as_json:
         err.print(
             f"comparing {len(policies)} policies on {sc.name} ({sc.topology.n_gpus} GPUs, "
-            f"{len(sc.jobs)} jobs, {sc.horizon_s / 3600:.1f} h) with {workers} worker(s)..."
+            f"{len(sc.jobs)} jobs, {sc.horizon_s / 3600:.1f} h) "
+            + (f"on Ray ({ray})..." if ray is not None else f"with {workers} worker(s)...")
         )
     with err.status("simulating", spinner="dots") if (err.is_terminal and not as_json) else nullcontext():
-        cmp = compare(sc, policies, placement=job_scheduler, mode=mode, workers=workers, ray=ray)
+        cmp = compare(
+            sc,
+            policies,
+            placement=job_scheduler,
+            mode=mode,
+            workers=workers,
+            ray=ray,
+            progress=None if as_json else (lambda p: err.print(f"  {p} done")),
+        )
     obj = comparison_json(cmp)
     if out is not None:
         import json

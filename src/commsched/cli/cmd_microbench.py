@@ -5,7 +5,14 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from commsched.cli.common import check_count, check_seed, print_json, stdout_console, user_errors
+from commsched.cli.common import (
+    check_count,
+    check_seed,
+    print_json,
+    stderr_console,
+    stdout_console,
+    user_errors,
+)
 
 
 @user_errors
@@ -13,7 +20,9 @@ def microbench(
     cases: int = typer.Option(20, "--cases", "-n", help="Number of random cases."),
     seed: int = typer.Option(0, "--seed", "-s", help="Seed of the case generator."),
     workers: int = typer.Option(1, "--workers", "-w", help="Local worker processes (joblib)."),
-    ray: str | None = typer.Option(None, "--ray", help="Ray cluster address (needs `ray` installed)."),
+    ray: str | None = typer.Option(
+        None, "--ray", help="Ray cluster address, or 'local' to start one (needs the `ray` extra)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object on stdout."),
 ) -> None:
     """Score Crux's path selection, priority assignment and compression against the enumerated optimum."""
@@ -22,7 +31,16 @@ def microbench(
     check_count(cases, "--cases", hi=100_000)
     check_count(workers, "--workers", hi=256)
     check_seed(seed)
-    summary = summarise(run_microbench(cases, seed, workers=workers, ray_address=ray))
+    err = stderr_console()
+    summary = summarise(
+        run_microbench(
+            cases,
+            seed,
+            workers=workers,
+            ray_address=ray,
+            progress=None if as_json else (lambda i, r: err.print(f"case {i} done ({r.wall_s:.1f} s)")),
+        )
+    )
     if as_json:
         print_json(summary.as_json())
         return

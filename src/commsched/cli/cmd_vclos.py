@@ -63,6 +63,9 @@ def vclos_experiment_cmd(
         10, "--macro-iterations", help="Simulated macro-iterations per job (events per job)."
     ),
     workers: int = typer.Option(1, "--workers", help="Parallel simulations (processes)."),
+    ray: str | None = typer.Option(
+        None, "--ray", help="Ray cluster address, or 'local' to start one (needs the `ray` extra)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     out: str | None = typer.Option(None, "--out", help="Directory for the JSON and figures."),
 ) -> None:
@@ -114,6 +117,7 @@ def vclos_experiment_cmd(
         base,
         spec,
         workers=workers,
+        ray_address=ray,
         progress=None
         if as_json
         else lambda r: err.print(f"{r.policy} lambda={r.mean_gap_s:g}: {r.wall_s:.1f} s"),

@@ -16,8 +16,53 @@ import numpy as np
 
 from commsched.errors import InputError
 from commsched.experiments.runner import simulate_scenario
+from commsched.experiments.spread import spread
 from commsched.io.scenario import Scenario
 from commsched.sim.records import SimResult
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LossDistribution:
+    """The distribution of per-job throughput loss over the jobs that ran (0 = no loss, 1 = stalled).
+
+    ``over_half`` counts the jobs that lost more than half their standalone throughput.
+    """
+
+    jobs: int
+    p50: float
+    p95: float
+    p99: float
+    max: float
+    over_half: int
+
+    @staticmethod
+    def of(losses: Sequence[float]) -> LossDistribution:
+        """Percentiles (linear interpolation, numpy's default) of ``losses``; all zero when empty.
+
+        Examples
+        --------
+        >>> d = LossDistribution.of([0.0, 0.1, 0.6, 0.9])
+        >>> (d.max, d.over_half, round(d.p50, 2))
+        (0.9, 2, 0.35)
+        """
+        if not losses:
+            return LossDistribution(jobs=0, p50=0.0, p95=0.0, p99=0.0, max=0.0, over_half=0)
+        a = np.asarray(losses, dtype=float)
+        p50, p95, p99 = (float(v) for v in np.percentile(a, [50.0, 95.0, 99.0]))
+        return LossDistribution(
+            jobs=len(a), p50=p50, p95=p95, p99=p99, max=float(a.max()), over_half=int((a > 0.5).sum())
+        )
+
+    def as_json(self) -> dict[str, float | int]:
+        """``{"jobs", "p50", "p95", "p99", "max", "over_50pct"}``."""
+        return {
+            "jobs": self.jobs,
+            "p50": self.p50,
+            "p95": self.p95,
+            "p99": self.p99,
+            "max": self.max,
+            "over_50pct": self.over_half,
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,6 +84,7 @@ class PolicySummary:
     avg_jrt_s: float
     avg_jwt_s: float
     worst_throughput_loss: float
+    loss: LossDistribution
     finished_jobs: int
     jobs: int
     wall_time_s: float
@@ -88,6 +134,7 @@ def summarise_policy(result: SimResult) -> PolicySummary:
         avg_jrt_s=_mean([j.run_s for j in fin]),
         avg_jwt_s=_mean([j.wait_s for j in result.jobs if j.start_s is not None]),
         worst_throughput_loss=max(losses) if losses else 0.0,
+        loss=LossDistribution.of(losses),
         finished_jobs=len(fin),
         jobs=len(result.jobs),
         wall_time_s=result.wall_time_s,
@@ -96,6 +143,13 @@ def summarise_policy(result: SimResult) -> PolicySummary:
 
 def _run_one(scenario: Scenario, policy: str, job_scheduler: str | None, mode: str | None) -> SimResult:
     return simulate_scenario(scenario, policy=policy, placement=job_scheduler, mode=mode)
+
+
+def _by_name(progress: Callable[[str], None], policies: Sequence[str]) -> Callable[[int, SimResult], None]:
+    def done(i: int, _result: SimResult) -> None:
+        progress(policies[i])
+
+    return done
 
 
 def compare(
@@ -108,7 +162,11 @@ def compare(
     ray_address: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Comparison:
-    """Simulate ``scenario`` once per policy; in parallel when ``workers > 1`` or ``ray_address`` is given."""
+    """Simulate ``scenario`` once per policy; in parallel when ``workers > 1`` or ``ray_address`` is given.
+
+    ``progress`` receives each policy's name as its run finishes. The results are in the order of
+    ``policies`` and equal to a ``workers=1`` run, apart from wall times (see :func:`spread`).
+    """
     from commsched.catalog import placement_registry, policy_registry
 
     if not policies:
@@ -120,39 +178,19 @@ def compare(
         reg.get(p, where="--policies")
     if job_scheduler is not None:
         placement_registry().get(job_scheduler, where="--job-scheduler")
-    if ray_address is not None:
-        results = _run_ray(scenario, policies, job_scheduler, mode, ray_address)
-    elif workers > 1 and len(policies) > 1:
-        from joblib import Parallel, delayed
-
-        results = Parallel(n_jobs=min(workers, len(policies)))(
-            delayed(_run_one)(scenario, p, job_scheduler, mode) for p in policies
-        )
-    else:
-        results = []
-        for p in policies:
-            results.append(_run_one(scenario, p, job_scheduler, mode))
-            if progress is not None:
-                progress(p)
+    calls = [(scenario, p, job_scheduler, mode) for p in policies]
+    results = spread(
+        _run_one,
+        calls,
+        workers=workers,
+        ray_address=ray_address,
+        progress=None if progress is None else _by_name(progress, policies),
+    )
     return Comparison(
         scenario=scenario.name,
         summaries=tuple(summarise_policy(r) for r in results),
         results=tuple(results),
     )
-
-
-def _run_ray(
-    scenario: Scenario, policies: Sequence[str], job_scheduler: str | None, mode: str | None, address: str
-) -> list[SimResult]:
-    try:
-        import ray
-    except ImportError:
-        raise InputError(
-            "Ray is not installed", where="--ray", expected="pip install 'commsched[ray]' or omit --ray"
-        ) from None
-    ray.init(address=None if address == "local" else address, ignore_reinit_error=True, log_to_driver=False)
-    remote = ray.remote(_run_one)
-    return list(ray.get([remote.remote(scenario, p, job_scheduler, mode) for p in policies]))
 
 
 def comparison_json(cmp: Comparison) -> dict[str, Any]:
@@ -171,6 +209,7 @@ def comparison_json(cmp: Comparison) -> dict[str, Any]:
                 "avg_jrt_s": num(s.avg_jrt_s),
                 "avg_jwt_s": num(s.avg_jwt_s),
                 "worst_throughput_loss": num(s.worst_throughput_loss),
+                "throughput_loss": s.loss.as_json(),
                 "finished_jobs": s.finished_jobs,
                 "jobs": s.jobs,
                 "wall_time_s": round(s.wall_time_s, 4),

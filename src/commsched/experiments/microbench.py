@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from commsched.errors import InputError
+from commsched.experiments.spread import spread
 from commsched.scheduling.compression import crux_compression, sincronia_compression, varys_compression
 from commsched.scheduling.interfaces import PolicyContext
 from commsched.scheduling.paths import PathSettings
@@ -490,8 +491,11 @@ def run_microbench(
     workers: int = 1,
     ray_address: str | None = None,
     cfg: MicrobenchConfig | None = None,
+    progress: Callable[[int, CaseResult], None] | None = None,
 ) -> list[CaseResult]:
-    """Run ``cases`` cases on local cores (joblib) or on a Ray cluster (``ray_address``).
+    """Run ``cases`` cases on local cores (joblib) or on a Ray cluster (``ray_address``, ``"local"``
+    starts one); the results are in case order and equal to a ``workers=1`` run apart from wall times.
+    ``progress`` receives ``(case, result)`` as each case finishes.
 
     Raises
     ------
@@ -503,23 +507,10 @@ def run_microbench(
     if workers < 1:
         raise InputError(f"{workers}", where="--workers", expected="an integer >= 1")
     conf = cfg or MicrobenchConfig()
-    if ray_address is not None:
-        return _run_ray(cases, seed, ray_address, conf)
-    if workers == 1:
-        return [run_case(seed, i, conf) for i in range(cases)]
-    from joblib import Parallel, delayed
-
-    out = Parallel(n_jobs=workers)(delayed(run_case)(seed, i, conf) for i in range(cases))
-    return [r for r in out if r is not None]
-
-
-def _run_ray(cases: int, seed: int, address: str, cfg: MicrobenchConfig) -> list[CaseResult]:
-    try:
-        import ray
-    except ImportError:
-        raise InputError(
-            "Ray is not installed", where="--ray", expected="`pip install ray` on every node, or no --ray"
-        ) from None
-    ray.init(address=address, ignore_reinit_error=True)
-    remote = ray.remote(run_case)
-    return list(ray.get([remote.remote(seed, i, cfg) for i in range(cases)]))
+    return spread(
+        run_case,
+        [(seed, i, conf) for i in range(cases)],
+        workers=workers,
+        ray_address=ray_address,
+        progress=progress,
+    )

@@ -38,11 +38,14 @@ from typing import Any
 import numpy as np
 
 from commsched.errors import InputError
+from commsched.experiments.spread import spread
 from commsched.experiments.vclos_metrics import (
+    ContentionShare,
     Fragmentation,
     QueueDepth,
     TimeAverages,
     average_times,
+    contention_share,
     fragmentation,
     queue_depth,
     stability,
@@ -194,6 +197,9 @@ class PolicyRun:
     jrt_by_gpus: Mapping[int, float] = field(default_factory=dict)
     jwt_by_gpus: Mapping[int, float] = field(default_factory=dict)
     offered_load: float = math.nan
+    contention: ContentionShare = field(
+        default_factory=lambda: ContentionShare(multi_leaf=math.nan, gpu_time_lost=math.nan)
+    )
     result: SimResult | None = field(default=None, repr=False)
 
 
@@ -261,6 +267,7 @@ def run_policy(scenario: Scenario, policy: str, mean_gap_s: float, *, queue: str
         jrt_by_gpus=jrt,
         jwt_by_gpus=jwt,
         offered_load=offered_load(scenario),
+        contention=contention_share(result, scenario.topology),
     )
 
 
@@ -297,25 +304,29 @@ def run_experiment(
     spec: ExperimentSpec,
     *,
     workers: int = 1,
+    ray_address: str | None = None,
     progress: Callable[[PolicyRun], None] | None = None,
 ) -> tuple[PolicyRun, ...]:
-    """Every (lambda, policy) run, in parallel over ``workers`` processes (joblib)."""
+    """Every (lambda, policy) run, over ``workers`` processes (joblib) or a Ray cluster (``ray_address``,
+    ``"local"`` starts one); runs in (lambda, policy) order, ``progress`` called as each finishes."""
     for p in spec.policies:
         bundle(p)
-    cells = [(lam, p) for lam in spec.lambdas for p in spec.policies]
-    if workers > 1 and len(cells) > 1:
-        from joblib import Parallel, delayed
+    cells = [(base, spec, lam, p) for lam in spec.lambdas for p in spec.policies]
+    runs = spread(
+        _one,
+        cells,
+        workers=workers,
+        ray_address=ray_address,
+        progress=None if progress is None else _each(progress),
+    )
+    return tuple(runs)
 
-        runs = Parallel(n_jobs=min(workers, len(cells)))(
-            delayed(_one)(base, spec, lam, p) for lam, p in cells
-        )
-        return tuple(runs)
-    out = []
-    for lam, p in cells:
-        out.append(_one(base, spec, lam, p))
-        if progress is not None:
-            progress(out[-1])
-    return tuple(out)
+
+def _each(progress: Callable[[PolicyRun], None]) -> Callable[[int, PolicyRun], None]:
+    def done(_i: int, run: PolicyRun) -> None:
+        progress(run)
+
+    return done
 
 
 # ---------------------------------------------------------------------------------------------- outputs
@@ -323,6 +334,10 @@ def run_experiment(
 
 def _num(x: float) -> float | None:
     return round(float(x), 3) if math.isfinite(x) else None
+
+
+def _share(x: float) -> float | None:
+    return round(float(x), 5) if math.isfinite(x) else None
 
 
 def table5(runs: Sequence[PolicyRun]) -> dict[str, dict[str, float | None]]:
@@ -354,6 +369,8 @@ def experiment_json(scenario: str, runs: Sequence[PolicyRun]) -> dict[str, Any]:
                 "avg_jrt_by_gpus_s": {str(k): _num(v) for k, v in r.jrt_by_gpus.items()},
                 "avg_jwt_by_gpus_s": {str(k): _num(v) for k, v in r.jwt_by_gpus.items()},
                 "offered_load": _num(r.offered_load),
+                "multi_leaf_share": _share(r.contention.multi_leaf),
+                "gpu_time_lost_to_contention": _share(r.contention.gpu_time_lost),
                 "fragmentation": {
                     "gpu_total": r.fragmentation.gpu_total,
                     "gpu_shape": r.fragmentation.gpu_shape,

@@ -5,6 +5,7 @@
   starts.
 * Stability: the standard deviation of JCT among finished jobs with the same parameters (same GPU
   count, model and requested duration), per group and averaged over groups with two or more jobs.
+* Contention: the share of jobs spanning leaves and of GPU time lost to contention.
 * Fragmentation events: refused placement attempts split by cause (GPU-caused, in total or in shape,
   vs network-caused; see :func:`commsched.scheduling.vclos.policy.classify_refusal`).
 
@@ -26,6 +27,7 @@ from numpy.typing import NDArray
 
 from commsched.scheduling.vclos.policy import Refusal, RefusalCause
 from commsched.sim.records import JobResult, SimResult
+from commsched.topology import Topology
 from commsched.workload import JobId
 
 
@@ -198,3 +200,34 @@ def _demo() -> SimResult:
         jobs=(job("a", 0.0, 2.0, 20.0), job("b", 0.0, 0.0, 10.0)), series=series, busy_gpu_s=0.0,
         events=0, link_bytes=empty, link_intensity_bytes=empty,
     )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContentionShare:
+    """How much a run could contend: the share of started jobs spanning more than one leaf, and the
+    share of their GPU time lost to contention, ``sum g n (T - T0) / sum g n T`` over started jobs
+    (``g`` GPUs, ``n`` iterations, ``T`` mean and ``T0`` standalone iteration time)."""
+
+    multi_leaf: float
+    gpu_time_lost: float
+
+
+def contention_share(result: SimResult, topology: Topology) -> ContentionShare:
+    """:class:`ContentionShare` of a run; a GPU the topology does not know counts as its own leaf."""
+    started = [j for j in result.jobs if j.start_s is not None and j.placement]
+    if not started:
+        return ContentionShare(multi_leaf=math.nan, gpu_time_lost=math.nan)
+    known = set(topology.gpus)
+
+    def leaves(j: JobResult) -> int:
+        return len({topology.host_of(g).tors if g in known else (g,) for g in j.placement})
+
+    multi = sum(leaves(j) > 1 for j in started) / len(started)
+    lost = total = 0.0
+    for j in started:
+        if not (math.isfinite(j.mean_iteration_s) and j.mean_iteration_s > 0):
+            continue
+        gpu_iters = j.gpus * j.iterations
+        total += gpu_iters * j.mean_iteration_s
+        lost += gpu_iters * max(0.0, j.mean_iteration_s - j.standalone_iteration_s)
+    return ContentionShare(multi_leaf=multi, gpu_time_lost=lost / total if total > 0 else math.nan)

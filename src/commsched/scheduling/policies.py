@@ -13,6 +13,7 @@ name                paths                           ranking                   cl
 ``crux-pa``         ECMP hash                       ``P_j = k_j I_j``         unique: class = rank
 ``crux-ps-pa``      Crux path selection             ``P_j = k_j I_j``         unique: class = rank
 ``crux-full``       Crux path selection             ``P_j = k_j I_j``         Max K-Cut, K levels
+``crux-full-guard`` Crux path selection             ``P_j = k_j I_j``         Max K-Cut + loss guard
 ``sincronia``       ECMP hash                       BSSI (big switch)         Sincronia-style split
 ``varys``           ECMP hash                       SEBF (big switch)         Varys-style split
 ``taccl-star``      least congested, arrival order  most hops first           Varys-style split
@@ -25,7 +26,8 @@ name                paths                           ranking                   cl
 (unique priorities, the ideal of crux-spec §6.6). TACCL* has no compression of its own; it gets the
 balanced (Varys-style) split of its hop-count ranking, which keeps equally long jobs together.
 Random draws (ECMP source ports, BFS orders of the compression) derive from ``ctx.seed`` and
-``ctx.epoch``.
+``ctx.epoch``. ``crux-full-guard`` is ``crux-full`` with the opt-in starvation guard of
+:mod:`commsched.scheduling.guard` at :data:`GUARD_LOSS`.
 
 References
 ----------
@@ -53,6 +55,7 @@ from commsched.scheduling.compression import (
     sincronia_compression,
     varys_compression,
 )
+from commsched.scheduling.guard import guard_classes
 from commsched.scheduling.interfaces import PolicyContext, PolicyFn
 from commsched.scheduling.memo import Memo, maybe
 from commsched.scheduling.paths import (
@@ -98,6 +101,9 @@ __all__ = [
 
 Routes = Mapping[ConnectionKey, int]
 
+#: the throughput-loss bound of ``crux-full-guard`` (a job may lose at most 60 % of its standalone rate)
+GUARD_LOSS = 0.6
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
@@ -131,6 +137,9 @@ class CruxSettings:
         Resolution of the pairwise comparison behind ``k_j``.
     orders
         Number ``m`` of sampled BFS orders of the compression.
+    guard_loss
+        Opt-in starvation guard: promote jobs whose predicted throughput loss exceeds this fraction
+        (:mod:`commsched.scheduling.guard`); ``None`` = Crux as published.
     """
 
     select_paths: bool = True
@@ -138,6 +147,7 @@ class CruxSettings:
     paths: PathSettings = field(default_factory=PathSettings)
     priority: CruxPriority = field(default_factory=CruxPriority)
     orders: int = 10
+    guard_loss: float | None = None
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -333,6 +343,8 @@ def crux_plan(state: ClusterState, ctx: PolicyContext, settings: CruxSettings | 
         return componentwise_compression(share, inten, k, rng=rng, orders=cfg.orders)
 
     classes = _classes(state, ranking, facts, crux_k_cut if cfg.compress else None, c.network)
+    if cfg.guard_loss is not None:
+        classes = guard_classes(facts, classes, state.topology, c.network, cfg.guard_loss)
     return _plan(routes, ranking, classes, facts)
 
 
@@ -456,6 +468,7 @@ def communication_plans() -> dict[str, PlanFn]:
         "crux-pa": _crux_variant(CruxSettings(select_paths=False, compress=False)),
         "crux-ps-pa": _crux_variant(CruxSettings(select_paths=True, compress=False)),
         "crux-full": _crux_variant(CruxSettings()),
+        "crux-full-guard": _crux_variant(CruxSettings(guard_loss=GUARD_LOSS)),
         "sincronia": sincronia_plan,
         "varys": varys_plan,
         "taccl-star": taccl_plan,
