@@ -7,7 +7,8 @@ seconds (the trace scenarios cover a day or months).
 
 Every field of the result is compared: the summary figures and per-job results exactly (floats in their
 shortest round-trip form), the time series and per-link byte counters through a SHA-256 of their raw
-bytes. To regenerate after an intended change of behaviour::
+bytes; each stored file carries a digest of its scenario's text, so that a changed scenario is reported
+as such. To regenerate after an intended change of behaviour or of a scenario::
 
     COMMSCHED_REGEN_GOLDEN=1 pytest tests/sim/test_golden.py
 """
@@ -27,7 +28,7 @@ import numpy as np
 import pytest
 
 from commsched.experiments.runner import simulate_scenario
-from commsched.io.shipped import resolve_scenario, shipped_names
+from commsched.io.shipped import resolve_scenario, shipped_names, shipped_text
 from commsched.sim.records import SimResult
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -169,7 +170,8 @@ def test_golden(case: Case) -> None:
     if case.horizon_s is not None:
         scenario = replace(scenario, horizon_s=case.horizon_s)
     result = simulate_scenario(scenario, policy=case.policy, mode=case.mode)
-    summary = summary_of(result)
+    # the scenario's own text first: a changed scenario is told apart from a changed engine
+    summary = {"scenario_sha256": _text_digest(shipped_text(case.scenario)), **summary_of(result)}
     text = json.dumps(summary, indent=1, sort_keys=False) + "\n"
     table = jobs_csv(summary)
     jpath, cpath = GOLDEN / f"{case.name}.json", GOLDEN / f"{case.name}.jobs.csv"
@@ -177,5 +179,11 @@ def test_golden(case: Case) -> None:
         GOLDEN.mkdir(exist_ok=True)
         jpath.write_text(text, encoding="utf-8")
         cpath.write_text(table, encoding="utf-8")
-    assert jpath.read_text(encoding="utf-8") == text, f"{jpath.name} differs"
+    stored = jpath.read_text(encoding="utf-8")
+    if json.loads(stored).get("scenario_sha256") != summary["scenario_sha256"]:
+        pytest.fail(
+            f"scenario {case.scenario} changed since {jpath.name} was stored: check the change, then "
+            "regenerate with COMMSCHED_REGEN_GOLDEN=1"
+        )
+    assert stored == text, f"{jpath.name} differs"
     assert cpath.read_text(encoding="utf-8") == table, f"{cpath.name} differs"
