@@ -171,7 +171,7 @@ class DecisionApplier:
                 if tr is not None:
                     rows.append(np.full(tr.link_ids.size, k, dtype=np.int64))
                     cols.append(tr.link_ids)
-        n_jobs, n_links = len(running), self._pacing.capacity_Bps.size
+        n_jobs, n_links = len(running), self._pacing.capacity_bytes_per_s.size
         r_all = np.concatenate(rows) if rows else np.zeros(0, np.int64)
         c_all = np.concatenate(cols).astype(np.int64) + n_jobs if cols else np.zeros(0, np.int64)
         adj = sparse.csr_matrix(

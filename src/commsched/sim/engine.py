@@ -101,7 +101,7 @@ class Simulation:
         self._kernel = EventKernel()
         self._ledger = Ledger(len(topology.links))
         self._pacing = Pacing(
-            capacity_bps=topology.capacity_bps, runs=self._runs, kernel=self._kernel, ledger=self._ledger
+            link_bits_per_s=topology.capacity_bps, runs=self._runs, kernel=self._kernel, ledger=self._ledger
         )
         self._fast = FastMode(
             config=config,
@@ -196,7 +196,7 @@ class Simulation:
             samples=self._ledger.sampler.samples,
             config=cfg,
             cluster_gpus=self.cluster_gpus,
-            capacity_Bps=self._pacing.capacity_Bps,
+            capacity_bytes_per_s=self._pacing.capacity_bytes_per_s,
             policy_name=self.policy_name,
             events=kernel.events,
             end=end,

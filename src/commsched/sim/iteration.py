@@ -88,7 +88,7 @@ class Iterations:
         r.step = 0
         r.step_progress = 0.0
         r.settled_s = self._kernel.now
-        r.pace_Bps = 0.0
+        r.pace_bytes_per_s = 0.0
         self._pacing.reallocate(r.component)
 
     def on_step_end(self, r: JobRun) -> None:
@@ -96,11 +96,11 @@ class Iterations:
         assert r.traffic is not None
         r.step += 1
         r.step_progress = 0.0
-        r.pace_Bps = 0.0  # a new step: its end is scheduled afresh (see Pacing.reallocate)
+        r.pace_bytes_per_s = 0.0  # a new step: its end is scheduled afresh (see Pacing.reallocate)
         if r.step >= len(r.traffic.steps):
             r.step = -1
             r.comm_done = True
-            r.pace_Bps = 0.0
+            r.pace_bytes_per_s = 0.0
             self._pacing.reallocate(r.component)
             if not r.computing:
                 self._end(r)

@@ -6,7 +6,7 @@ them starts or ends, and each step's end is rescheduled at its new pace. Settlin
 progress and the link counters to the clock at its current pace.
 
 Units: the topology gives capacities in bits/s; this module works in **bytes/s** only
-(``capacity_Bps``), as do the traffic's transfer sizes.
+(``capacity_bytes_per_s``), as do the traffic's transfer sizes.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ class Pacing:
 
     Parameters
     ----------
-    capacity_bps
-        Link capacities in bits/s (the topology's unit); kept as ``capacity_Bps`` in bytes/s.
+    link_bits_per_s
+        Link capacities in bits/s (the topology's unit); kept as ``capacity_bytes_per_s`` in bytes/s.
     runs, kernel, ledger
         The jobs' run state, the event kernel and the counters it updates.
     """
@@ -40,12 +40,12 @@ class Pacing:
     def __init__(
         self,
         *,
-        capacity_bps: NDArray[np.float64],
+        link_bits_per_s: NDArray[np.float64],
         runs: Sequence[JobRun],
         kernel: EventKernel,
         ledger: Ledger,
     ) -> None:
-        self.capacity_Bps: NDArray[np.float64] = capacity_bps / 8.0  # bits/s -> bytes/s
+        self.capacity_bytes_per_s: NDArray[np.float64] = link_bits_per_s / 8.0  # bits/s -> bytes/s
         self._runs = runs
         self._kernel = kernel
         self._ledger = ledger
@@ -58,7 +58,7 @@ class Pacing:
 
     def standalone_pace(self, links: NDArray[np.int64], share: NDArray[np.float64]) -> float:
         """Pace (bytes/s) of a step alone on the fabric: the one its tightest link allows."""
-        return float(np.min(self.capacity_Bps[links] / share))
+        return float(np.min(self.capacity_bytes_per_s[links] / share))
 
     def settle(self, r: JobRun) -> None:
         """Advance an active step's progress and byte counters to ``now`` at its current pace."""
@@ -70,7 +70,7 @@ class Pacing:
         if dt <= 0:
             return
         r.settled_s = now
-        if r.pace_Bps <= 0:
+        if r.pace_bytes_per_s <= 0:
             return
         s = r.traffic.steps[r.step]
         prate = self.progress_rate(r)
@@ -84,9 +84,9 @@ class Pacing:
         """Fraction of the step in flight done per second at its pace."""
         assert r.traffic is not None
         s = r.traffic.steps[r.step]
-        if r.pace_Bps <= 0:
+        if r.pace_bytes_per_s <= 0:
             return 0.0
-        return 1.0 / (s.repeat * (s.latency_s + s.max_flow_bytes / r.pace_Bps))
+        return 1.0 / (s.repeat * (s.latency_s + s.max_flow_bytes / r.pace_bytes_per_s))
 
     def settle_all(self, running: Sequence[int]) -> None:
         for i in running:
@@ -122,7 +122,7 @@ class Pacing:
                 cols=np.concatenate(cols),
                 vals=np.concatenate(vals),
                 n_groups=len(members),
-                capacity=self.capacity_Bps,
+                capacity=self.capacity_bytes_per_s,
                 classes=np.array([r.priority_class for r in members], dtype=np.int64),
             ).tolist()
             if len(self._pace_cache) >= _PACE_CACHE_MAX:
@@ -139,8 +139,8 @@ class Pacing:
         the end scheduled at the same pace is still right. A new step starts at pace 0.
         """
         r.settled_s = max(r.settled_s, self._kernel.now)
-        if pace != r.pace_Bps:
-            r.pace_Bps = pace
+        if pace != r.pace_bytes_per_s:
+            r.pace_bytes_per_s = pace
             self.reschedule_step(r)
 
     def reschedule_step(self, r: JobRun) -> None:

@@ -103,7 +103,7 @@ class JobRun:
         Index of the communication step in flight (-1: none).
     step_progress
         Fraction of the step in flight done, in ``[0, 1]``, as of ``settled_s``.
-    pace_Bps
+    pace_bytes_per_s
         Pace of the step in flight in bytes/s of its largest transfer (0: not yet allocated).
     settled_s
         Time up to which ``step_progress`` and the link counters account for the step.
@@ -134,7 +134,7 @@ class JobRun:
         "last_end_s",
         "next_traffic",
         "overlap",
-        "pace_Bps",
+        "pace_bytes_per_s",
         "pending_delay_s",
         "placed",
         "priority_class",
@@ -185,7 +185,7 @@ class JobRun:
         self.comm_done = False
         self.step = -1
         self.step_progress = 0.0
-        self.pace_Bps = 0.0
+        self.pace_bytes_per_s = 0.0
         self.settled_s = 0.0
         self.version = 0
         self.step_version = 0

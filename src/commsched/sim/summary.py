@@ -22,14 +22,14 @@ def summarise(
     samples: Sequence[Sample],
     config: SimConfig,
     cluster_gpus: int,
-    capacity_Bps: NDArray[np.float64],
+    capacity_bytes_per_s: NDArray[np.float64],
     policy_name: str,
     events: int,
     end: float,
 ) -> SimResult:
     """Averages over ``[warmup_s, end]``; per-job results; time series.
 
-    ``capacity_Bps`` are the link capacities in bytes/s (the unit of the byte counters).
+    ``capacity_bytes_per_s`` are the link capacities in bytes/s (the unit of the byte counters).
     """
     w0 = min(config.warmup_s, end)
     first = samples[0]
@@ -54,7 +54,7 @@ def summarise(
         gpu_utilization=util,
         allocated_gpu_utilization=a_util,
         jobs=job_results(runs, end),
-        series=series(samples, cluster_gpus, capacity_Bps),
+        series=series(samples, cluster_gpus, capacity_bytes_per_s),
         busy_gpu_s=last.busy_gpu_s,
         events=events,
         link_bytes=last.link_bytes,
@@ -95,7 +95,9 @@ def job_results(runs: Sequence[JobRun], end: float) -> tuple[JobResult, ...]:
     return tuple(out)
 
 
-def series(samples: Sequence[Sample], cluster_gpus: int, capacity_Bps: NDArray[np.float64]) -> TimeSeries:
+def series(
+    samples: Sequence[Sample], cluster_gpus: int, capacity_bytes_per_s: NDArray[np.float64]
+) -> TimeSeries:
     """Per sampling interval: GPU utilisation, and per link its utilisation and traffic intensity."""
     s = samples
     t = np.array([x.t for x in s])
@@ -105,10 +107,10 @@ def series(samples: Sequence[Sample], cluster_gpus: int, capacity_Bps: NDArray[n
     ok = dt > 0
     util = np.where(ok, busy / np.where(ok, dt * max(cluster_gpus, 1), 1.0), np.nan)
     a_util = np.where(alloc > 0, busy / np.where(alloc > 0, alloc, 1.0), np.nan)
-    links = np.arange(capacity_Bps.size, dtype=np.int64)
+    links = np.arange(capacity_bytes_per_s.size, dtype=np.int64)
     lb = np.diff(np.array([x.link_bytes for x in s]), axis=0) if len(s) > 1 else np.zeros((0, links.size))
     liw = np.diff(np.array([x.link_iw_bytes for x in s]), axis=0) if len(s) > 1 else np.zeros((0, links.size))
-    cap = capacity_Bps[None, :] * np.where(ok, dt, 1.0)[:, None]
+    cap = capacity_bytes_per_s[None, :] * np.where(ok, dt, 1.0)[:, None]
     l_util = lb / cap
     with np.errstate(invalid="ignore", divide="ignore"):
         l_int = np.where(lb > 0, liw / np.where(lb > 0, lb, 1.0), np.nan)
