@@ -95,12 +95,6 @@ def test_a7_window_sensitivity(window: float, ratio: float) -> None:
     assert cmp.job_gain_s / cmp.reference_gain_s == pytest.approx(ratio)
 
 
-def test_example1_window_is_a_multiple_of_the_contended_lcm() -> None:
-    window = comparison_window(EX1_JOB2, EX1_JOB1)
-    assert window == 24.0  # lcm(4, 6) = 12, at least 4 periods of 6 s
-    assert comparison_window(EX1_JOB1, EX1_JOB2) == window
-
-
 # ---- A5, A6, A8, A9 -----------------------------------------------------------------------------
 
 
@@ -168,7 +162,6 @@ def test_pair_invariants(a: LinkJob, b: LinkJob) -> None:
     # being first never hurts a job
     assert cmp.job_gain_s >= 0 and cmp.reference_gain_s >= 0
     assert 1e-3 <= cmp.factor <= 1e3
-    assert compare_pair(a, a).job_gain_s == compare_pair(a, a).reference_gain_s
 
 
 def test_starved_low_job_and_clamps() -> None:

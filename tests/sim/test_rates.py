@@ -1,13 +1,21 @@
-"""Invariants of the rate allocation (strict priority + max-min within a class), over random instances."""
+"""Invariants of the rate allocation (strict priority + max-min within a class), over random instances.
+
+Every invariant runs on both branches of the solver: the dense array (small components) and the sparse
+matrix (above ``DENSE_LIMIT`` entries, i.e. paper-scale runs), with non-unit shares (a ring crossing a
+link twice has share 2 there).
+"""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import sparse
 
-from commsched.sim.rates import max_min_rates
+from commsched.sim.rates import DENSE_LIMIT, max_min_rates, max_min_rates_coo
+
+BRANCHES = pytest.mark.parametrize("dense", [True, False], ids=["dense", "sparse"])
 
 
 @st.composite
@@ -26,22 +34,26 @@ def instances(draw: st.DrawFn) -> tuple[sparse.csr_matrix, np.ndarray, np.ndarra
     return sparse.csr_matrix(dense), cap, classes
 
 
+@BRANCHES
 @settings(max_examples=200, deadline=None)
-@given(instances())
-def test_capacity_respected(inst: tuple[sparse.csr_matrix, np.ndarray, np.ndarray]) -> None:
+@given(inst=instances())
+def test_capacity_respected(inst: tuple[sparse.csr_matrix, np.ndarray, np.ndarray], dense: bool) -> None:
     share, cap, classes = inst
-    rates = max_min_rates(share, cap, classes)
+    rates = max_min_rates(share, cap, classes, dense=dense)
     assert np.all(rates >= 0)
     load = share.T @ rates
     assert np.all(load <= cap * (1 + 1e-9) + 1e-9)
 
 
+@BRANCHES
 @settings(max_examples=200, deadline=None)
-@given(instances())
-def test_max_min_optimal_within_class(inst: tuple[sparse.csr_matrix, np.ndarray, np.ndarray]) -> None:
+@given(inst=instances())
+def test_max_min_optimal_within_class(
+    inst: tuple[sparse.csr_matrix, np.ndarray, np.ndarray], dense: bool
+) -> None:
     # every group has a saturated link on which no group of its class gets a higher pace
     share, cap, classes = inst
-    rates = max_min_rates(share, cap, classes)
+    rates = max_min_rates(share, cap, classes, dense=dense)
     load = share.T @ rates
     dense = share.toarray()
     for g in range(dense.shape[0]):
@@ -55,11 +67,61 @@ def test_max_min_optimal_within_class(inst: tuple[sparse.csr_matrix, np.ndarray,
         assert ok, f"group {g} has no bottleneck"
 
 
+@BRANCHES
 @settings(max_examples=200, deadline=None)
-@given(instances())
-def test_higher_class_never_slowed_by_lower(inst: tuple[sparse.csr_matrix, np.ndarray, np.ndarray]) -> None:
+@given(inst=instances())
+def test_higher_class_never_slowed_by_lower(
+    inst: tuple[sparse.csr_matrix, np.ndarray, np.ndarray], dense: bool
+) -> None:
     share, cap, classes = inst
-    rates = max_min_rates(share, cap, classes)
+    rates = max_min_rates(share, cap, classes, dense=dense)
     top = classes == classes.min()
-    alone = max_min_rates(share[np.flatnonzero(top)], cap, classes[top])
+    alone = max_min_rates(share[np.flatnonzero(top)], cap, classes[top], dense=dense)
     np.testing.assert_allclose(rates[top], alone, rtol=1e-9, atol=1e-9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(inst=instances())
+def test_branches_agree(inst: tuple[sparse.csr_matrix, np.ndarray, np.ndarray]) -> None:
+    share, cap, classes = inst
+    np.testing.assert_allclose(
+        max_min_rates(share, cap, classes, dense=False),
+        max_min_rates(share, cap, classes, dense=True),
+        rtol=1e-9,
+        atol=1e-9,
+    )
+
+
+@BRANCHES
+def test_shares_set_the_split(dense: bool) -> None:
+    """One 12 B/s link: shares 3, 1 and 0.5 in one class get one water level, 12 / 4.5 each."""
+    share = sparse.csr_matrix(np.array([[3.0], [1.0], [0.5]]))
+    rates = max_min_rates(share, np.array([12.0]), np.array([0, 0, 0]), dense=dense)
+    np.testing.assert_allclose(rates, [12 / 4.5] * 3)
+    # the higher class takes what its share needs at its bottleneck, the rest goes down
+    two = sparse.csr_matrix(np.array([[2.0, 0.0], [1.0, 1.0]]))
+    rates = max_min_rates(two, np.array([10.0, 3.0]), np.array([0, 1]), dense=dense)
+    np.testing.assert_allclose(rates, [5.0, 0.0], atol=1e-12)
+    rates = max_min_rates(two, np.array([12.0, 3.0]), np.array([0, 1]), dense=dense)
+    np.testing.assert_allclose(rates, [6.0, 0.0], atol=1e-12)
+    rates = max_min_rates(two, np.array([12.0, 3.0]), np.array([1, 0]), dense=dense)
+    np.testing.assert_allclose(rates, [4.5, 3.0])
+
+
+def test_large_instances_take_the_sparse_branch_and_respect_shares() -> None:
+    """Above DENSE_LIMIT entries the default is the sparse branch; its paces honour the shares."""
+    n = 460  # n groups x n links in use > DENSE_LIMIT
+    assert n * n > DENSE_LIMIT
+    g = np.arange(n, dtype=np.int64)
+    rows = np.concatenate([g, g])
+    cols = np.concatenate([g, (g + 1) % n])
+    vals = np.concatenate([np.full(n, 2.0), np.full(n, 0.5)])
+    cap = np.full(n, 10.0)
+    classes = np.zeros(n, dtype=np.int64)
+    auto = max_min_rates_coo(rows=rows, cols=cols, vals=vals, n_groups=n, capacity=cap, classes=classes)
+    forced = max_min_rates_coo(
+        rows=rows, cols=cols, vals=vals, n_groups=n, capacity=cap, classes=classes, dense=True
+    )
+    # every link carries share 2 of one group and 0.5 of another: 10 / 2.5 = 4 each
+    np.testing.assert_allclose(auto, 4.0)
+    np.testing.assert_allclose(auto, forced)

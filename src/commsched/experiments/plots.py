@@ -84,7 +84,10 @@ def _jct_cdf(plt: Any, cmp: Comparison, path: Path) -> Path:
     ax.set_xscale("log")
     ax.set_xlabel("job completion time (min)")
     ax.set_ylabel("CDF")
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
+    else:
+        ax.text(0.5, 0.5, "no job finished", transform=ax.transAxes, ha="center", va="center")
     return _save(plt, fig, path)
 
 

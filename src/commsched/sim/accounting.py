@@ -94,3 +94,44 @@ class Sampler:
         s = Sample(t=t, busy_gpu_s=busy, alloc_gpu_s=alloc_gpu_s, link_bytes=lb, link_iw_bytes=liw)
         self.samples.append(s)
         return s
+
+
+class Ledger:
+    """The engine's cumulative counters, and their samples.
+
+    Attributes
+    ----------
+    link_bytes
+        Per link: bytes carried so far.
+    link_iw_bytes
+        Per link: bytes carried so far, each weighted by the GPU intensity of its job.
+    busy_done_gpu_s
+        Busy GPU-seconds of every completed computation (iterations in compute are added when sampled).
+    alloc_gpus
+        GPUs held by running jobs now.
+    alloc_gpu_s
+        GPU-seconds held by running jobs up to ``alloc_t``.
+    alloc_t
+        Time up to which ``alloc_gpu_s`` is accounted.
+    sampler
+        The samples taken so far.
+    """
+
+    def __init__(self, n_links: int) -> None:
+        self.link_bytes = np.zeros(n_links)
+        self.link_iw_bytes = np.zeros(n_links)
+        self.busy_done_gpu_s = 0.0
+        self.alloc_gpus = 0
+        self.alloc_gpu_s = 0.0
+        self.alloc_t = 0.0
+        self.sampler = Sampler()
+
+    def advance_alloc(self, now: float) -> None:
+        """Account the GPUs held up to ``now``."""
+        self.alloc_gpu_s += self.alloc_gpus * (now - self.alloc_t)
+        self.alloc_t = now
+
+    def record(self, now: float, busy_gpu_s: float) -> None:
+        """Take a sample at ``now``; ``busy_gpu_s`` includes the computations in progress."""
+        self.advance_alloc(now)
+        self.sampler.record(now, busy_gpu_s, self.alloc_gpu_s, self.link_bytes, self.link_iw_bytes)

@@ -36,6 +36,6 @@ def theorem1(result: SimResult, topology: Topology, link: LinkId | int) -> Theor
     The simulator accumulates ``sum_j I_j * bytes_j`` per link, so ``F_T`` is that divided by the
     link's capacity in bytes/s (bits/s / 8).
     """
-    cap_Bps = float(topology.capacity_bps[link]) / 8.0  # bits/s -> bytes/s
-    f_t = float(result.link_intensity_bytes[link]) / cap_Bps
+    cap_bytes_per_s = float(topology.capacity_bps[link]) / 8.0  # bits/s -> bytes/s
+    f_t = float(result.link_intensity_bytes[link]) / cap_bytes_per_s
     return Theorem1(f_t=f_t, u_t=result.busy_gpu_s)

@@ -32,6 +32,8 @@ def max_min_rates(
     share: sparse.csr_matrix,
     capacity: NDArray[np.float64],
     classes: NDArray[np.int64],
+    *,
+    dense: bool | None = None,
 ) -> NDArray[np.float64]:
     """Paces of ``G`` step groups over ``L`` links.
 
@@ -43,6 +45,9 @@ def max_min_rates(
         ``L`` link capacities in the same byte unit as the paces (bytes/s).
     classes
         ``G`` priority classes (0 = highest).
+    dense
+        Solve on a dense array (``True``) or a sparse matrix (``False``); ``None`` chooses by size
+        (dense up to ``DENSE_LIMIT`` group x link entries). Both give the same paces.
 
     Returns
     -------
@@ -61,6 +66,12 @@ def max_min_rates(
     [5.0, 5.0]
     >>> max_min_rates(a, np.array([10.0]), np.array([0, 1])).tolist()
     [10.0, 0.0]
+
+    A ring crossing the link twice (share 2) gets two flows' worth, on either branch:
+
+    >>> b = sparse.csr_matrix(np.array([[2.0], [1.0]]))
+    >>> max_min_rates(b, np.array([9.0]), np.array([0, 0]), dense=False).tolist()
+    [3.0, 3.0]
     """
     coo = share.tocoo()
     return max_min_rates_coo(
@@ -70,6 +81,7 @@ def max_min_rates(
         n_groups=share.shape[0],
         capacity=capacity,
         classes=classes,
+        dense=dense,
     )
 
 
@@ -81,10 +93,12 @@ def max_min_rates_coo(
     n_groups: int,
     capacity: NDArray[np.float64],
     classes: NDArray[np.int64],
+    dense: bool | None = None,
 ) -> NDArray[np.float64]:
     """:func:`max_min_rates` on a share matrix given as coordinates (group, link, share).
 
-    Only the links in use are kept; small problems run on a dense array, large ones on a sparse one.
+    Only the links in use are kept; small problems run on a dense array, large ones on a sparse one
+    (``dense`` forces either).
     """
     rates = np.zeros(n_groups)
     if n_groups == 0 or rows.size == 0:
@@ -92,7 +106,8 @@ def max_min_rates_coo(
     used, local = np.unique(cols, return_inverse=True)
     residual = capacity[used].astype(float)
     cap = residual.copy()
-    dense = n_groups * used.size <= _DENSE_LIMIT
+    if dense is None:
+        dense = n_groups * used.size <= DENSE_LIMIT
     if dense:
         full = np.zeros((n_groups, used.size))
         np.add.at(full, (rows, local), vals)
@@ -105,8 +120,9 @@ def max_min_rates_coo(
     return rates
 
 
-#: below this many matrix entries the filling runs on a dense array (faster for small components)
-_DENSE_LIMIT = 200_000
+#: up to this many matrix entries (groups x links in use) the filling runs on a dense array (faster for
+#: small components); above, on a sparse matrix
+DENSE_LIMIT = 200_000
 
 
 def _fill(

@@ -1,19 +1,37 @@
-"""Turn a finished ``Simulation`` into a ``SimResult`` (averages over the measurement window)."""
+"""Turn the state of a finished run into a ``SimResult`` (averages over the measurement window).
+
+This module reads the jobs' run state and the samples of the counters; it knows nothing of the engine
+that produced them.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
-from commsched.sim.records import SimResult
+import numpy as np
+from numpy.typing import NDArray
 
-if TYPE_CHECKING:
-    from commsched.sim.engine import Simulation
+from commsched.sim.accounting import Sample
+from commsched.sim.records import JobResult, SimConfig, SimResult, TimeSeries
+from commsched.sim.runs import JobRun
 
 
-def summarise(sim: Simulation, end: float) -> SimResult:
-    """Averages over ``[warmup_s, end]``; per-job results; time series."""
-    samples = sim.sampler.samples
-    w0 = min(sim.config.warmup_s, end)
+def summarise(
+    *,
+    runs: Sequence[JobRun],
+    samples: Sequence[Sample],
+    config: SimConfig,
+    cluster_gpus: int,
+    capacity_bytes_per_s: NDArray[np.float64],
+    policy_name: str,
+    events: int,
+    end: float,
+) -> SimResult:
+    """Averages over ``[warmup_s, end]``; per-job results; time series.
+
+    ``capacity_bytes_per_s`` are the link capacities in bytes/s (the unit of the byte counters).
+    """
+    w0 = min(config.warmup_s, end)
     first = samples[0]
     for s in samples:
         if s.t <= w0 + 1e-12:
@@ -24,21 +42,83 @@ def summarise(sim: Simulation, end: float) -> SimResult:
     span = last.t - first.t
     busy = last.busy_gpu_s - first.busy_gpu_s
     alloc = last.alloc_gpu_s - first.alloc_gpu_s
-    util = busy / (sim.cluster_gpus * span) if span > 0 and sim.cluster_gpus > 0 else 0.0
+    util = busy / (cluster_gpus * span) if span > 0 and cluster_gpus > 0 else 0.0
     a_util = busy / alloc if alloc > 0 else 0.0
     return SimResult(
-        policy=sim.policy_name,
-        mode=sim.config.mode,
-        seed=sim.config.seed,
-        cluster_gpus=sim.cluster_gpus,
+        policy=policy_name,
+        mode=config.mode,
+        seed=config.seed,
+        cluster_gpus=cluster_gpus,
         sim_time_s=end,
         window_s=(first.t, last.t),
         gpu_utilization=util,
         allocated_gpu_utilization=a_util,
-        jobs=sim.job_results(end),
-        series=sim.series(),
+        jobs=job_results(runs, end),
+        series=series(samples, cluster_gpus, capacity_bytes_per_s),
         busy_gpu_s=last.busy_gpu_s,
-        events=sim.events,
+        events=events,
         link_bytes=last.link_bytes,
         link_intensity_bytes=last.link_iw_bytes,
+    )
+
+
+def job_results(runs: Sequence[JobRun], end: float) -> tuple[JobResult, ...]:
+    """Per-job results at ``end`` (jobs still running end there)."""
+    out = []
+    for r in runs:
+        start = r.start_s
+        stop = r.end_s if r.finished else (end if start is not None else None)
+        mean_it = (
+            (r.last_end_s - start) / r.iterations_done
+            if (start is not None and r.iterations_done > 0)
+            else float("nan")
+        )
+        out.append(
+            JobResult(
+                id=r.spec.id,
+                gpus=r.gpu_count,
+                arrival_s=r.spec.arrival_s,
+                start_s=start,
+                end_s=stop,
+                iterations=r.iterations_done,
+                target_iterations=r.target_iterations,
+                standalone_iteration_s=r.standalone_s,
+                mean_iteration_s=mean_it,
+                busy_gpu_s=r.busy_gpu_s,
+                finished=r.finished,
+                priority_class=r.priority_class,
+                intensity=r.intensity,
+                shared_links=r.shared_links,
+                placement=tuple(str(g) for g in r.placed.gpus) if r.placed is not None else (),
+            )
+        )
+    return tuple(out)
+
+
+def series(
+    samples: Sequence[Sample], cluster_gpus: int, capacity_bytes_per_s: NDArray[np.float64]
+) -> TimeSeries:
+    """Per sampling interval: GPU utilisation, and per link its utilisation and traffic intensity."""
+    s = samples
+    t = np.array([x.t for x in s])
+    dt = np.diff(t)
+    busy = np.diff([x.busy_gpu_s for x in s])
+    alloc = np.diff([x.alloc_gpu_s for x in s])
+    ok = dt > 0
+    util = np.where(ok, busy / np.where(ok, dt * max(cluster_gpus, 1), 1.0), np.nan)
+    a_util = np.where(alloc > 0, busy / np.where(alloc > 0, alloc, 1.0), np.nan)
+    links = np.arange(capacity_bytes_per_s.size, dtype=np.int64)
+    lb = np.diff(np.array([x.link_bytes for x in s]), axis=0) if len(s) > 1 else np.zeros((0, links.size))
+    liw = np.diff(np.array([x.link_iw_bytes for x in s]), axis=0) if len(s) > 1 else np.zeros((0, links.size))
+    cap = capacity_bytes_per_s[None, :] * np.where(ok, dt, 1.0)[:, None]
+    l_util = lb / cap
+    with np.errstate(invalid="ignore", divide="ignore"):
+        l_int = np.where(lb > 0, liw / np.where(lb > 0, lb, 1.0), np.nan)
+    return TimeSeries(
+        t=t[1:],
+        gpu_utilization=util,
+        allocated_gpu_utilization=a_util,
+        link_ids=links,
+        link_utilization=l_util,
+        link_intensity=l_int,
     )

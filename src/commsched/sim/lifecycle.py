@@ -1,0 +1,174 @@
+"""Job lifecycle: arrival, the waiting queue, placement on free GPUs, start and departure.
+
+A job waits in the queue until the placement policy finds it GPUs (or its explicit GPUs are free); the
+queue is served in order (an optional queue order sorts it first), strictly or with backfilling. Every
+placement round that starts a job and every departure leads to a new decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from types import MappingProxyType
+
+from commsched.errors import InputError
+from commsched.scheduling.interfaces import Allocation, PlacementFn, PlacementRequest, QueueOrderFn
+from commsched.scheduling.state import PlacedJob
+from commsched.sim.accounting import Ledger
+from commsched.sim.kernel import EventKernel
+from commsched.sim.runs import JobRun
+from commsched.topology import NodeId, Topology
+
+
+class JobLifecycle:
+    """Owns the free GPUs, the waiting queue, the running jobs and the arrivals still to come.
+
+    Parameters
+    ----------
+    topology
+        The cluster (without hosts: an abstract cluster where every job fits).
+    runs
+        The jobs' run state.
+    explicit
+        Per job: its explicit GPUs (empty: placed by ``placement``).
+    placement, queue_order, backfill
+        How waiting jobs are placed and served.
+    kernel, ledger
+        The clock and the counters of allocated GPUs.
+    decide
+        Asks for and applies a new decision on the running jobs.
+    """
+
+    def __init__(
+        self,
+        *,
+        topology: Topology,
+        runs: Sequence[JobRun],
+        explicit: Sequence[tuple[NodeId, ...]],
+        placement: PlacementFn,
+        queue_order: QueueOrderFn | None,
+        backfill: bool,
+        kernel: EventKernel,
+        ledger: Ledger,
+        decide: Callable[[], None],
+    ) -> None:
+        self._topology = topology
+        self._runs = runs
+        self._explicit = explicit
+        self._placement = placement
+        self._queue_order = queue_order
+        self._backfill = backfill
+        self._kernel = kernel
+        self._ledger = ledger
+        self._decide = decide
+        self.abstract = len(topology.hosts) == 0
+        self.cluster_gpus = topology.n_gpus if not self.abstract else sum(r.spec.gpus for r in runs)
+        self._free: set[NodeId] = set(topology.gpus)
+        self._queue: list[int] = []
+        #: indices of the running jobs, in start order
+        self.running: list[int] = []
+        #: arrival times still to come, sorted
+        self.arrivals: list[float] = sorted(max(0.0, r.spec.arrival_s) for r in runs)
+        self._alloc_extra: dict[int, Allocation] = {}
+
+    def check_jobs(self) -> None:
+        """Unique ids, jobs no larger than the cluster, explicit GPUs that exist."""
+        seen: set[str] = set()
+        for r, gpus in zip(self._runs, self._explicit, strict=True):
+            if r.spec.id in seen:
+                raise InputError(f"duplicate job id {r.spec.id!r}", where="jobs")
+            seen.add(r.spec.id)
+            if not self.abstract and r.spec.gpus > self.cluster_gpus:
+                raise InputError(
+                    f"job {r.spec.id!r} asks for {r.spec.gpus} GPUs but the cluster has {self.cluster_gpus}",
+                    where=f"jobs.{r.spec.id}.gpus",
+                )
+            for g in gpus:
+                self._topology.host_of(g)
+
+    def active_work(self) -> bool:
+        """Whether a job runs, waits or is still to arrive."""
+        return bool(self.running or self._queue or self.arrivals)
+
+    def arrive(self, job: int) -> None:
+        self.arrivals.pop(0)
+        self._queue.append(job)
+        self.schedule_queue()
+
+    def schedule_queue(self, *, decide: bool = True) -> None:
+        """Start the waiting jobs that can be placed; decide afresh if any started and ``decide``."""
+        placed_any = False
+        if self._queue_order is not None and len(self._queue) > 1:
+            by_id = {self._runs[i].spec.id: i for i in self._queue}
+            order = self._queue_order([self._runs[i].spec for i in self._queue], self._kernel.now)
+            self._queue = [by_id[s.id] for s in order]
+        k = 0
+        while k < len(self._queue):
+            r = self._runs[self._queue[k]]
+            gpus = self._place(r)
+            if gpus is None:
+                if not self._backfill:
+                    break  # strict order: the head blocks the queue
+                k += 1
+                continue
+            self._queue.pop(k)
+            self._start(r, gpus)
+            placed_any = True
+        if placed_any and decide:
+            self._decide()
+
+    def _place(self, r: JobRun) -> tuple[NodeId, ...] | None:
+        if self.abstract:
+            return ()
+        explicit = self._explicit[r.index]
+        if explicit:
+            return explicit if all(g in self._free for g in explicit) else None
+        if r.spec.gpus > len(self._free):
+            return None
+        running = tuple(p for i in self.running if (p := self._runs[i].placed) is not None)
+        alloc = self._placement(
+            PlacementRequest(
+                topology=self._topology,
+                job=r.spec,
+                free_gpus=frozenset(self._free),
+                running=running,
+                now_s=self._kernel.now,
+            )
+        )
+        if alloc is None:
+            return None
+        self._alloc_extra[r.index] = alloc
+        return alloc.gpus
+
+    def _start(self, r: JobRun, gpus: tuple[NodeId, ...]) -> None:
+        now = self._kernel.now
+        self._ledger.advance_alloc(now)
+        for g in gpus:
+            self._free.discard(g)
+        extra = self._alloc_extra.pop(r.index, None)
+        r.placed = PlacedJob(
+            spec=r.spec,
+            gpus=gpus,
+            reserved_links=extra.reserved_links if extra is not None else frozenset(),
+            pinned_routes=extra.pinned_routes if extra is not None else MappingProxyType({}),
+            start_s=now,
+        )
+        r.gpu_count = len(gpus) if gpus else r.spec.gpus
+        self._ledger.alloc_gpus += r.gpu_count
+        r.start_s = now
+        r.last_end_s = now
+        self.running.append(r.index)
+
+    def depart(self, r: JobRun) -> None:
+        """``r`` has completed its last iteration: free its GPUs, serve the queue, decide afresh."""
+        now = self._kernel.now
+        self._ledger.advance_alloc(now)
+        r.finished = True
+        r.end_s = now
+        r.version += 1
+        self.running.remove(r.index)
+        self._ledger.alloc_gpus -= r.gpu_count
+        if r.placed is not None:
+            self._free.update(r.placed.gpus)
+        self.schedule_queue(decide=False)
+        if self.running:
+            self._decide()
