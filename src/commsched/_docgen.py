@@ -141,7 +141,7 @@ def scenario_reference() -> str:
     Examples
     --------
     >>> page = scenario_reference()
-    >>> "| `horizon_s` | `float` | required | > 0 |" in page and "## `jobs[]`" in page
+    >>> "| `horizon_s` | `float` | required | > 0, <= 315360000.0 |" in page and "## `jobs[]`" in page
     True
     """
     from commsched.io.scenario import JobEntry, ScenarioFile
