@@ -141,7 +141,7 @@ def scenario_reference() -> str:
     Examples
     --------
     >>> page = scenario_reference()
-    >>> "| `horizon_s` | `float` | required | > 0 |" in page and "## `jobs[]`" in page
+    >>> "| `horizon_s` | `float` | required | > 0, <= 315360000.0 |" in page and "## `jobs[]`" in page
     True
     """
     from commsched.io.scenario import JobEntry, ScenarioFile
@@ -168,8 +168,11 @@ def scenario_reference() -> str:
     return "\n".join(lines)
 
 
-def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+def _cell(text: str, *, code: bool = False) -> str:
+    """Text as one Markdown table cell; plain text (not ``code``) has its brackets escaped, so that
+    ``a[i][j]`` does not read as a reference link."""
+    cell = " ".join(text.split()).replace("|", "\\|")
+    return cell if code else cell.replace("[", "\\[").replace("]", "\\]")
 
 
 def _arg_name(arg: Any) -> str:
@@ -196,7 +199,8 @@ def _command_lines(name: str, command: Any) -> list[str]:
         out.append(f"| `{_arg_name(a)}` | {_cell(help_text)} | {default} |")
     for o in opts:
         flags = ", ".join(f"`{f}`" for f in [*o.opts, *o.secondary_opts])
-        default = "" if o.default is None or (o.is_flag and not o.default) else f"`{_cell(str(o.default))}`"
+        shown = o.default is not None and not (o.is_flag and not o.default)
+        default = f"`{_cell(str(o.default), code=True)}`" if shown else ""
         out.append(f"| {flags} | {_cell(o.help or '')} | {default} |")
     return [*out, ""]
 

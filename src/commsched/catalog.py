@@ -52,7 +52,7 @@ def as_bundle(policy: PolicyFn | PolicyBundle, *, name: str | None = None) -> Po
     """A communication policy as a :class:`PolicyBundle` (a bundle is returned as it is, renamed if asked).
 
     The bundle's name is ``name``, else the function's ``__name__``; its description is the first
-    line of the function's docstring.
+    paragraph of the function's docstring, on one line.
 
     Examples
     --------
@@ -63,6 +63,14 @@ def as_bundle(policy: PolicyFn | PolicyBundle, *, name: str | None = None) -> Po
     >>> b = as_bundle(everyone_fair)
     >>> (b.name, b.description, b.placement is None)
     ('everyone_fair', 'One class for every job.', True)
+    >>> def wrapped(state, ctx):
+    ...     '''One class
+    ...     for every job.
+    ...
+    ...     Details.'''
+    ...     return Decisions()
+    >>> as_bundle(wrapped).description
+    'One class for every job.'
     """
     if isinstance(policy, PolicyBundle):
         if name is None or name == policy.name:
@@ -81,11 +89,11 @@ def as_bundle(policy: PolicyFn | PolicyBundle, *, name: str | None = None) -> Po
             where="policy",
             expected="a name, a callable (ClusterState, PolicyContext) -> Decisions, or a PolicyBundle",
         )
-    doc = (getattr(policy, "__doc__", None) or "").strip().splitlines()
+    doc = (getattr(policy, "__doc__", None) or "").strip().split("\n\n")[0]
     return PolicyBundle(
         name=name or str(getattr(policy, "__name__", "custom")),
         communication=policy,
-        description=doc[0] if doc else "",
+        description=" ".join(doc.split()),
     )
 
 

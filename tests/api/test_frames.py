@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 import commsched as cs
 from commsched.cli.app import app
 from commsched.errors import InputError
+from commsched.io.numbers import tidy
 
 pd = pytest.importorskip("pandas")
 
@@ -45,7 +46,8 @@ def test_frames_read_back_from_the_cli_outputs_equal_the_frames_in_memory(
     back = cs.read_result(tmp_path)
     mem = cs.result_frames(r, sc.topology)
     for key in ("policy", "mode", "seed", "gpu_utilization", "allocated_gpu_utilization", "events"):
-        assert back.summary[key] == mem.summary[key], key
+        # summary.json holds floats to 12 significant digits, fractions clamped to [0, 1]
+        assert back.summary[key] == tidy(mem.summary[key], key), key
     pd.testing.assert_frame_equal(back.jobs, mem.jobs, check_dtype=False)
     # the CSV time series keep six significant digits
     pd.testing.assert_frame_equal(back.utilization, mem.utilization, rtol=1e-5)
@@ -74,7 +76,9 @@ def test_comparison_frame_and_read_back(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     back = cs.read_comparison(tmp_path)
     cols = [c for c in df.columns if c != "wall_time_s"]
-    pd.testing.assert_frame_equal(back[cols], df[cols], check_dtype=False)
+    # compare.json holds floats to 12 significant digits, fractions clamped to [0, 1]
+    tidied = df[cols].apply(lambda col: col.map(lambda v: tidy(v, str(col.name))))
+    pd.testing.assert_frame_equal(back[cols], tidied, check_dtype=False, check_exact=True)
     assert json.loads((tmp_path / "compare.json").read_text())["scenario"] == "crux-fig19"
 
 

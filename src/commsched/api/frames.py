@@ -150,7 +150,8 @@ def read_result(out_dir: str | Path) -> ResultFrames:
     >>> d = Path(tempfile.mkdtemp())
     >>> _ = write_outputs(r, sc.topology, d)
     >>> back = cs.read_result(d)
-    >>> back.summary["gpu_utilization"] == r.gpu_utilization
+    >>> from commsched.io.numbers import tidy_float
+    >>> back.summary["gpu_utilization"] == tidy_float(r.gpu_utilization)  # written to 12 digits
     True
     >>> list(back.jobs.index) == list(cs.result_frames(r).jobs.index)
     True

@@ -73,8 +73,8 @@ class PolicySummary:
     --------
     >>> import commsched as cs
     >>> s = cs.compare("crux-fig19", ["crux-full"], mode="fast").summaries[0]
-    >>> (s.policy, s.finished_jobs, s.jobs, 0 < s.gpu_utilization <= 1)
-    ('crux-full', 4, 4, True)
+    >>> (s.policy, s.finished_jobs, s.jobs, 0 < s.gpu_utilization <= 1)  # the jobs train the whole horizon
+    ('crux-full', 0, 4, True)
     """
 
     policy: str

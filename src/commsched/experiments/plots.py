@@ -63,6 +63,15 @@ def _bars(plt: Any, cmp: Comparison, path: Path) -> Path:
     return _save(plt, fig, path)
 
 
+def _legend(ax: Any, **kwargs: Any) -> bool:
+    """Draw the legend of ``ax`` if it has labelled artists (else matplotlib warns); whether it drew one."""
+    handles, _labels = ax.get_legend_handles_labels()
+    if not handles:
+        return False
+    ax.legend(**kwargs)
+    return True
+
+
 def _over_time(plt: Any, cmp: Comparison, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 3.6))
     for r in cmp.results:
@@ -70,7 +79,7 @@ def _over_time(plt: Any, cmp: Comparison, path: Path) -> Path:
         ax.plot(t, r.series.gpu_utilization, label=r.policy, lw=1)
     ax.set_xlabel("time (h)")
     ax.set_ylabel("GPU utilisation")
-    ax.legend(fontsize=7, ncol=2)
+    _legend(ax, fontsize=7, ncol=2)
     ax.set_title("GPU utilisation over time")
     return _save(plt, fig, path)
 
@@ -84,10 +93,10 @@ def _jct_cdf(plt: Any, cmp: Comparison, path: Path) -> Path:
     ax.set_xscale("log")
     ax.set_xlabel("job completion time (min)")
     ax.set_ylabel("CDF")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7)
-    else:
-        ax.text(0.5, 0.5, "no job finished", transform=ax.transAxes, ha="center", va="center")
+    if not _legend(ax, fontsize=7):
+        ax.text(
+            0.5, 0.5, "no job finished within the horizon", ha="center", va="center", transform=ax.transAxes
+        )
     return _save(plt, fig, path)
 
 
@@ -155,5 +164,5 @@ def _loss(plt: Any, cmp: Comparison, path: Path) -> Path:
     ax.bar(x + 0.2, worst, 0.4, label="worst job")
     ax.set_xticks(x, names, rotation=30)
     ax.set_ylabel("throughput loss")
-    ax.legend(fontsize=7)
+    _legend(ax, fontsize=7)
     return _save(plt, fig, path)
