@@ -42,7 +42,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 ## The whole test suite: lint, strict typing, every test (slow ones included).
-test: lint typecheck
+test: sysdeps lint typecheck
 	$(BIN)/pytest -q -p no:cacheprovider
 
 ## Fast inner loop: skips tests marked slow.
