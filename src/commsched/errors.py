@@ -93,3 +93,13 @@ class TopologyError(CommschedError):
 
 class InfeasibleError(CommschedError):
     """A decision problem has no solution (for example, a placement that cannot fit)."""
+
+
+class TestbedError(CommschedError):
+    """A system command of the emulated fabric testbed failed (the message names the command)."""
+
+    __test__ = False  # not a pytest test class
+
+
+class CapabilityError(InputError):
+    """The process lacks a capability it needs (for example root / CAP_NET_ADMIN for the testbed)."""

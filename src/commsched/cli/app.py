@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cmd_vclos",
     "cmd_plan",
     "cmd_microbench",
+    "cmd_testbed",
 )
 
 app = typer.Typer(
