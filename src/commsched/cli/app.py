@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cmd_plan",
     "cmd_microbench",
     "cmd_testbed",
+    "cmd_daemon",
 )
 
 app = typer.Typer(

@@ -1,0 +1,1 @@
+"""Real hosts: the pieces that enforce commsched decisions (daemon, agent, transport, profiler)."""

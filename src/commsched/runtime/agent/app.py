@@ -1,0 +1,68 @@
+"""The host agent's local API for job processes (loopback TCP or a Unix socket, FastAPI).
+
+``GET /v1/port?job=J&src_rank=S&dst_rank=D`` answers which source port to bind and which DSCP to
+mark for that connection, from the last decision the agent holds (it keeps answering when the daemon
+is away: ``stale`` says so). ``GET /v1/decision`` is the whole host view, ``GET /v1/counters`` the
+link counters (``?report=true`` also sends them to the daemon), ``GET /health`` the agent's state.
+Every answer carries the decision ``version`` and the protocol version ``api``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Query
+from fastapi.responses import JSONResponse
+
+from commsched.runtime.agent.counters import CounterSource
+from commsched.runtime.agent.follower import Follower
+from commsched.runtime.agent.ports import ProbeTable, answer
+
+__all__ = ["AGENT_API_VERSION", "create_agent_app"]
+
+#: version of the agent's local protocol
+AGENT_API_VERSION = 1
+
+
+def create_agent_app(follower: Follower, *, table: ProbeTable | None, counters: CounterSource) -> FastAPI:
+    """The agent's local application over ``follower``'s decisions."""
+    app = FastAPI(
+        title="commsched host agent", version=str(AGENT_API_VERSION), description=(__doc__ or "").strip()
+    )
+
+    @app.get("/health")
+    def health() -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "api": AGENT_API_VERSION,
+            "host": follower.host,
+            "version": follower.version,
+            "connected": follower.connected,
+            "registered": follower.registered,
+            "last_error": follower.last_error,
+            "probe_entries": len(table) if table else 0,
+        }
+
+    @app.get("/v1/port", response_model=None)
+    def port(
+        job: str = Query(..., max_length=128),
+        src_rank: int = Query(..., ge=0, le=1_000_000),
+        dst_rank: int = Query(..., ge=0, le=1_000_000),
+    ) -> dict[str, Any] | JSONResponse:
+        out = answer(follower.view, table, job, src_rank, dst_rank)
+        if out is None:
+            msg = f"no decision for job {job!r} on host {follower.host!r} (version {follower.version})"
+            return JSONResponse({"error": msg, "field": "job"}, status_code=404)
+        return {**out, "api": AGENT_API_VERSION, "stale": not follower.connected}
+
+    @app.get("/v1/decision")
+    def decision() -> dict[str, Any]:
+        return {**follower.view, "api": AGENT_API_VERSION, "stale": not follower.connected}
+
+    @app.get("/v1/counters")
+    def get_counters(report: bool = Query(False)) -> dict[str, Any]:
+        values = counters.read()
+        sent = follower.report_counters(values) if report else False
+        return {"host": follower.host, "counters": values, "reported": sent}
+
+    return app

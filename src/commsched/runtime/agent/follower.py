@@ -1,0 +1,156 @@
+"""The agent's link to the daemon: register the host, follow decisions, keep the last one on disk.
+
+A :class:`Follower` thread long-polls ``GET /v1/decisions/latest?after=V&wait_s=S&host=H`` and keeps
+the newest host view in memory and in a state file (written to a temporary file and renamed, so a
+killed agent leaves either the old or the new file). When the daemon is away the follower retries
+with back-off and the agent keeps answering from its last decision; a restarted agent starts from
+the state file before the daemon answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Follower", "read_state", "write_state"]
+
+
+def write_state(path: Path, view: dict[str, Any]) -> None:
+    """Write ``view`` to ``path`` atomically (temporary file, fsync, rename)."""
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    with open(tmp, "w") as fh:
+        json.dump(view, fh, separators=(",", ":"))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read_state(path: Path) -> dict[str, Any] | None:
+    """The last stored view, or ``None`` when there is none (or it cannot be read)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+class Follower:
+    """Follows the daemon's decisions for one host.
+
+    Parameters
+    ----------
+    daemon
+        Base URL of the daemon, e.g. ``http://127.0.0.1:8080``.
+    host
+        This host's name in the topology.
+    token
+        Bearer token for the mutating calls (host registration, counters); ``None``: do not register.
+    state_path
+        Where the last decision is kept.
+    registration
+        Body of ``POST /v1/hosts`` (name, NICs, where the agent serves).
+    wait_s
+        Long-poll duration of one request.
+    """
+
+    def __init__(
+        self,
+        *,
+        daemon: str,
+        host: str,
+        token: str | None,
+        state_path: Path,
+        registration: dict[str, Any],
+        wait_s: float = 20.0,
+    ) -> None:
+        import httpx
+
+        self.daemon = daemon.rstrip("/")
+        self.host = host
+        self.state_path = state_path
+        self.registration = registration
+        self.wait_s = wait_s
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._client = httpx.Client(base_url=self.daemon, headers=headers, timeout=wait_s + 10.0)
+        self._token = token
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._view: dict[str, Any] = read_state(state_path) or {}
+        self.connected = False
+        self.registered = False
+        self.last_error = ""
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        self._thread = threading.Thread(target=self._run, name=f"follower-{host}", daemon=True)
+
+    @property
+    def view(self) -> dict[str, Any]:
+        with self._lock:
+            return self._view
+
+    @property
+    def version(self) -> int:
+        return int(self.view.get("version", 0))
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.wait_s + 12.0)
+        self._client.close()
+
+    def report_counters(self, counters: dict[str, float]) -> bool:
+        """Send link counters to the daemon; ``False`` when it is away or refuses."""
+        import httpx
+
+        if not self._token:
+            return False
+        try:
+            r = self._client.post(f"/v1/hosts/{self.host}/counters", json={"counters": counters}, timeout=5.0)
+        except httpx.HTTPError:
+            return False
+        return r.status_code == 200
+
+    def _register(self) -> None:
+        if self._token:
+            r = self._client.post("/v1/hosts", json=self.registration, timeout=5.0)
+            r.raise_for_status()
+            self.registered = True
+
+    def _poll(self) -> None:
+        params: dict[str, str | int | float] = {
+            "after": self.version,
+            "wait_s": self.wait_s,
+            "host": self.host,
+        }
+        r = self._client.get("/v1/decisions/latest", params=params)
+        r.raise_for_status()
+        view = r.json()
+        self.connected = True
+        if int(view.get("version", 0)) != self.version or not self.view:
+            write_state(self.state_path, view)
+            with self._lock:
+                self._view = view
+            for fn in self.listeners:
+                fn(view)
+
+    def _run(self) -> None:
+        import httpx
+
+        backoff = 0.1
+        while not self._stop.is_set():
+            try:
+                if not self.registered:
+                    self._register()
+                self._poll()
+                backoff = 0.1
+            except (httpx.HTTPError, ValueError) as exc:
+                self.connected = False
+                self.registered = False  # a restarted daemon gets the host again
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 2.0)

@@ -1,0 +1,136 @@
+"""What a host agent answers a job: the source port and DSCP of one connection (pure, no I/O).
+
+The source port that pins a connection onto its planned path comes, in this order, from
+
+1. the probe table (``--ports FILE``): what a prober measured on the real fabric, keyed by
+   ``(source IP, destination IP, path as a tuple of link ids)``;
+2. the decision's own ``src_port``, computed by the daemon from commsched's ECMP hash model
+   (:func:`commsched.topology.ecmp.port_for_path`, as ``commsched plan`` does).
+
+The DSCP is the one of the job's class in the decision (:mod:`commsched.scheduling.dscp`).
+
+Probe-table file: a JSON list of ``{"src_ip": "10.0.0.1", "dst_ip": "10.0.1.1", "path": [3, 17, 42],
+"sport": 49153}`` (``src_port`` is accepted for ``sport``), or an object holding that list under
+``"entries"`` (as ``commsched testbed probe --json`` may print it, alongside other keys).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from commsched.errors import InputError
+
+__all__ = ["ProbeTable", "answer", "load_probe_table"]
+
+PathKey = tuple[str, str, tuple[int, ...]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeTable:
+    """Measured ``(src ip, dst ip, links) -> source port``."""
+
+    ports: Mapping[PathKey, int] = field(default_factory=dict)
+
+    def lookup(self, src_ip: str | None, dst_ip: str | None, links: tuple[int, ...]) -> int | None:
+        if src_ip is None or dst_ip is None:
+            return None
+        return self.ports.get((src_ip, dst_ip, links))
+
+    def __len__(self) -> int:
+        return len(self.ports)
+
+
+def _entry(row: Any, where: str) -> tuple[PathKey, int]:
+    if not isinstance(row, dict):
+        raise InputError(
+            "entry is not an object", where=where, expected='{"src_ip", "dst_ip", "path", "sport"}'
+        )
+    sport = row.get("sport", row.get("src_port"))
+    path = row.get("path")
+    src, dst = row.get("src_ip"), row.get("dst_ip")
+    if not isinstance(src, str) or not isinstance(dst, str):
+        raise InputError("src_ip and dst_ip must be strings", where=where, expected="IP addresses")
+    if not isinstance(path, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in path):
+        raise InputError("path must be a list of link ids", where=f"{where}.path", expected="[int, ...]")
+    if not isinstance(sport, int) or isinstance(sport, bool) or not 0 < sport < 65536:
+        raise InputError(
+            f"bad source port {sport!r}", where=f"{where}.sport", expected="an integer in 1..65535"
+        )
+    return (src, dst, tuple(path)), sport
+
+
+def parse_probe_table(data: Any, *, source: str = "ports") -> ProbeTable:
+    """A probe table from parsed JSON (see the module docstring for the layout)."""
+    rows = data.get("entries") if isinstance(data, dict) else data
+    if not isinstance(rows, list):
+        raise InputError("no list of entries", where=source, expected='a JSON list, or {"entries": [...]}')
+    ports: dict[PathKey, int] = {}
+    for i, row in enumerate(rows):
+        key, sport = _entry(row, f"{source}: entries[{i}]")
+        ports[key] = sport
+    return ProbeTable(ports=ports)
+
+
+def load_probe_table(path: Path) -> ProbeTable:
+    """Read a probe-table JSON file; errors name the file and the entry."""
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", where=str(path)) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not JSON: {exc.msg}", where=f"{path}:{exc.lineno}") from None
+    return parse_probe_table(data, source=str(path))
+
+
+def answer(
+    view: Mapping[str, Any], table: ProbeTable | None, job: str, src_rank: int, dst_rank: int
+) -> dict[str, Any] | None:
+    """Source port and DSCP for connection ``(job, src_rank, dst_rank)`` under decision ``view``.
+
+    Returns ``None`` when the decision has no such job. Connections the decision does not route
+    (same host, or not in the job's collective) get the job's DSCP and ``src_port`` ``None`` (any port).
+
+    Examples
+    --------
+    >>> view = {"version": 3, "jobs": {"a": {"class": 1, "dscp": 40, "tos": 160}}, "connections": [
+    ...     {"job": "a", "src_rank": 0, "dst_rank": 1, "src_nic": "h0/nic0", "dst_nic": "h1/nic0",
+    ...      "path": ["h0/nic0", "tor0", "h1/nic0"], "links": [4, 9], "src_port": 49200}],
+    ...     "nic_ips": {"h0/nic0": "10.0.0.1", "h1/nic0": "10.0.0.2"}}
+    >>> answer(view, None, "a", 0, 1)["src_port"], answer(view, None, "a", 0, 1)["source"]
+    (49200, 'hash-model')
+    >>> t = ProbeTable(ports={("10.0.0.1", "10.0.0.2", (4, 9)): 50001})
+    >>> answer(view, t, "a", 0, 1)["src_port"], answer(view, t, "a", 1, 0)["src_port"]
+    (50001, None)
+    """
+    info = view.get("jobs", {}).get(job)
+    if info is None:
+        return None
+    out: dict[str, Any] = {
+        "version": view.get("version"),
+        "job": job,
+        "src_rank": src_rank,
+        "dst_rank": dst_rank,
+        "class": info.get("class"),
+        "dscp": info.get("dscp"),
+        "tos": info.get("tos"),
+        "src_port": None,
+        "path": None,
+        "source": "unrouted",
+    }
+    for c in view.get("connections", []):
+        if c["job"] == job and c.get("src_rank") == src_rank and c.get("dst_rank") == dst_rank:
+            ips = view.get("nic_ips", {})
+            links = tuple(int(x) for x in c["links"])
+            probed = table.lookup(ips.get(c["src_nic"]), ips.get(c["dst_nic"]), links) if table else None
+            out.update(
+                src_port=probed if probed is not None else c.get("src_port"),
+                source="probe" if probed is not None else "hash-model",
+                path=c["path"],
+                links=list(links),
+            )
+            break
+    return out

@@ -1,0 +1,212 @@
+"""One recompute of the daemon: running jobs in, a decision document out (pure, no I/O).
+
+The same scheduling code as ``commsched plan`` and the simulator decides: the registered
+communication policy (:func:`commsched.scheduling.policies.communication_plans`) runs on a
+:class:`~commsched.scheduling.state.ClusterState` built from the running jobs, and the routes become
+source ports with :func:`commsched.scheduling.paths.connection_ports`, classes become DSCP values with
+:mod:`commsched.scheduling.dscp`.
+
+Temporary top class during profiling (Crux §5.4): while some jobs are still being profiled, class 0
+is theirs alone; the policy decides the other jobs with ``priority_levels - 1`` classes, shifted one
+class down. With a single priority level there is nothing to reserve and no shift. Routes are decided
+for all jobs together (a profiling job's declared profile stands in for the measured one).
+
+References
+----------
+.. [1] J. Cao et al., "Crux", SIGCOMM 2024, §5 (Fig. 17 control loop), §5.4 (profiling at the highest
+   priority); crux-spec §5.4-5.5.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from commsched.runtime.daemon.records import ClusterConfig, JobRecord
+from commsched.scheduling.state import ClusterState, PlacedJob
+from commsched.topology import NodeId, Topology
+from commsched.workload import JobId, JobSpec, ModelProfile
+
+__all__ = ["DECISION_FORMAT", "Cause", "decide", "placed_job"]
+
+#: version of the decision document's layout (``format`` key)
+DECISION_FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cause:
+    """Why a recompute ran: the event kind (``job-start``, ``job-end``, ``profile``, ...) and its job."""
+
+    kind: str
+    job: str | None = None
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "job": self.job, "detail": self.detail}
+
+
+def placed_job(job: JobRecord) -> PlacedJob:
+    """The scheduling layer's view of a running job (its current profile on its GPUs)."""
+    profile = ModelProfile(
+        name=job.model or f"job:{job.id}",
+        gpu="abstract",
+        compute_s=job.compute_s,
+        sync_bytes=job.comm_bytes,
+        overlap=job.overlap,
+        source="measured by the job's profiler" if job.profile else "declared when the job started",
+    )
+    spec = JobSpec(
+        id=JobId(job.id),
+        profile=profile,
+        gpus=len(job.gpus),
+        model=job.model,
+        gpu_ids=job.gpus,
+        collective=job.collective,
+    )
+    return PlacedJob(spec=spec, gpus=tuple(NodeId(g) for g in job.gpus), start_s=job.started_s)
+
+
+def _classes(
+    cfg: ClusterConfig, jobs: Sequence[JobRecord], ranking: dict[str, int], classes: dict[str, int]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Apply the temporary top class: profiling jobs first (by start), the others shifted one down."""
+    profiling = sorted((j for j in jobs if j.profiling), key=lambda j: (j.started_s, j.id))
+    if not profiling or cfg.priority_levels < 2:
+        return ranking, classes
+    first = {j.id: r for r, j in enumerate(profiling)}
+    rest = sorted((j for j in jobs if not j.profiling), key=lambda j: (ranking.get(j.id, 0), j.id))
+    rank = dict(first)
+    rank.update({j.id: len(first) + r for r, j in enumerate(rest)})
+    cls = {j.id: 0 for j in profiling}
+    cls.update({j.id: min(classes.get(j.id, 0) + 1, cfg.priority_levels - 1) for j in rest})
+    return rank, cls
+
+
+def decide(
+    topology: Topology, cfg: ClusterConfig, jobs: Sequence[JobRecord], *, version: int, cause: Cause
+) -> dict[str, Any]:
+    """The decision document (``format`` 1) of ``cfg.policy`` for the running ``jobs``.
+
+    Parameters
+    ----------
+    topology
+        The cluster, built from ``cfg.topology``.
+    cfg
+        Policy, priority levels, hash and seed.
+    jobs
+        The running jobs with their GPUs.
+    version
+        The version this document will carry; also the policy's epoch (reproducible random choices).
+    cause
+        The event that triggered the recompute.
+
+    Returns
+    -------
+    dict
+        ``{"format", "version", "policy", "hash", "cause", "jobs": {ID: {...}}, "connections": [...],
+        "link_load": [...]}``; see ``docs/runtime-daemon.md``.
+    """
+    from commsched.errors import UnknownNameError
+    from commsched.scheduling.dscp import default_dscp_table, dscp_for_level, tos_byte
+    from commsched.scheduling.interfaces import PolicyContext
+    from commsched.scheduling.policies import communication_plans
+
+    plans = communication_plans()
+    if cfg.policy not in plans:
+        raise UnknownNameError("policy", cfg.policy, list(plans), where="policy")
+    ordered = sorted(jobs, key=lambda j: (j.started_s, j.id))
+    placed = [placed_job(j) for j in ordered]
+    reserve = any(j.profiling for j in ordered) and cfg.priority_levels >= 2
+    levels = cfg.priority_levels - 1 if reserve else cfg.priority_levels
+    state = ClusterState(topology=topology, jobs=tuple(placed), priority_levels=levels)
+    plan = plans[cfg.policy](state, PolicyContext(seed=cfg.seed, now_s=0.0, epoch=version))
+    d = plan.decisions
+    ranking = {str(k): v for k, v in d.ranking.items()}
+    classes = {j.id: d.class_of(JobId(j.id)) for j in ordered}
+    ranking, classes = _classes(cfg, ordered, ranking, classes)
+    table = default_dscp_table()
+    out_jobs: dict[str, Any] = {}
+    for j in ordered:
+        cls = classes[j.id]
+        dscp = dscp_for_level(table, min(cls, table.levels - 1))
+        out_jobs[j.id] = {
+            "rank": ranking.get(j.id),
+            "class": cls,
+            "dscp": dscp,
+            "tos": tos_byte(dscp),
+            "profiling": j.profiling,
+            "gpus": list(j.gpus),
+            "hosts": _hosts(topology, j.gpus),
+            "intensity": plan.intensity.get(JobId(j.id)),
+            "k": plan.factor.get(JobId(j.id)),
+            "compute_s": j.compute_s,
+            "comm_bytes": j.comm_bytes,
+        }
+    conns, load = _connections(topology, cfg, placed, d.routes)
+    return {
+        "format": DECISION_FORMAT,
+        "version": version,
+        "policy": cfg.policy,
+        "hash": cfg.hash_name,
+        "priority_levels": cfg.priority_levels,
+        "cause": cause.to_json(),
+        "jobs": out_jobs,
+        "connections": conns,
+        "link_load": load,
+    }
+
+
+def _hosts(topology: Topology, gpus: Sequence[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for g in gpus:
+        seen.setdefault(str(topology.host_of(g).id), None)
+    return list(seen)
+
+
+def _connections(
+    topology: Topology, cfg: ClusterConfig, placed: Sequence[PlacedJob], routes: Any
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every inter-host connection with its path and model source port; planned bytes per link."""
+    from commsched.scheduling.paths import connection_ports
+    from commsched.scheduling.routing import network_pair
+    from commsched.scheduling.traffic import job_connections
+
+    conns: list[dict[str, Any]] = []
+    load: dict[int, dict[str, Any]] = {}
+    for job in placed:
+        rank_of = {g: r for r, g in enumerate(job.gpus)}
+        keys = job_connections(topology, job)
+        chosen = {k: routes.get(k, 0) for k in keys if network_pair(topology, k) is not None}
+        ports = connection_ports(topology, chosen, hash_name=cfg.hash_name)
+        for key, index in chosen.items():
+            pair = network_pair(topology, key)
+            assert pair is not None  # filtered above
+            paths = topology.equal_cost_paths(*pair)
+            path = paths[index % len(paths)]
+            conns.append(
+                {
+                    "job": str(key.job),
+                    "src_rank": rank_of.get(key.src),
+                    "dst_rank": rank_of.get(key.dst),
+                    "src": str(key.src),
+                    "dst": str(key.dst),
+                    "src_nic": pair[0],
+                    "dst_nic": pair[1],
+                    "path_index": index % len(paths),
+                    "n_paths": len(paths),
+                    "path": [str(n) for n in path.nodes],
+                    "links": [int(x) for x in path.links],
+                    "src_port": ports.get(key),
+                }
+            )
+            for link in path.links:
+                row = load.setdefault(int(link), {"link": int(link), "bytes_per_iter": 0.0, "jobs": []})
+                row["bytes_per_iter"] += keys[key]  # bytes, not bits
+                if str(key.job) not in row["jobs"]:
+                    row["jobs"].append(str(key.job))
+    rows = []
+    for link_id, row in sorted(load.items()):
+        link = topology.links[link_id]
+        rows.append({**row, "src": str(link.src), "dst": str(link.dst), "capacity_bps": link.capacity_bps})
+    return conns, rows

@@ -1,0 +1,336 @@
+"""The daemon's behaviour: job events in, a new decision version out, all of it durable.
+
+:class:`DaemonService` owns the state (in memory, mirrored in the :class:`Store`). Every event that
+changes the cluster — job start, job end, profile update, heartbeat timeout, end of a profiling
+window, cluster change — is one call that (1) decides with :func:`decide` on the new job set, then
+(2) writes the event, the changed rows and the new decision in one transaction, then (3) publishes the
+version to listeners (the HTTP layer's long-poll waiters). A failed decision writes nothing.
+
+A restarted service reads everything back and decides nothing: the latest stored decision stays the
+current one until the next event. Heartbeats are kept in memory only; after a restart every job gets
+a fresh heartbeat deadline (the daemon being away is not the jobs' fault).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from commsched.errors import CommschedError, InputError
+from commsched.runtime.daemon.decide import Cause, decide
+from commsched.runtime.daemon.jobs import JobRequest, StateConflictError, UnknownJobError, resolve_job
+from commsched.runtime.daemon.records import ClusterConfig, JobRecord, ProfileRecord
+from commsched.runtime.daemon.store import Store
+from commsched.topology import Topology
+
+__all__ = ["DaemonService"]
+
+
+def _build(cfg: ClusterConfig) -> Topology | None:
+    from commsched.topology.builders import build_topology
+
+    if not cfg.topology:
+        return None
+    params = {k: v for k, v in cfg.topology.items() if k != "kind"}
+    kind = cfg.topology.get("kind")
+    if not isinstance(kind, str):
+        raise InputError(
+            "missing or not a string", where="topology.kind", expected="a topology kind such as crux_testbed"
+        )
+    try:
+        return build_topology(kind, params, where="topology")
+    except InputError:
+        raise
+    except (TypeError, ValueError, ArithmeticError, CommschedError) as exc:
+        raise InputError(
+            f"cannot build it: {exc}", where="topology", expected="valid builder parameters"
+        ) from None
+
+
+def _check_names(cfg: ClusterConfig) -> None:
+    from commsched.catalog import placement_registry
+    from commsched.errors import UnknownNameError
+    from commsched.scheduling.policies import communication_plans
+    from commsched.topology.hashes import hash_functions
+
+    plans = communication_plans()
+    if cfg.policy not in plans:
+        raise UnknownNameError("policy", cfg.policy, list(plans), where="policy")
+    placement_registry().get(cfg.placement, where="placement")
+    hash_functions().get(cfg.hash_name, where="hash")
+
+
+class DaemonService:
+    """State and behaviour of one scheduling daemon.
+
+    Parameters
+    ----------
+    store
+        The SQLite store; its contents (if any) are the state to resume from.
+    default
+        The configuration used when the store has none yet (first start).
+    clock
+        Wall-clock seconds (``time.time``); tests pass a fake one.
+    """
+
+    def __init__(
+        self, store: Store, *, default: ClusterConfig, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self._lock = threading.RLock()
+        self._listeners: list[Callable[[int], None]] = []
+        stored = store.config()
+        self._cfg = stored or default
+        _check_names(self._cfg)
+        self._topo = _build(self._cfg)
+        if stored is None:
+            with store.atomic():
+                store.put_config(self._cfg)
+                store.add_event(clock(), "daemon-init", None, {"cluster": self._cfg.to_json()})
+        self._jobs = {j.id: j for j in store.jobs()}
+        self._hosts = store.hosts()
+        self._counters: dict[str, dict[str, Any]] = {}
+        now = clock()
+        self._beats = dict.fromkeys(self._jobs, now)
+        latest = store.latest_decision()
+        self._version = latest.version if latest else 0
+        self._body = latest.body if latest else ""
+        self._doc: dict[str, Any] = json.loads(self._body) if self._body else {}
+        with store.atomic():
+            store.add_event(now, "daemon-start", None, {"version": self._version, "jobs": sorted(self._jobs)})
+
+    # ------------------------------------------------------------------------------------- reads
+    @property
+    def config(self) -> ClusterConfig:
+        return self._cfg
+
+    @property
+    def topology(self) -> Topology | None:
+        return self._topo
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def latest_body(self) -> str:
+        """The current decision document as stored (JSON text; ``""`` before the first decision)."""
+        return self._body
+
+    def latest_doc(self) -> dict[str, Any]:
+        return self._doc
+
+    def jobs(self) -> list[JobRecord]:
+        return sorted(self._jobs.values(), key=lambda j: (j.started_s, j.id))
+
+    def job(self, job_id: str) -> JobRecord:
+        try:
+            return self._jobs[job_id]
+        except KeyError:
+            raise UnknownJobError(f"no running job {job_id!r}", where="job_id") from None
+
+    def hosts(self) -> dict[str, dict[str, Any]]:
+        return {name: {**body, "counters": self._counters.get(name)} for name, body in self._hosts.items()}
+
+    def heartbeat_age_s(self, job_id: str) -> float:
+        return self.clock() - self._beats.get(job_id, self.clock())
+
+    def nic_ips(self) -> dict[str, str]:
+        """NIC id -> IP: what agents registered, else the topology's own address."""
+        out: dict[str, str] = {}
+        if self._topo is not None:
+            for h in self._topo.hosts:
+                for nic in h.nics:
+                    ip = self._topo.node(nic).ip
+                    if ip is not None:
+                        out[str(nic)] = str(ipaddress.IPv4Address(ip))
+        for body in self._hosts.values():
+            for nic in body.get("nics", []):
+                if nic.get("ip"):
+                    out[str(nic["id"])] = str(nic["ip"])
+        return out
+
+    def host_view(self, host: str) -> dict[str, Any]:
+        """The current decision restricted to the jobs and connections of one host, with NIC IPs."""
+        doc = self._doc
+        jobs = {k: v for k, v in doc.get("jobs", {}).items() if host in v.get("hosts", [])}
+        prefix = f"{host}/"
+        conns = [
+            c for c in doc.get("connections", []) if c["job"] in jobs and str(c["src_nic"]).startswith(prefix)
+        ]
+        ips = self.nic_ips()
+        used = {c["src_nic"] for c in conns} | {c["dst_nic"] for c in conns}
+        return {
+            **{k: v for k, v in doc.items() if k not in ("jobs", "connections", "link_load")},
+            "version": self._version,
+            "host": host,
+            "jobs": jobs,
+            "connections": conns,
+            "nic_ips": {n: ips[n] for n in sorted(used) if n in ips},
+        }
+
+    def add_listener(self, fn: Callable[[int], None]) -> None:
+        """``fn(version)`` runs after each new decision is committed (from the committing thread)."""
+        self._listeners.append(fn)
+
+    # --------------------------------------------------------------------------------- mutations
+    def _commit(
+        self,
+        jobs: dict[str, JobRecord],
+        events: Sequence[tuple[str, str | None, dict[str, Any]]],
+        cause: Cause,
+        *,
+        cfg: ClusterConfig | None = None,
+        topo: Topology | None = None,
+    ) -> int:
+        """Decide for ``jobs`` and store events, job rows and decision in one transaction."""
+        cfg = cfg or self._cfg
+        topo = topo or self._topo
+        version = self._version + 1
+        now = self.clock()
+        if topo is None:
+            doc: dict[str, Any] = {
+                "format": 1,
+                "version": version,
+                "policy": cfg.policy,
+                "cause": cause.to_json(),
+                "jobs": {},
+                "connections": [],
+                "link_load": [],
+            }
+        else:
+            doc = decide(topo, cfg, list(jobs.values()), version=version, cause=cause)
+        doc["created_s"] = now
+        body = json.dumps(doc, separators=(",", ":"))
+        with self.store.atomic():
+            if cfg is not self._cfg:
+                self.store.put_config(cfg)
+            for jid in set(self._jobs) - set(jobs):
+                self.store.delete_job(jid)
+            for jid, rec in jobs.items():
+                if self._jobs.get(jid) != rec:
+                    self.store.put_job(rec)
+            for kind, job, detail in events:
+                self.store.add_event(now, kind, job, {**detail, "version": version})
+            self.store.put_decision(version, now, cause.to_json(), body)
+        self._cfg, self._topo = cfg, topo
+        for jid in set(jobs) - set(self._jobs):
+            self._beats[jid] = now
+        for jid in set(self._jobs) - set(jobs):
+            self._beats.pop(jid, None)
+        self._jobs = dict(jobs)
+        self._version, self._body, self._doc = version, body, doc
+        for fn in self._listeners:
+            fn(version)
+        return version
+
+    def start_job(self, req: JobRequest) -> tuple[JobRecord, int]:
+        """A job starts: place it (when asked to), give it the top class, recompute."""
+        with self._lock:
+            if self._topo is None:
+                raise StateConflictError(
+                    "no cluster topology set", where="topology", expected="PUT /v1/cluster first"
+                )
+            rec = resolve_job(self._topo, self._cfg, req, self.jobs(), self.clock())
+            jobs = {**self._jobs, rec.id: rec}
+            v = self._commit(
+                jobs, [("job-start", rec.id, {"gpus": list(rec.gpus)})], Cause(kind="job-start", job=rec.id)
+            )
+            return rec, v
+
+    def end_job(self, job_id: str, *, reason: str = "job-end") -> int:
+        """A job ends (or is removed): recompute for the others."""
+        with self._lock:
+            self.job(job_id)
+            jobs = {k: v for k, v in self._jobs.items() if k != job_id}
+            return self._commit(jobs, [(reason, job_id, {})], Cause(kind=reason, job=job_id))
+
+    def heartbeat(self, job_id: str) -> float:
+        """Record a heartbeat; returns the timeout the job must beat within."""
+        with self._lock:
+            self.job(job_id)
+            self._beats[job_id] = self.clock()
+            return self._cfg.heartbeat_timeout_s
+
+    def post_profile(self, job_id: str, profile: ProfileRecord) -> int:
+        """The profiler's measurement arrives: the job leaves the top class, everything is recomputed."""
+        with self._lock:
+            old = self.job(job_id)
+            new = replace(
+                old,
+                compute_s=profile.compute_s,
+                comm_bytes=profile.comm_bytes,
+                overlap=old.overlap if profile.overlap is None else profile.overlap,
+                profiling=False,
+                profile=profile,
+            )
+            jobs = {**self._jobs, job_id: new}
+            return self._commit(
+                jobs, [("profile", job_id, profile.to_json())], Cause(kind="profile", job=job_id)
+            )
+
+    def set_cluster(self, cfg: ClusterConfig) -> int:
+        """Change the cluster (topology, levels, policy, ...); refused while jobs run on another topology."""
+        with self._lock:
+            _check_names(cfg)
+            if self._jobs and cfg.topology != self._cfg.topology:
+                raise StateConflictError(
+                    f"{len(self._jobs)} jobs are running",
+                    where="topology",
+                    expected="the same topology while jobs run",
+                )
+            topo = self._topo if cfg.topology == self._cfg.topology else _build(cfg)
+            return self._commit(
+                dict(self._jobs),
+                [("cluster", None, cfg.to_json())],
+                Cause(kind="cluster"),
+                cfg=cfg,
+                topo=topo,
+            )
+
+    def register_host(self, name: str, body: dict[str, Any]) -> None:
+        with self._lock:
+            now = self.clock()
+            with self.store.atomic():
+                self.store.put_host(name, body, now)
+                self.store.add_event(now, "host-register", None, {"host": name, **body})
+            self._hosts[name] = body
+
+    def put_counters(self, host: str, counters: dict[str, Any]) -> None:
+        with self._lock:
+            if host not in self._hosts:
+                raise UnknownJobError(f"no registered host {host!r}", where="host")
+            self._counters[host] = {**counters, "at_s": self.clock()}
+
+    def tick(self) -> list[int]:
+        """Remove jobs whose heartbeat timed out; end profiling windows that ran out. New versions."""
+        with self._lock:
+            now = self.clock()
+            out: list[int] = []
+            timeout = self._cfg.heartbeat_timeout_s
+            dead = sorted(
+                j for j, t in self._beats.items() if timeout > 0 and now - t > timeout and j in self._jobs
+            )
+            if dead:
+                jobs = {k: v for k, v in self._jobs.items() if k not in dead}
+                events = [("heartbeat-timeout", j, {"age_s": now - self._beats[j]}) for j in dead]
+                out.append(
+                    self._commit(
+                        jobs, events, Cause(kind="heartbeat-timeout", job=dead[0], detail=",".join(dead))
+                    )
+                )
+            late = sorted(j.id for j in self._jobs.values() if j.profiling and now >= j.profiling_until_s)
+            if late:
+                jobs = {k: (replace(v, profiling=False) if k in late else v) for k, v in self._jobs.items()}
+                events = [("profile-window-end", j, {}) for j in late]
+                out.append(
+                    self._commit(
+                        jobs, events, Cause(kind="profile-window-end", job=late[0], detail=",".join(late))
+                    )
+                )
+            return out
