@@ -8,11 +8,14 @@ STAMP  := $(VENV)/.installed
 
 #: Debian packages the runtime tests use (headless Chromium for the status page, tcpdump for captures)
 SYSDEPS := chromium tcpdump iproute2
+#: the PyTorch the runtime's integration is tested with (a CPU build; a newer one pulls CUDA packages)
+TORCH_VERSION := 2.13.0
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet 'torch==$(TORCH_VERSION)'
+	$(BIN)/python -m pip install --quiet -e '.[dev,torch]'
 	$(BIN)/python -m pip install --quiet --no-deps -e tests/api/pkg_mypolicy
 	touch $(STAMP)
 

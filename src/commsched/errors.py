@@ -103,3 +103,13 @@ class TestbedError(CommschedError):
 
 class CapabilityError(InputError):
     """The process lacks a capability it needs (for example root / CAP_NET_ADMIN for the testbed)."""
+class TransportError(CommschedError):
+    """The job library's data path failed: a peer died or timed out, or sent a malformed frame."""
+
+
+class PeerError(TransportError):
+    """A peer closed its connection, reset it, or did not answer within the timeout."""
+
+
+class ProtocolError(TransportError):
+    """A frame on the data path broke the wire format (magic, version, kind, sequence or length)."""

@@ -1,1 +1,43 @@
-"""Real hosts: the pieces that enforce commsched decisions (daemon, agent, transport, profiler)."""
+"""commsched.runtime: the pieces that enforce decisions on real hosts.
+
+The job library (the Crux paper's CoCoLib + Crux Transport, §5) is importable from here: collectives
+over TCP for NumPy buffers whose every connection binds the source port and sets the DSCP that a
+connection policy (the host agent, or a :class:`StaticPolicy`) gives, and a profiler that measures
+``W_j``, ``t_j`` and the iteration period of a job. PyTorch integration: :mod:`commsched.runtime.torch`.
+
+Examples
+--------
+>>> from commsched.runtime import Marking, StaticPolicy
+>>> StaticPolicy(dscp=10).marking("job-1", 0, 1)
+Marking(source_port=None, dscp=10)
+"""
+
+from commsched.runtime.profiler import Profile, Profiler, iteration_period
+from commsched.runtime.transport import (
+    Communicator,
+    ConnectionInfo,
+    ConnectionPolicy,
+    Marking,
+    Options,
+    ProfilingWindowPolicy,
+    StaticPolicy,
+    StoreServer,
+    init,
+    init_from_env,
+)
+
+__all__ = [
+    "Communicator",
+    "ConnectionInfo",
+    "ConnectionPolicy",
+    "Marking",
+    "Options",
+    "Profile",
+    "Profiler",
+    "ProfilingWindowPolicy",
+    "StaticPolicy",
+    "StoreServer",
+    "init",
+    "init_from_env",
+    "iteration_period",
+]
