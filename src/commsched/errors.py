@@ -103,6 +103,8 @@ class TestbedError(CommschedError):
 
 class CapabilityError(InputError):
     """The process lacks a capability it needs (for example root / CAP_NET_ADMIN for the testbed)."""
+
+
 class TransportError(CommschedError):
     """The job library's data path failed: a peer died or timed out, or sent a malformed frame."""
 
