@@ -47,6 +47,9 @@ def run(
     profiling: float = typer.Option(
         10.0, "--profiling-window", min=0.0, help="Top-class profiling window before it, s."
     ),
+    time_scale: float = typer.Option(
+        1.0, "--time-scale", min=1.0, help="Run D x slower: compute and bytes x D, times reported / D."
+    ),
     seed: int | None = typer.Option(None, "--seed", help="Multipath hash seed; default: the scenario's."),
     keep: Path | None = typer.Option(None, "--keep", help="Copy the run's files (logs, results) here."),
 ) -> None:
@@ -70,6 +73,7 @@ def run(
         rate_scale=scale,
         profiling_window_s=profiling,
         window_s=window,
+        time_scale=time_scale,
         seed=seed,
         keep_dir=keep,
     )

@@ -53,8 +53,12 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
 
     def connect(self) -> None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        sock.connect(self._path)
+        try:
+            sock.settimeout(self.timeout)
+            sock.connect(self._path)
+        except OSError:
+            sock.close()
+            raise
         self.sock = sock
 
 
@@ -186,6 +190,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "connections": conns,
         "answers": answers,
         "errors": errors,
+        "cpu_s": time.process_time(),  # CPU this process used (all threads), for the load report
     }
 
 

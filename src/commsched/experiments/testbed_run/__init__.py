@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import statistics
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ class RunOptions:
     rate_scale: float
     profiling_window_s: float = 10.0
     window_s: float = 30.0
+    time_scale: float = 1.0
     seed: int | None = None
     keep_dir: Path | None = None
 
@@ -45,14 +47,16 @@ def measured_means(run: PolicyRun, warmup_s: float) -> dict[str, dict[str, float
     out: dict[str, dict[str, float]] = {}
     t0 = run.start + warmup_s
     for job, results in run.outputs.items():
-        means, counts = [], []
+        means, counts, medians = [], [], []
         for res in results:
             its = [(a, b) for a, b in res["iterations"] if a >= t0]
             if its:
                 means.append(sum(b - a for a, b in its) / len(its))
+                medians.append(statistics.median(b - a for a, b in its))
                 counts.append(len(its))
         out[job] = {
             "mean": sum(means) / len(means) if means else math.nan,
+            "median": sum(medians) / len(medians) if medians else math.nan,
             "iterations": float(min(counts)) if counts else 0.0,
         }
     return out
@@ -109,6 +113,7 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
         "rate_scale": opts.rate_scale,
         "profiling_window_s": opts.profiling_window_s,
         "window_s": opts.window_s,
+        "time_scale": opts.time_scale,
         "policies": {},
     }
     try:
@@ -122,6 +127,7 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
             priority_levels=scenario.priority_levels,
             seed=seed,
             topology=topology_spec,
+            time_scale=opts.time_scale,
         )
         for policy in opts.policies:
             run = run_policy(tb, jobs, policy, settings, work=work / policy, table=work / "ports.json")
@@ -147,9 +153,14 @@ def _policy_report(
         classes=classes,
         warmup_s=opts.profiling_window_s,
         window_s=opts.window_s,
+        time_scale=opts.time_scale,
     )
-    measured = measured_means(run, opts.profiling_window_s)
-    simulated = {str(r.id): float(r.mean_iteration_s) for r in sim.jobs}
+    d = opts.time_scale  # every reported time on the cluster's time scale
+    measured = {
+        k: {**v, "mean": v["mean"] / d, "median": v["median"] / d}
+        for k, v in measured_means(run, opts.profiling_window_s).items()
+    }
+    simulated = {str(r.id): float(r.mean_iteration_s) / d for r in sim.jobs}
     planned = {
         (c["job"], c["src"], c["dst"]): tuple(int(x) for x in c["links"])
         for c in run.decision.get("connections", [])
@@ -166,7 +177,9 @@ def _policy_report(
             "measured_iteration_s": m,
             "simulated_iteration_s": s,
             "gap": m / s - 1 if s > 0 else math.nan,
+            "measured_median_iteration_s": measured[j.id]["median"],
             "iterations_measured": measured[j.id]["iterations"],
+            "cpu_s": sum(float(r.get("cpu_s", 0.0)) for r in run.outputs.get(j.id, [])),
             "class": classes.get(j.id),
             "dscp": run.decision.get("jobs", {}).get(j.id, {}).get("dscp"),
             "dscp_on_sockets": sorted(dscps[j.id]),

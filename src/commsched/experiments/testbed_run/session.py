@@ -39,8 +39,10 @@ class RunSettings:
     priority_levels: int
     seed: int
     topology: dict[str, Any]
+    #: time dilation: compute and bytes both multiplied, so the run is this much slower than the cluster
+    time_scale: float = 1.0
     start_timeout_s: float = 240.0
-    refresh_s: float = 0.5
+    refresh_s: float = 2.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,13 +107,14 @@ def _start_services(
 
 
 def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, agent: Path, st: RunSettings) -> Path:
-    rail_bytes = tb.scale_bytes(job.sync_bytes) / job.rails  # the rail's shard of the scaled buffer
+    # the rail's shard of the scaled buffer, dilated like the compute
+    rail_bytes = tb.scale_bytes(job.sync_bytes) * st.time_scale / job.rails
     spec = {
         "job": job.id,
         "host_index": k,
         "hosts": len(job.hosts),
         "rails": job.rails,
-        "compute_s": job.compute_s,
+        "compute_s": job.compute_s * st.time_scale,
         "overlap": job.overlap,
         "rail_bytes": rail_bytes,
         "listen": [[[job.listener(r, i).ip, job.listener(r, i).port] for i in range(len(job.hosts))]

@@ -8,6 +8,8 @@
   kernel's hash; under a pinning policy the probed port's path), so the comparison tests the model,
   not the hash function.
 * Classes: the ones the daemon's last decision gave (the steady state after the profiling window).
+* Time dilation ``time_scale`` (the testbed's ``--time-scale``): compute and bytes are multiplied
+  by it as on the testbed, and the results' times divided by it.
 * Window: the simulated run lasts the profiling window plus the measuring window; averages are over
   the measuring window, as on the testbed.
 """
@@ -62,6 +64,7 @@ def simulate_twin(
     classes: Mapping[str, int],
     warmup_s: float,
     window_s: float,
+    time_scale: float = 1.0,
 ) -> tuple[SimResult, int]:
     """Simulate the twin; returns the result and how many measured paths the model does not have."""
     topo = twin_topology(scenario.topology, emulated)
@@ -88,7 +91,9 @@ def simulate_twin(
     jobs = []
     for j in scenario.jobs:
         p = j.spec.profile
-        scaled = replace(p, sync_bytes=p.sync_bytes * rate_scale)  # bytes, scaled like the links
+        scaled = replace(  # bytes scaled like the links; compute and bytes dilated alike
+            p, compute_s=p.compute_s * time_scale, sync_bytes=p.sync_bytes * rate_scale * time_scale
+        )
         jobs.append(SimJob(spec=replace(j.spec, profile=scaled, iterations=None), gpus=j.gpu_ids))
     sim = Simulation(
         topology=topo,
