@@ -124,6 +124,18 @@ def _wait_go(path: Path, deadline: float) -> tuple[float, float]:
     raise TimeoutError(f"no start signal in {path}")
 
 
+def tcp_counters() -> dict[str, int]:
+    """TCP counters of this network namespace (``/proc/net/snmp``): segments out, retransmitted."""
+    try:
+        rows = [ln.split() for ln in Path("/proc/net/snmp").read_text().splitlines() if ln.startswith("Tcp:")]
+    except OSError:
+        return {}
+    if len(rows) < 2:
+        return {}
+    values = dict(zip(rows[0][1:], rows[1][1:], strict=False))
+    return {k: int(values[k]) for k in ("OutSegs", "RetransSegs") if k in values}
+
+
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     """Run the job's part on this host as ``spec`` says; returns the result record."""
     job, k, hosts, rails = spec["job"], int(spec["host_index"]), int(spec["hosts"]), int(spec["rails"])
@@ -146,6 +158,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     start, end_at = _wait_go(Path(spec["go"]), time.time() + float(spec.get("go_timeout_s", 300.0)))
     time.sleep(max(0.0, start - time.time()))
     iters: list[tuple[float, float]] = []
+    tcp0 = tcp_counters()
     errors: list[str] = []
 
     def reduce(r: int) -> None:
@@ -190,6 +203,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "connections": conns,
         "answers": answers,
         "errors": errors,
+        "tcp": {k: v - tcp0.get(k, 0) for k, v in tcp_counters().items()},  # whole host namespace
         "cpu_s": time.process_time(),  # CPU this process used (all threads), for the load report
     }
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from commsched.experiments.testbed_run.layout import JobLayout, job_layouts
+from commsched.experiments.testbed_run.queues import deepen_queues, steady_tcp
 from commsched.experiments.testbed_run.session import PolicyRun, RunSettings, run_policy
 from commsched.experiments.testbed_run.twin import simulate_twin
 from commsched.io.scenario import Scenario
@@ -38,6 +39,8 @@ class RunOptions:
     profiling_window_s: float = 10.0
     window_s: float = 30.0
     time_scale: float = 1.0
+    #: class queue size set on every emulated egress (0: keep the testbed's); see :mod:`.queues`
+    queue_bytes: int = 8 << 20
     seed: int | None = None
     keep_dir: Path | None = None
 
@@ -114,12 +117,16 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
         "profiling_window_s": opts.profiling_window_s,
         "window_s": opts.window_s,
         "time_scale": opts.time_scale,
+        "queue_bytes": opts.queue_bytes,
         "policies": {},
     }
     try:
         tb = Testbed(state)
         nic_ip = {str(n): ip for h in tb.topology.hosts for n, ip in tb.host_addresses(h.id).items()}
         jobs = job_layouts(scenario, tb.topology, nic_ip)
+        if opts.queue_bytes:
+            report["queues_changed"] = deepen_queues(tb, opts.queue_bytes)
+        steady_tcp(tb)
         report["probe"] = _probe_table(tb, jobs, work / "ports.json")
         settings = RunSettings(
             profiling_window_s=opts.profiling_window_s,
