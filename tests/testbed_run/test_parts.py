@@ -20,6 +20,7 @@ from commsched.io.scenario import scenario_from_text
 from commsched.io.shipped import shipped_text
 from commsched.runtime.agent.ports import answer, parse_probe_table
 from commsched.runtime.jobproc import AgentPolicy, run
+from commsched.topology import LinkId
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,7 @@ def test_layout_of_fig19(fig19: Any) -> None:
 def test_twin_topology_goodput(fig19: Any) -> None:
     topo = fig19.topology
     link = 5
-    twin = twin_topology(topo, {link: 1e8})
+    twin = twin_topology(topo, {LinkId(link): 1e8})
     assert twin.capacity_bps[link] == pytest.approx(1e8 * 1448 / 1514)
     assert pytest.approx(0.9564, abs=1e-4) == GOODPUT
     others = [i for i in range(len(topo.links)) if i != link]

@@ -67,25 +67,68 @@ class AgentPolicy:
 
     The transport names ranks of one rail ring (host indices); the agent knows the job's ranks, so
     rail rank ``k`` of rail ``r`` is job rank ``k * rails + r``. ``dports[k]`` is the port rank ``k``
-    listens on (the ECMP hash includes it). When the agent does not answer, the last answer for the
-    connection is kept (unmarked, any port before the first one).
+    listens on (the ECMP hash includes it).
+
+    The data path never waits for the control path: a connection's first question is asked at once
+    (its source port is needed to open it); after that the cached answer is returned and a
+    background thread asks the agent again every ``refresh_s`` seconds, so the transport's periodic
+    re-marking picks up a new class without an HTTP round trip inside a collective. When the agent
+    does not answer, the last answer is kept (unmarked, any port before the first one).
     """
 
     def __init__(
-        self, *, socket_path: str | None, job: str, rail: int, rails: int, dports: list[int]
+        self,
+        *,
+        socket_path: str | None,
+        job: str,
+        rail: int,
+        rails: int,
+        dports: list[int],
+        refresh_s: float | None = None,
     ) -> None:
         self.socket_path = socket_path
         self.job = job
         self.rail = rail
         self.rails = rails
         self.dports = dports
+        self.refresh_s = refresh_s
         self.answers: dict[tuple[int, int], dict[str, Any]] = {}
         self._last: dict[tuple[int, int], Marking] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def marking(self, job: str, src: int, dst: int) -> Marking:
         key = (src, dst)
         if self.socket_path is None:
             return Marking(source_port=None, dscp=0)
+        with self._lock:
+            known = self._last.get(key)
+        if known is None:
+            self._ask(key)
+            if self.refresh_s and self._thread is None:
+                self._thread = threading.Thread(target=self._follow, name="agent-policy", daemon=True)
+                self._thread.start()
+        with self._lock:
+            return self._last.get(key, Marking(source_port=None, dscp=0))
+
+    def close(self) -> None:
+        """Stop the background refresh."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10.0)
+
+    def _follow(self) -> None:
+        assert self.refresh_s
+        while not self._stop.wait(self.refresh_s):
+            with self._lock:
+                keys = list(self._last)
+            for key in keys:
+                self._ask(key)
+
+    def _ask(self, key: tuple[int, int]) -> None:
+        assert self.socket_path is not None
+        src, dst = key
         query = urllib.parse.urlencode(
             {
                 "job": self.job,
@@ -101,15 +144,14 @@ class AgentPolicy:
             body = json.loads(resp.read() or b"{}")
             if resp.status == 200:
                 port = body.get("src_port")
-                self._last[key] = Marking(
-                    source_port=int(port) if port else None, dscp=int(body["dscp"] or 0)
-                )
-                self.answers[key] = body
+                mark = Marking(source_port=int(port) if port else None, dscp=int(body["dscp"] or 0))
+                with self._lock:
+                    self._last[key] = mark
+                    self.answers[key] = body
         except (OSError, ValueError, KeyError, http.client.HTTPException):
             pass
         finally:
             conn.close()
-        return self._last.get(key, Marking(source_port=None, dscp=0))
 
 
 def _wait_go(path: Path, deadline: float) -> tuple[float, float]:
@@ -146,7 +188,12 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     for r in range(rails):
         peers = [(str(ip), int(port)) for ip, port in spec["listen"][r]]
         pol = AgentPolicy(
-            socket_path=spec.get("agent"), job=job, rail=r, rails=rails, dports=[p for _, p in peers]
+            socket_path=spec.get("agent"),
+            job=job,
+            rail=r,
+            rails=rails,
+            dports=[p for _, p in peers],
+            refresh_s=spec.get("refresh_s"),
         )
         policies.append(pol)
         opts = Options(
@@ -193,6 +240,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     finally:
         for comm in comms:
             comm.close()
+        for pol in policies:
+            pol.close()
     answers = [
         {"rail": p.rail, "src": s, "dst": d, **a} for p in policies for (s, d), a in sorted(p.answers.items())
     ]

@@ -42,7 +42,7 @@ class RunSettings:
     #: time dilation: compute and bytes both multiplied, so the run is this much slower than the cluster
     time_scale: float = 1.0
     start_timeout_s: float = 240.0
-    refresh_s: float = 2.0
+    refresh_s: float = 1.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
