@@ -171,3 +171,15 @@ def test_job_processes_on_loopback_stop_together(tmp_path: Path) -> None:
     assert all(e - s >= 0.02 for s, e in a["iterations"])
     assert a["iterations"][-1][0] >= now + 1.0 - 0.2  # ran until the end signal
     assert {c["rail"] for c in a["connections"]} == {0, 1}
+
+
+def test_vclos_testbed_scenario_is_the_papers_testbed() -> None:
+    sc = scenario_from_text(shipped_text("vclos-testbed"), source="vclos-testbed")
+    topo = sc.topology
+    assert len(topo.hosts) == 8 and topo.n_gpus == 32
+    nics = {str(topo.nic_of(g)) for g in topo.gpus}
+    assert len(nics) == 32  # one NIC per GPU
+    assert topo.params["ocs"] is True and topo.params["leaves"] == 2 and topo.params["spines"] == 2
+    jobs = job_layouts(sc, topo, _ips(topo))
+    assert {j.id for j in jobs} == {"vgg16", "resnet101", "resnet50", "bert"}
+    assert all(len({topo.host_of(g).id for g in j.gpus}) >= 2 for j in jobs)  # every job crosses hosts
