@@ -32,6 +32,7 @@ import math
 import os
 import signal
 import socket
+import statistics
 import sys
 import threading
 import time
@@ -201,6 +202,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         )
         comms.append(init(job=f"{job}.rail{r}", rank=k, world_size=hosts, peers=peers, options=opts))
     bufs = [np.zeros(n_elems, dtype=np.float32) for _ in range(rails)]
+    small = [np.zeros(hosts, dtype=np.float32) for _ in range(rails)]  # one element per rank
     Path(spec["ready"]).write_text(str(os.getpid()))
     start, end_at = _wait_go(Path(spec["go"]), time.time() + float(spec.get("go_timeout_s", 300.0)))
     time.sleep(max(0.0, start - time.time()))
@@ -208,24 +210,38 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     tcp0 = tcp_counters()
     errors: list[str] = []
 
-    def reduce(r: int) -> None:
+    def reduce(r: int, tiny: bool = False) -> None:
         try:
-            comms[r].all_reduce(bufs[r])
+            comms[r].all_reduce(small[r] if tiny else bufs[r])
         except Exception as exc:  # reported in the result; the job stops
             errors.append(f"rail {r}: {type(exc).__name__}: {exc}")
 
+    def all_rails(tiny: bool) -> None:
+        threads = [threading.Thread(target=reduce, args=(r, tiny)) for r in range(1, rails)]
+        for t in threads:
+            t.start()
+        reduce(0, tiny)
+        for t in threads:
+            t.join()
+
+    calib: list[float] = []
     try:
+        # per-step latency of the real path (software, kernel, fabric): tiny all-reduces on every
+        # rail at once, timed; the first opens the connections and is not counted
+        for _ in range(int(spec.get("calibration", 0)) + 1):
+            c0 = time.perf_counter()
+            all_rails(True)
+            calib.append(time.perf_counter() - c0)
         while not errors:
             t0 = time.time()
             for b in bufs:
                 b.fill(0.0)
             bufs[0][0] = 1.0 if t0 >= end_at else 0.0
-            time.sleep(overlap * compute_s)
-            threads = [threading.Thread(target=reduce, args=(r,)) for r in range(1, rails)]
+            time.sleep(overlap * compute_s)  # the compute before the communication is released
+            threads = [threading.Thread(target=reduce, args=(r,)) for r in range(rails)]
             for t in threads:
                 t.start()
-            time.sleep((1.0 - overlap) * compute_s)
-            reduce(0)
+            time.sleep((1.0 - overlap) * compute_s)  # the rest of the compute, beside it
             for t in threads:
                 t.join()
             iters.append((t0, time.time()))
@@ -253,7 +269,11 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "answers": answers,
         "errors": errors,
         "tcp": {k: v - tcp0.get(k, 0) for k, v in tcp_counters().items()},  # whole host namespace
-        "cpu_s": time.process_time(),  # CPU this process used (all threads), for the load report
+        "cpu_s": time.process_time(),
+        # seconds per ring step of a tiny all-reduce (median; 2(h-1) steps per all-reduce)
+        "step_latency_s": (
+            statistics.median(calib[1:]) / (2 * (hosts - 1)) if len(calib) > 1 and hosts > 1 else None
+        ),  # CPU this process used (all threads), for the load report
     }
 
 
