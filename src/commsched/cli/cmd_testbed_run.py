@@ -50,6 +50,9 @@ def run(
     time_scale: float = typer.Option(
         1.0, "--time-scale", min=1.0, help="Run D x slower: compute and bytes x D, times reported / D."
     ),
+    calibrate: bool = typer.Option(
+        True, "--calibrate/--no-calibrate", help="Twin with the measured per-step latency (alpha)."
+    ),
     seed: int | None = typer.Option(None, "--seed", help="Multipath hash seed; default: the scenario's."),
     keep: Path | None = typer.Option(None, "--keep", help="Copy the run's files (logs, results) here."),
 ) -> None:
@@ -74,6 +77,7 @@ def run(
         profiling_window_s=profiling,
         window_s=window,
         time_scale=time_scale,
+        calibrate=calibrate,
         seed=seed,
         keep_dir=keep,
     )

@@ -41,6 +41,8 @@ class RunOptions:
     time_scale: float = 1.0
     #: class queue size set on every emulated egress (0: keep the testbed's); see :mod:`.queues`
     queue_bytes: int = 8 << 20
+    #: give the twin the per-step latency the job processes measured (else: links' own latency)
+    calibrate: bool = True
     seed: int | None = None
     keep_dir: Path | None = None
 
@@ -151,23 +153,37 @@ def _policy_report(
     scenario: Scenario, tb: Any, jobs: list[JobLayout], run: PolicyRun, opts: RunOptions
 ) -> dict[str, Any]:
     classes = {j: int(v["class"]) for j, v in run.decision.get("jobs", {}).items()}
-    sim, unknown = simulate_twin(
-        scenario,
-        policy=run.policy,
-        rate_scale=opts.rate_scale,
-        emulated=tb.scaled_capacity_bps(),
-        paths=run.paths,
-        classes=classes,
-        warmup_s=opts.profiling_window_s,
-        window_s=opts.window_s,
-        time_scale=opts.time_scale,
-    )
+    steps = [
+        float(r["step_latency_s"])
+        for results in run.outputs.values()
+        for r in results
+        if r.get("step_latency_s") is not None
+    ]
+    alpha = statistics.median(steps) if steps else None
+
+    def twin(step_latency_s: float | None) -> tuple[Any, int]:
+        return simulate_twin(
+            scenario,
+            policy=run.policy,
+            rate_scale=opts.rate_scale,
+            emulated=tb.scaled_capacity_bps(),
+            paths=run.paths,
+            classes=classes,
+            warmup_s=opts.profiling_window_s,
+            window_s=opts.window_s,
+            time_scale=opts.time_scale,
+            step_latency_s=step_latency_s,
+        )
+
+    ideal, unknown = twin(None)
+    sim = twin(alpha)[0] if (opts.calibrate and alpha is not None) else ideal
     d = opts.time_scale  # every reported time on the cluster's time scale
     measured = {
         k: {**v, "mean": v["mean"] / d, "median": v["median"] / d}
         for k, v in measured_means(run, opts.profiling_window_s).items()
     }
     simulated = {str(r.id): float(r.mean_iteration_s) / d for r in sim.jobs}
+    simulated_ideal = {str(r.id): float(r.mean_iteration_s) / d for r in ideal.jobs}
     planned = {
         (c["job"], c["src"], c["dst"]): tuple(int(x) for x in c["links"])
         for c in run.decision.get("connections", [])
@@ -184,6 +200,7 @@ def _policy_report(
             "measured_iteration_s": m,
             "simulated_iteration_s": s,
             "gap": m / s - 1 if s > 0 else math.nan,
+            "simulated_ideal_iteration_s": simulated_ideal[j.id],
             "measured_median_iteration_s": measured[j.id]["median"],
             "iterations_measured": measured[j.id]["iterations"],
             "cpu_s": sum(float(r.get("cpu_s", 0.0)) for r in run.outputs.get(j.id, [])),
@@ -206,4 +223,6 @@ def _policy_report(
             "not_in_model": unknown,
         },
         "decision_version": run.decision.get("version"),
+        "step_latency_s": alpha,
+        "twin_calibrated": bool(opts.calibrate and alpha is not None),
     }

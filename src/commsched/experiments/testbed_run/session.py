@@ -43,6 +43,8 @@ class RunSettings:
     time_scale: float = 1.0
     start_timeout_s: float = 240.0
     refresh_s: float = 1.0
+    #: tiny all-reduces each job process times before the run (per-step latency for the twin)
+    calibration: int = 5
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,6 +126,7 @@ def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, agent: Path, st: RunS
         "go": str(work / "go"),
         "out": str(work / f"{job.id}-{k}.json"),
         "refresh_s": st.refresh_s,
+        "calibration": st.calibration,
         "timeout_s": 60.0,
         "go_timeout_s": st.start_timeout_s + 60.0,
     }  # fmt: skip

@@ -35,10 +35,21 @@ __all__ = ["GOODPUT", "simulate_twin", "twin_topology"]
 GOODPUT = 1448 / 1514
 
 
-def twin_topology(topology: Topology, emulated: Mapping[LinkId, float]) -> Topology:
-    """``topology`` with every emulated link at its measured goodput (``emulated``: shaped rate, bit/s)."""
+def twin_topology(
+    topology: Topology, emulated: Mapping[LinkId, float], *, link_latency_s: float | None = None
+) -> Topology:
+    """``topology`` with every emulated link at its goodput (``emulated``: shaped rate, bit/s).
+
+    ``link_latency_s`` (optional) replaces the latency of every emulated link (the twin's alpha).
+    """
     links = [
-        replace(lk, capacity_bps=float(emulated[lk.id]) * GOODPUT) if lk.id in emulated else lk
+        replace(
+            lk,
+            capacity_bps=float(emulated[lk.id]) * GOODPUT,
+            latency_s=lk.latency_s if link_latency_s is None else link_latency_s,
+        )
+        if lk.id in emulated
+        else lk
         for lk in topology.links
     ]  # bits/s throughout
     return Topology(
@@ -65,9 +76,17 @@ def simulate_twin(
     warmup_s: float,
     window_s: float,
     time_scale: float = 1.0,
+    step_latency_s: float | None = None,
 ) -> tuple[SimResult, int]:
-    """Simulate the twin; returns the result and how many measured paths the model does not have."""
-    topo = twin_topology(scenario.topology, emulated)
+    """Simulate the twin; returns the result and how many measured paths the model does not have.
+
+    ``step_latency_s``: the measured latency of one ring step (testbed seconds); spread evenly over
+    the links of the longest measured path, so that a step along it costs that much in the model.
+    """
+    per_link = None
+    if step_latency_s is not None and paths:
+        per_link = step_latency_s / max(len(v) for v in paths.values())
+    topo = twin_topology(scenario.topology, emulated, link_latency_s=per_link)
     routes: dict[ConnectionKey, int] = {}
     unknown = 0
     for (job, src, dst), links in paths.items():
