@@ -43,12 +43,12 @@ def run(
     rate_scale: float | None = typer.Option(
         None, "--rate-scale", help="Link rate factor; default: fastest link -> 125 Mbit/s."
     ),
-    window: float = typer.Option(30.0, "--window", min=1.0, help="Measuring window per policy, s."),
+    window: float = typer.Option(40.0, "--window", min=1.0, help="Measuring window per policy, s."),
     profiling: float = typer.Option(
-        10.0, "--profiling-window", min=0.0, help="Top-class profiling window before it, s."
+        8.0, "--profiling-window", min=0.0, help="Top-class profiling window before it, s."
     ),
     time_scale: float = typer.Option(
-        1.0, "--time-scale", min=1.0, help="Run D x slower: compute and bytes x D, times reported / D."
+        8.0, "--time-scale", min=1.0, help="Run D x slower: compute and bytes x D, times reported / D."
     ),
     calibrate: bool = typer.Option(
         True, "--calibrate/--no-calibrate", help="Twin with the measured per-step latency (alpha)."
