@@ -7,6 +7,11 @@ segments that loses its tail waits for a retransmission timeout (200 ms minimum 
 iterations' worth. The fabrics the papers measured do not drop (RoCE with priority flow control), and
 the fluid simulator has no loss either, so the run gives every class queue room for every byte a
 step can have in flight.
+
+The queues stay FIFOs: a FIFO shares a link less evenly among the TCP flows in it than the
+simulator's max-min share, and a ring step ends with its slowest flow. A per-flow fair queue
+(``fq_codel``, ``sfq``, ``fq``) would match the model better, but the kernels this runs on here have
+none of them built (only ``bfifo``/``pfifo`` under HTB).
 """
 
 from __future__ import annotations
