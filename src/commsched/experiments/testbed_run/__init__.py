@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from commsched.experiments.testbed_run.layout import JobLayout, job_layouts
-from commsched.experiments.testbed_run.queues import deepen_queues, steady_tcp
+from commsched.experiments.testbed_run.queues import deepen_queues, mtu_packets, steady_tcp
 from commsched.experiments.testbed_run.session import PolicyRun, RunSettings, run_policy
 from commsched.experiments.testbed_run.twin import simulate_twin
 from commsched.io.scenario import Scenario
@@ -41,6 +41,9 @@ class RunOptions:
     time_scale: float = 1.0
     #: class queue size set on every emulated egress (0: keep the testbed's); see :mod:`.queues`
     queue_bytes: int = 8 << 20
+    #: send MTU-sized packets from the hosts (no GSO), see :func:`.queues.mtu_packets`; off by
+    #: default: on a shared 2-core machine the extra packets cost more CPU than they save latency
+    mtu_packets: bool = False
     #: give the twin the per-step latency the job processes measured (else: links' own latency)
     calibrate: bool = True
     seed: int | None = None
@@ -129,6 +132,8 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
         if opts.queue_bytes:
             report["queues_changed"] = deepen_queues(tb, opts.queue_bytes)
         steady_tcp(tb)
+        if opts.mtu_packets:
+            report["gso_off_nics"] = mtu_packets(tb)
         report["probe"] = _probe_table(tb, jobs, work / "ports.json")
         settings = RunSettings(
             profiling_window_s=opts.profiling_window_s,

@@ -21,7 +21,7 @@ from collections import defaultdict
 from commsched.testbed import Testbed, netns
 from commsched.testbed.config import LEVELS
 
-__all__ = ["deepen_queues", "steady_tcp"]
+__all__ = ["deepen_queues", "mtu_packets", "steady_tcp"]
 
 
 def deepen_queues(tb: Testbed, limit_bytes: int) -> int:
@@ -49,3 +49,20 @@ def steady_tcp(tb: Testbed) -> None:
     for host in tb.topology.hosts:
         ns = tb.host_namespace(host.id)
         netns.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.tcp_slow_start_after_idle=0"])
+
+
+def mtu_packets(tb: Testbed) -> int:
+    """No segmentation offload on the host NICs (``gso_max_size 1500``); returns how many changed.
+
+    A sender's TCP stack otherwise hands 64 KB segments down the veth, and every router stores and
+    forwards each of them whole through an HTB bucket of about the same size: tens of milliseconds
+    per hop at the emulated rates, added to every ring step. A switch forwards frames of the MTU.
+    """
+    lines: dict[str, list[str]] = defaultdict(list)
+    for host in tb.topology.hosts:
+        for nic in tb.host_addresses(host.id):
+            end = tb.layout.nic_cable(nic).a
+            lines[tb.layout.node_ns(end)].append(f"link set dev {end.iface} gso_max_size 1500")
+    for ns, batch in lines.items():
+        netns.run(["ip", "-n", ns, "-batch", "-"], "\n".join(batch) + "\n")
+    return sum(len(b) for b in lines.values())
