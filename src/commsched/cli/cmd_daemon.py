@@ -120,7 +120,7 @@ def daemon(
 @user_errors
 def agent(
     daemon_url: str = typer.Option(
-        ..., "--daemon", help="The daemon's base URL, e.g. http://127.0.0.1:8080."
+        ..., "--daemon", help="The daemon's base URL, e.g. http://127.0.0.1:8080, or unix:PATH."
     ),
     host: str = typer.Option(..., "--host", help="This host's name in the daemon's topology."),
     ports: Path | None = typer.Option(
@@ -144,8 +144,10 @@ def agent(
     from commsched.runtime.agent.follower import Follower
     from commsched.runtime.daemon.server import bind, parse_listen, serve
 
-    if not daemon_url.startswith(("http://", "https://")):
-        raise InputError(f"bad URL {daemon_url!r}", where="--daemon", expected="http://HOST:PORT")
+    if not daemon_url.startswith(("http://", "https://", "unix:")):
+        raise InputError(
+            f"bad URL {daemon_url!r}", where="--daemon", expected="http://HOST:PORT or unix:PATH"
+        )
     where = parse_listen(listen)
     table = load_probe_table(ports) if ports is not None else None
     source = counter_source(counters)

@@ -326,3 +326,12 @@ testbed_app.command("rewire")(rewire)
 def register(app: typer.Typer) -> None:
     """Add the ``testbed`` group to the root app."""
     app.add_typer(testbed_app)
+
+
+def _register_run() -> None:
+    from commsched.cli.cmd_testbed_run import run
+
+    testbed_app.command("run")(run)
+
+
+_register_run()

@@ -242,3 +242,19 @@ def probe(
         for i, (s, d) in enumerate(pairs)
     ]
     return ProbeResult(dport=dport, pairs=tuple(out), tried=tried)
+
+
+def trace_ports(layout: Layout, flows: Sequence[tuple[NodeId, NodeId, int]], *, dport: int) -> list[PathKey]:
+    """The links each TCP flow ``(src NIC, dst NIC, source port)`` to ``dport`` takes, per the routers.
+
+    The same oracle as :func:`probe`, for given ports: what the kernel's multipath hash does with a
+    connection that is already open (its path under ECMP, or a check that a pinned port stayed put).
+    """
+    if not flows:
+        return []
+    pairs = [(s, d) for s, d, _ in flows]
+    walked = _walk(layout, pairs, [[sport] for _, _, sport in flows], dport)
+    out: list[PathKey] = [() for _ in flows]
+    for i, _sport, key in walked:
+        out[i] = tuple(LinkId(x) for x in key)
+    return out

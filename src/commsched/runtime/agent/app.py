@@ -1,6 +1,6 @@
 """The host agent's local API for job processes (loopback TCP or a Unix socket, FastAPI).
 
-``GET /v1/port?job=J&src_rank=S&dst_rank=D`` answers which source port to bind and which DSCP to
+``GET /v1/port?job=J&src_rank=S&dst_rank=D[&dport=P]`` answers which source port to bind and which DSCP to
 mark for that connection, from the last decision the agent holds (it keeps answering when the daemon
 is away: ``stale`` says so). ``GET /v1/decision`` is the whole host view, ``GET /v1/counters`` the
 link counters (``?report=true`` also sends them to the daemon), ``GET /health`` the agent's state.
@@ -48,8 +48,9 @@ def create_agent_app(follower: Follower, *, table: ProbeTable | None, counters: 
         job: str = Query(..., max_length=128),
         src_rank: int = Query(..., ge=0, le=1_000_000),
         dst_rank: int = Query(..., ge=0, le=1_000_000),
+        dport: int | None = Query(None, ge=1, le=65535),
     ) -> dict[str, Any] | JSONResponse:
-        out = answer(follower.view, table, job, src_rank, dst_rank)
+        out = answer(follower.view, table, job, src_rank, dst_rank, dport)
         if out is None:
             msg = f"no decision for job {job!r} on host {follower.host!r} (version {follower.version})"
             return JSONResponse({"error": msg, "field": "job"}, status_code=404)

@@ -44,7 +44,7 @@ class Follower:
     Parameters
     ----------
     daemon
-        Base URL of the daemon, e.g. ``http://127.0.0.1:8080``.
+        Base URL of the daemon, e.g. ``http://127.0.0.1:8080``, or ``unix:PATH`` (its Unix socket).
     host
         This host's name in the topology.
     token
@@ -70,12 +70,17 @@ class Follower:
         import httpx
 
         self.daemon = daemon.rstrip("/")
+        # ``unix:PATH``: a daemon on a Unix socket (reachable from any network namespace)
+        transport = httpx.HTTPTransport(uds=daemon[5:]) if daemon.startswith("unix:") else None
+        base = "http://daemon" if transport is not None else self.daemon
         self.host = host
         self.state_path = state_path
         self.registration = registration
         self.wait_s = wait_s
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._client = httpx.Client(base_url=self.daemon, headers=headers, timeout=wait_s + 10.0)
+        self._client = httpx.Client(
+            base_url=base, headers=headers, timeout=wait_s + 10.0, transport=transport
+        )
         self._token = token
         self._stop = threading.Event()
         self._lock = threading.Lock()

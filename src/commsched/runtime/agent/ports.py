@@ -34,14 +34,20 @@ class ProbeTable:
     """Measured ``(src ip, dst ip, links) -> source port``."""
 
     ports: Mapping[PathKey, int] = field(default_factory=dict)
+    #: entries probed for one destination port (the hash includes it): ``(src, dst, links, dport)``
+    by_dport: Mapping[tuple[str, str, tuple[int, ...], int], int] = field(default_factory=dict)
 
-    def lookup(self, src_ip: str | None, dst_ip: str | None, links: tuple[int, ...]) -> int | None:
+    def lookup(
+        self, src_ip: str | None, dst_ip: str | None, links: tuple[int, ...], dport: int | None = None
+    ) -> int | None:
         if src_ip is None or dst_ip is None:
             return None
+        if dport is not None and (src_ip, dst_ip, links, dport) in self.by_dport:
+            return self.by_dport[(src_ip, dst_ip, links, dport)]
         return self.ports.get((src_ip, dst_ip, links))
 
     def __len__(self) -> int:
-        return len(self.ports)
+        return len(self.ports) + len(self.by_dport)
 
 
 def _entry(row: Any, where: str) -> tuple[PathKey, int]:
@@ -69,10 +75,19 @@ def parse_probe_table(data: Any, *, source: str = "ports") -> ProbeTable:
     if not isinstance(rows, list):
         raise InputError("no list of entries", where=source, expected='a JSON list, or {"entries": [...]}')
     ports: dict[PathKey, int] = {}
+    by_dport: dict[tuple[str, str, tuple[int, ...], int], int] = {}
     for i, row in enumerate(rows):
         key, sport = _entry(row, f"{source}: entries[{i}]")
-        ports[key] = sport
-    return ProbeTable(ports=ports)
+        dport = row.get("dport")
+        if dport is None:
+            ports[key] = sport
+        elif isinstance(dport, int) and not isinstance(dport, bool) and 0 < dport < 65536:
+            by_dport[(*key, dport)] = sport
+        else:
+            raise InputError(
+                f"bad destination port {dport!r}", where=f"{source}: entries[{i}].dport", expected="1..65535"
+            )
+    return ProbeTable(ports=ports, by_dport=by_dport)
 
 
 def load_probe_table(path: Path) -> ProbeTable:
@@ -87,10 +102,16 @@ def load_probe_table(path: Path) -> ProbeTable:
 
 
 def answer(
-    view: Mapping[str, Any], table: ProbeTable | None, job: str, src_rank: int, dst_rank: int
+    view: Mapping[str, Any],
+    table: ProbeTable | None,
+    job: str,
+    src_rank: int,
+    dst_rank: int,
+    dport: int | None = None,
 ) -> dict[str, Any] | None:
     """Source port and DSCP for connection ``(job, src_rank, dst_rank)`` under decision ``view``.
 
+    ``dport``: the destination port the connection goes to; entries probed for it come first.
     Returns ``None`` when the decision has no such job. Connections the decision does not route
     (same host, or not in the job's collective) get the job's DSCP and ``src_port`` ``None`` (any port).
 
@@ -125,7 +146,9 @@ def answer(
         if c["job"] == job and c.get("src_rank") == src_rank and c.get("dst_rank") == dst_rank:
             ips = view.get("nic_ips", {})
             links = tuple(int(x) for x in c["links"])
-            probed = table.lookup(ips.get(c["src_nic"]), ips.get(c["dst_nic"]), links) if table else None
+            probed = (
+                table.lookup(ips.get(c["src_nic"]), ips.get(c["dst_nic"]), links, dport) if table else None
+            )
             out.update(
                 src_port=probed if probed is not None else c.get("src_port"),
                 source="probe" if probed is not None else "hash-model",

@@ -1,0 +1,233 @@
+"""Real jobs on the emulated testbed beside the simulator's prediction (``commsched testbed run``).
+
+For a scenario with explicit placements, :func:`run_scenario` builds its topology as a testbed, probes
+a source port per path for every connection the jobs open (per destination port), and runs each
+policy in turn (:mod:`.session`): daemon, one agent per host, one job process per (job, host), for a
+profiling window plus a measuring window. Each policy's measured mean iteration times are reported
+beside the simulated twin's (:mod:`.twin`), with the allocated-GPU utilisation of both.
+
+This is an edge module: it imports the simulator and the runtime / testbed side by side.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import statistics
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from commsched.experiments.testbed_run.layout import JobLayout, job_layouts
+from commsched.experiments.testbed_run.queues import deepen_queues, mtu_packets, steady_tcp
+from commsched.experiments.testbed_run.session import PolicyRun, RunSettings, run_policy
+from commsched.experiments.testbed_run.twin import simulate_twin
+from commsched.io.scenario import Scenario
+
+__all__ = ["RunOptions", "measured_means", "run_scenario"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOptions:
+    """How to run: policies in order, testbed name, rate scale, windows (s)."""
+
+    policies: tuple[str, ...]
+    name: str
+    rate_scale: float
+    profiling_window_s: float = 10.0
+    window_s: float = 30.0
+    time_scale: float = 1.0
+    #: class queue size set on every emulated egress (0: keep the testbed's); see :mod:`.queues`
+    queue_bytes: int = 8 << 20
+    #: send MTU-sized packets from the hosts (no GSO), see :func:`.queues.mtu_packets`; off by
+    #: default: on a shared 2-core machine the extra packets cost more CPU than they save latency
+    mtu_packets: bool = False
+    #: give the twin the per-step latency the job processes measured (else: links' own latency)
+    calibrate: bool = True
+    seed: int | None = None
+    keep_dir: Path | None = None
+
+
+def measured_means(run: PolicyRun, warmup_s: float) -> dict[str, dict[str, float]]:
+    """Per job: mean iteration time over iterations that start after ``warmup_s`` (mean over hosts)."""
+    out: dict[str, dict[str, float]] = {}
+    t0 = run.start + warmup_s
+    for job, results in run.outputs.items():
+        means, counts, medians = [], [], []
+        for res in results:
+            its = [(a, b) for a, b in res["iterations"] if a >= t0]
+            if its:
+                means.append(sum(b - a for a, b in its) / len(its))
+                medians.append(statistics.median(b - a for a, b in its))
+                counts.append(len(its))
+        out[job] = {
+            "mean": sum(means) / len(means) if means else math.nan,
+            "median": sum(medians) / len(medians) if medians else math.nan,
+            "iterations": float(min(counts)) if counts else 0.0,
+        }
+    return out
+
+
+def _utilization(jobs: list[JobLayout], means: dict[str, float]) -> float:
+    """Allocated-GPU utilisation: busy (compute) GPU-seconds over allocated GPU-seconds."""
+    busy = sum(len(j.gpus) * j.compute_s / means[j.id] for j in jobs if means.get(j.id, 0) > 0)
+    return busy / sum(len(j.gpus) for j in jobs)
+
+
+def _probe_table(tb: Any, jobs: list[JobLayout], path: Path) -> dict[str, Any]:
+    """Probe every connection's NIC pair for its destination port; write the agents' table."""
+    from commsched.testbed.probe import probe
+
+    pairs: dict[int, dict[tuple[str, str], None]] = defaultdict(dict)
+    for job in jobs:
+        for src, dst in job.ring():
+            if src.nic != dst.nic and tb.topology.host_of(src.gpu).id != tb.topology.host_of(dst.gpu).id:
+                pairs[dst.port][(str(src.nic), str(dst.nic))] = None
+    entries: list[dict[str, Any]] = []
+    found = total = 0
+    for dport, chosen in sorted(pairs.items()):
+        res = probe(tb.topology, tb.layout, list(chosen), dport=dport)  # type: ignore[arg-type]
+        for pp in res.pairs:
+            total += len(pp.ports) + len(pp.missing)
+            found += len(pp.ports)
+            for links, sport in pp.ports.items():
+                entries.append(
+                    {
+                        "src_ip": tb.nic_address(pp.src),
+                        "dst_ip": tb.nic_address(pp.dst),
+                        "path": [int(x) for x in links],
+                        "sport": int(sport),
+                        "dport": dport,
+                    }
+                )
+    import json
+
+    path.write_text(json.dumps({"entries": entries}))
+    return {"ports": len(pairs), "paths_found": found, "paths": total}
+
+
+def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOptions) -> dict[str, Any]:
+    """Build the testbed, run every policy, tear down; the report (see ``docs/testbed-run.md``)."""
+    from commsched.testbed import Testbed, build
+
+    seed = scenario.seed if opts.seed is None else opts.seed
+    work = Path(tempfile.mkdtemp(prefix=f"{opts.name}-"))
+    state = build.up(scenario.topology, name=opts.name, rate_scale=opts.rate_scale, routing="ecmp", seed=seed)
+    report: dict[str, Any] = {
+        "scenario": scenario.name,
+        "testbed": opts.name,
+        "rate_scale": opts.rate_scale,
+        "profiling_window_s": opts.profiling_window_s,
+        "window_s": opts.window_s,
+        "time_scale": opts.time_scale,
+        "queue_bytes": opts.queue_bytes,
+        "policies": {},
+    }
+    try:
+        tb = Testbed(state)
+        nic_ip = {str(n): ip for h in tb.topology.hosts for n, ip in tb.host_addresses(h.id).items()}
+        jobs = job_layouts(scenario, tb.topology, nic_ip)
+        if opts.queue_bytes:
+            report["queues_changed"] = deepen_queues(tb, opts.queue_bytes)
+        steady_tcp(tb)
+        if opts.mtu_packets:
+            report["gso_off_nics"] = mtu_packets(tb)
+        report["probe"] = _probe_table(tb, jobs, work / "ports.json")
+        settings = RunSettings(
+            profiling_window_s=opts.profiling_window_s,
+            window_s=opts.window_s,
+            priority_levels=scenario.priority_levels,
+            seed=seed,
+            topology=topology_spec,
+            time_scale=opts.time_scale,
+        )
+        for policy in opts.policies:
+            run = run_policy(tb, jobs, policy, settings, work=work / policy, table=work / "ports.json")
+            report["policies"][policy] = _policy_report(scenario, tb, jobs, run, opts)
+    finally:
+        build.down(opts.name)
+        if opts.keep_dir is not None:
+            shutil.copytree(work, opts.keep_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.sock"))
+        shutil.rmtree(work, ignore_errors=True)
+    return report
+
+
+def _policy_report(
+    scenario: Scenario, tb: Any, jobs: list[JobLayout], run: PolicyRun, opts: RunOptions
+) -> dict[str, Any]:
+    classes = {j: int(v["class"]) for j, v in run.decision.get("jobs", {}).items()}
+    steps = [
+        float(r["step_latency_s"])
+        for results in run.outputs.values()
+        for r in results
+        if r.get("step_latency_s") is not None
+    ]
+    alpha = statistics.median(steps) if steps else None
+
+    def twin(step_latency_s: float | None) -> tuple[Any, int]:
+        return simulate_twin(
+            scenario,
+            policy=run.policy,
+            rate_scale=opts.rate_scale,
+            emulated=tb.scaled_capacity_bps(),
+            paths=run.paths,
+            classes=classes,
+            warmup_s=opts.profiling_window_s,
+            window_s=opts.window_s,
+            time_scale=opts.time_scale,
+            step_latency_s=step_latency_s,
+        )
+
+    ideal, unknown = twin(None)
+    sim = twin(alpha)[0] if (opts.calibrate and alpha is not None) else ideal
+    d = opts.time_scale  # every reported time on the cluster's time scale
+    measured = {
+        k: {**v, "mean": v["mean"] / d, "median": v["median"] / d}
+        for k, v in measured_means(run, opts.profiling_window_s).items()
+    }
+    simulated = {str(r.id): float(r.mean_iteration_s) / d for r in sim.jobs}
+    simulated_ideal = {str(r.id): float(r.mean_iteration_s) / d for r in ideal.jobs}
+    planned = {
+        (c["job"], c["src"], c["dst"]): tuple(int(x) for x in c["links"])
+        for c in run.decision.get("connections", [])
+    }
+    on_plan = sum(1 for k, v in run.paths.items() if planned.get(k) == v)
+    dscps: dict[str, set[int]] = defaultdict(set)
+    for job, results in run.outputs.items():
+        for res in results:
+            dscps[job].update(int(c["dscp"]) for c in res["connections"])
+    out_jobs = {}
+    for j in jobs:
+        m, s = measured[j.id]["mean"], simulated[j.id]
+        out_jobs[j.id] = {
+            "measured_iteration_s": m,
+            "simulated_iteration_s": s,
+            "gap": m / s - 1 if s > 0 else math.nan,
+            "simulated_ideal_iteration_s": simulated_ideal[j.id],
+            "measured_median_iteration_s": measured[j.id]["median"],
+            "iterations_measured": measured[j.id]["iterations"],
+            "cpu_s": sum(float(r.get("cpu_s", 0.0)) for r in run.outputs.get(j.id, [])),
+            "class": classes.get(j.id),
+            "dscp": run.decision.get("jobs", {}).get(j.id, {}).get("dscp"),
+            "dscp_on_sockets": sorted(dscps[j.id]),
+            "compute_s": j.compute_s,
+            "scaled_bytes": tb.scale_bytes(j.sync_bytes),
+        }
+    return {
+        "jobs": out_jobs,
+        "allocated_gpu_utilization": {
+            "measured": _utilization(jobs, {k: v["mean"] for k, v in measured.items()}),
+            "simulated": _utilization(jobs, simulated),
+            "simulated_window": float(sim.allocated_gpu_utilization),
+        },
+        "paths": {
+            "connections": len(run.paths),
+            "on_decision_path": on_plan,
+            "not_in_model": unknown,
+        },
+        "decision_version": run.decision.get("version"),
+        "step_latency_s": alpha,
+        "twin_calibrated": bool(opts.calibrate and alpha is not None),
+    }

@@ -1,0 +1,250 @@
+"""One policy on a built testbed: daemon, agents and real job processes; measured iterations and paths.
+
+Flow (:func:`run_policy`): start the scheduling daemon on a Unix socket in the root namespace (every
+host namespace reaches it through the file system) with the policy and the scenario's topology; one
+host agent per host inside its namespace, holding the probe table (source port per path and
+destination port) unless the policy routes by ECMP hash, in which case a connection binds the
+model's port and the kernel's hash picks its path, as on an ECMP fabric; one job process per (job,
+host) inside the host's namespace. When every job process listens, the jobs are registered with the
+daemon (their profiling window starts), the agents get the decision, and the processes start
+together. They stop by themselves after the run window; their iteration timestamps and open
+connections come back as JSON, and the path each connection really took is read from the routers.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from commsched.errors import TestbedError
+from commsched.experiments.testbed_run.layout import JobLayout
+from commsched.experiments.testbed_run.procs import Processes, cli_argv
+from commsched.testbed import Testbed
+from commsched.testbed.probe import trace_ports
+from commsched.topology import NodeId
+
+__all__ = ["PolicyRun", "RunSettings", "run_policy"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSettings:
+    """Timing of one policy's run (seconds) and how the daemon decides."""
+
+    profiling_window_s: float
+    window_s: float
+    priority_levels: int
+    seed: int
+    topology: dict[str, Any]
+    #: time dilation: compute and bytes both multiplied, so the run is this much slower than the cluster
+    time_scale: float = 1.0
+    start_timeout_s: float = 240.0
+    refresh_s: float = 1.0
+    #: tiny all-reduces each job process times before the run (per-step latency for the twin)
+    calibration: int = 5
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicyRun:
+    """What one policy's run measured (wall-clock times; ``start`` = when the jobs began)."""
+
+    policy: str
+    start: float
+    outputs: dict[str, list[dict[str, Any]]]  # job -> one result per host process
+    decision: dict[str, Any]  # the daemon's last decision
+    paths: dict[tuple[str, str, str], tuple[int, ...]]  # (job, src GPU, dst GPU) -> links taken
+
+
+def _http(sock: Path, token: str | None = None) -> Any:
+    import httpx
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(
+        transport=httpx.HTTPTransport(uds=str(sock)), base_url="http://local", headers=headers, timeout=30.0
+    )
+
+
+def _uses_hash(policy: str) -> bool:
+    return policy.startswith("ecmp")
+
+
+def _start_services(
+    tb: Testbed, procs: Processes, work: Path, policy: str, st: RunSettings, table: Path
+) -> tuple[Path, str, dict[str, Path]]:
+    token = f"csr-{time.time_ns()}"
+    (work / "token").write_text(token)
+    dsock = work / "daemon.sock"
+    topo = dict(st.topology)
+    params = [a for k, v in topo.items() if k != "kind" for a in ("-p", f"{k}={json.dumps(v)}")]
+    procs.start(
+        "daemon",
+        cli_argv(
+            "daemon", "--db", str(work / "daemon.db"), "--listen", f"unix:{dsock}",
+            "--token-file", str(work / "token"), "--policy", policy, "--topology", str(topo["kind"]),
+            *params, "--priority-levels", str(st.priority_levels), "--seed", str(st.seed),
+            "--profiling-window", str(st.profiling_window_s), "--heartbeat-timeout", "0",
+        ),
+        capture_stdout=True,
+    )  # fmt: skip
+    procs.announced("daemon", st.start_timeout_s)
+    agents: dict[str, Path] = {}
+    for host in tb.topology.hosts:
+        name = str(host.id)
+        asock = work / f"agent-{name}.sock"
+        nics = [a for nic, ip in tb.host_addresses(name).items() for a in ("--nic", f"{nic}={ip}")]
+        ports = [] if _uses_hash(policy) else ["--ports", str(table)]
+        argv = cli_argv(
+            "agent", "--daemon", f"unix:{dsock}", "--host", name, "--listen", f"unix:{asock}",
+            "--token-file", str(work / "token"), "--state", str(work / f"agent-{name}.json"),
+            "--wait", "5", *ports, *nics,
+        )  # fmt: skip
+        procs.start(f"agent-{name}", tb.exec_argv(name, argv), capture_stdout=True)
+        agents[name] = asock
+    for name in agents:
+        procs.announced(f"agent-{name}", st.start_timeout_s)
+    return dsock, token, agents
+
+
+def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, agent: Path, st: RunSettings) -> Path:
+    # the rail's shard of the scaled buffer, dilated like the compute
+    rail_bytes = tb.scale_bytes(job.sync_bytes) * st.time_scale / job.rails
+    spec = {
+        "job": job.id,
+        "host_index": k,
+        "hosts": len(job.hosts),
+        "rails": job.rails,
+        "compute_s": job.compute_s * st.time_scale,
+        "overlap": job.overlap,
+        "rail_bytes": rail_bytes,
+        "listen": [[[job.listener(r, i).ip, job.listener(r, i).port] for i in range(len(job.hosts))]
+                   for r in range(job.rails)],
+        "agent": str(agent),
+        "ready": str(work / f"{job.id}-{k}.ready"),
+        "go": str(work / "go"),
+        "out": str(work / f"{job.id}-{k}.json"),
+        "refresh_s": st.refresh_s,
+        "calibration": st.calibration,
+        "timeout_s": 60.0,
+        "go_timeout_s": st.start_timeout_s + 60.0,
+    }  # fmt: skip
+    path = work / f"{job.id}-{k}.spec.json"
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def _wait_files(paths: list[Path], procs: Processes, names: list[str], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if all(p.exists() for p in paths):
+            return
+        dead = [n for n in names if procs.procs[n].poll() is not None]
+        if dead:
+            raise TestbedError(f"job process {dead[0]} exited early: {procs.tail(dead[0])}")
+        time.sleep(0.1)
+    missing = [n for n, p in zip(names, paths, strict=True) if not p.exists()]
+    raise TestbedError(f"job processes not ready after {timeout_s:.0f} s: {', '.join(missing[:4])}")
+
+
+def _register(
+    dsock: Path, token: str, jobs: list[JobLayout], agents: dict[str, Path], timeout_s: float
+) -> int:
+    with _http(dsock, token) as client:
+        for job in jobs:
+            body = {
+                "id": job.id,
+                "gpu_ids": [str(g) for g in job.gpus],
+                "compute_s": job.compute_s,
+                "comm_bytes": job.sync_bytes,
+                "overlap": job.overlap,
+                "collective": "hierarchical_ring" if job.rails > 1 else "ring",
+            }
+            r = client.post("/v1/jobs", json=body)
+            if r.status_code >= 300:
+                raise TestbedError(f"daemon refused job {job.id}: {r.status_code} {r.text[:200]}")
+        version = int(client.get("/v1/decisions/latest").json()["version"])
+    deadline = time.monotonic() + timeout_s
+    for name, sock in agents.items():
+        with _http(sock) as client:
+            while True:
+                try:
+                    if int(client.get("/v1/decision").json().get("version", 0)) >= version:
+                        break
+                except Exception:  # the agent is still starting: retried until the deadline
+                    pass
+                if time.monotonic() > deadline:
+                    raise TestbedError(f"agent of {name} did not get decision version {version}")
+                time.sleep(0.1)
+    return version
+
+
+def _trace(
+    tb: Testbed, jobs: list[JobLayout], outputs: dict[str, list[dict[str, Any]]]
+) -> dict[tuple[str, str, str], tuple[int, ...]]:
+    """The links every sending connection took, asked from the routers with its real 5-tuple."""
+    by_dport: dict[int, list[tuple[tuple[str, str, str], NodeId, NodeId, int]]] = defaultdict(list)
+    for job in jobs:
+        h = len(job.hosts)
+        for res in outputs.get(job.id, []):
+            k = int(res["host_index"])
+            for c in res["connections"]:
+                r, peer = int(c["rail"]), int(c["peer"])
+                src, dst = job.listener(r, k), job.listener(r, peer)
+                if src.nic == dst.nic or peer == k or h < 2:
+                    continue
+                key = (job.id, str(src.gpu), str(dst.gpu))
+                by_dport[int(c["remote"][1])].append((key, src.nic, dst.nic, int(c["local"][1])))
+    out: dict[tuple[str, str, str], tuple[int, ...]] = {}
+    for dport, flows in by_dport.items():
+        links = trace_ports(tb.layout, [(s, d, p) for _, s, d, p in flows], dport=dport)
+        for (key, *_), lk in zip(flows, links, strict=True):
+            out[key] = tuple(int(x) for x in lk)
+    return out
+
+
+def run_policy(
+    tb: Testbed, jobs: list[JobLayout], policy: str, st: RunSettings, *, work: Path, table: Path
+) -> PolicyRun:
+    """Run every job under ``policy`` for the profiling window plus ``window_s``; stop everything."""
+    work.mkdir(parents=True, exist_ok=True)
+    procs = Processes(work)
+    try:
+        dsock, token, agents = _start_services(tb, procs, work, policy, st, table)
+        names, ready = [], []
+        specs = [(job, k, host) for job in jobs for k, host in enumerate(job.hosts)]
+        for job, k, host in specs:
+            path = _spec(tb, job, k, work, agents[host], st)
+            name = f"job-{job.id}-{k}"
+            procs.start(
+                name, tb.exec_argv(host, [*cli_argv()[:1], "-m", "commsched.runtime.jobproc", str(path)])
+            )
+            names.append(name)
+            ready.append(work / f"{job.id}-{k}.ready")
+        _wait_files(ready, procs, names, st.start_timeout_s)
+        _register(dsock, token, jobs, agents, 60.0)
+        start = time.time() + 0.5
+        end_at = start + st.profiling_window_s + st.window_s
+        tmp = work / "go.tmp"
+        tmp.write_text(json.dumps({"start": start, "end_at": end_at}))
+        tmp.replace(work / "go")
+        codes = procs.wait_all(names, st.profiling_window_s + st.window_s + 90.0)
+        outputs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for job, k, _host in specs:
+            path = work / f"{job.id}-{k}.json"
+            if not path.exists():
+                raise TestbedError(
+                    f"job {job.id} host {k} gave no result (exit {codes[f'job-{job.id}-{k}']}): "
+                    f"{procs.tail(f'job-{job.id}-{k}')}"
+                )
+            res = json.loads(path.read_text())
+            if res["errors"]:
+                raise TestbedError(f"job {job.id} host {k}: {res['errors'][0]}")
+            outputs[job.id].append(res)
+        with _http(dsock) as client:
+            decision = client.get("/v1/decisions/latest").json()
+        paths = _trace(tb, jobs, outputs)
+    finally:
+        procs.close()
+    return PolicyRun(policy=policy, start=start, outputs=dict(outputs), decision=decision, paths=paths)

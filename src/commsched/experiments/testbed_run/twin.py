@@ -1,0 +1,128 @@
+"""The simulated twin of a testbed run: the same jobs, links, bytes, paths and classes, in the simulator.
+
+* Link capacities: every emulated link at ``capacity x rate_scale x GOODPUT`` — the TCP goodput of a
+  link shaped to that wire rate (runtime-notes §12.1: 1448 payload bytes per 1514-byte frame at MTU
+  1500 with timestamps). Links the testbed does not emulate (NVLink, PCIe) keep their capacity.
+* Bytes: every job's bytes per iteration times ``rate_scale`` (compute is not scaled).
+* Paths: each connection's route is the path the routers report for its real 5-tuple (under ECMP the
+  kernel's hash; under a pinning policy the probed port's path), so the comparison tests the model,
+  not the hash function.
+* Classes: the ones the daemon's last decision gave (the steady state after the profiling window).
+* Time dilation ``time_scale`` (the testbed's ``--time-scale``): compute and bytes are multiplied
+  by it as on the testbed, and the results' times divided by it.
+* Window: the simulated run lasts the profiling window plus the measuring window; averages are over
+  the measuring window, as on the testbed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from types import MappingProxyType
+
+from commsched.catalog import placement_registry, policy_registry
+from commsched.io.scenario import Scenario
+from commsched.scheduling.interfaces import PolicyContext
+from commsched.scheduling.state import ClusterState, ConnectionKey, Decisions
+from commsched.sim.engine import SimJob, Simulation
+from commsched.sim.records import Mode, SimConfig, SimResult
+from commsched.topology import LinkId, NodeId, Topology
+from commsched.workload import JobId
+
+__all__ = ["GOODPUT", "simulate_twin", "twin_topology"]
+
+#: TCP payload per wire byte of a full-size frame: 1448 / (1448 + 66 header bytes)
+GOODPUT = 1448 / 1514
+
+
+def twin_topology(
+    topology: Topology, emulated: Mapping[LinkId, float], *, link_latency_s: float | None = None
+) -> Topology:
+    """``topology`` with every emulated link at its goodput (``emulated``: shaped rate, bit/s).
+
+    ``link_latency_s`` (optional) replaces the latency of every emulated link (the twin's alpha).
+    """
+    links = [
+        replace(
+            lk,
+            capacity_bps=float(emulated[lk.id]) * GOODPUT,
+            latency_s=lk.latency_s if link_latency_s is None else link_latency_s,
+        )
+        if lk.id in emulated
+        else lk
+        for lk in topology.links
+    ]  # bits/s throughout
+    return Topology(
+        name=topology.name, nodes=topology.nodes, links=links, hosts=topology.hosts, params=topology.params
+    )
+
+
+def _route_index(topology: Topology, key: ConnectionKey, links: tuple[int, ...]) -> int | None:
+    paths = topology.equal_cost_paths(topology.nic_of(key.src), topology.nic_of(key.dst))
+    for i, p in enumerate(paths):
+        if tuple(int(x) for x in p.links) == links:
+            return i
+    return None
+
+
+def simulate_twin(
+    scenario: Scenario,
+    *,
+    policy: str,
+    rate_scale: float,
+    emulated: Mapping[LinkId, float],
+    paths: Mapping[tuple[str, str, str], tuple[int, ...]],
+    classes: Mapping[str, int],
+    warmup_s: float,
+    window_s: float,
+    time_scale: float = 1.0,
+    step_latency_s: float | None = None,
+) -> tuple[SimResult, int]:
+    """Simulate the twin; returns the result and how many measured paths the model does not have.
+
+    ``step_latency_s``: the measured latency of one ring step (testbed seconds); spread evenly over
+    the links of the longest measured path, so that a step along it costs that much in the model.
+    """
+    per_link = None
+    if step_latency_s is not None and paths:
+        per_link = step_latency_s / max(len(v) for v in paths.values())
+    topo = twin_topology(scenario.topology, emulated, link_latency_s=per_link)
+    routes: dict[ConnectionKey, int] = {}
+    unknown = 0
+    for (job, src, dst), links in paths.items():
+        key = ConnectionKey(job=JobId(job), src=NodeId(src), dst=NodeId(dst))
+        idx = _route_index(topo, key, links)
+        if idx is None:
+            unknown += 1
+        else:
+            routes[key] = idx
+    inner = policy_registry().get(policy, where="--policies").communication
+    fixed_classes = {JobId(j): int(c) for j, c in classes.items()}
+
+    def measured(state: ClusterState, ctx: PolicyContext) -> Decisions:
+        d = inner(state, ctx)
+        return replace(
+            d,
+            routes=MappingProxyType({**d.routes, **routes}),
+            classes=MappingProxyType({**d.classes, **fixed_classes}),
+        )
+
+    jobs = []
+    for j in scenario.jobs:
+        p = j.spec.profile
+        scaled = replace(  # bytes scaled like the links; compute and bytes dilated alike
+            p, compute_s=p.compute_s * time_scale, sync_bytes=p.sync_bytes * rate_scale * time_scale
+        )
+        jobs.append(SimJob(spec=replace(j.spec, profile=scaled, iterations=None), gpus=j.gpu_ids))
+    sim = Simulation(
+        topology=topo,
+        jobs=jobs,
+        policy=measured,
+        placement=placement_registry().get(scenario.placement, where="placement"),
+        config=SimConfig(
+            horizon_s=warmup_s + window_s, mode=Mode.EXACT, seed=scenario.seed, warmup_s=warmup_s
+        ),
+        policy_name=policy,
+        priority_levels=scenario.priority_levels,
+    )
+    return sim.run(), unknown

@@ -1,0 +1,293 @@
+"""One job process on a host: compute as a sleep, then real all-reduces of the job's bytes, timed.
+
+``python -m commsched.runtime.jobproc SPEC.json`` runs the part of a data-parallel job that lives on
+one host (a testbed host namespace): per iteration it sleeps the compute time, releasing the
+communication after the fraction ``overlap`` of it (Crux's model: the next iteration starts when both
+are done), and runs the inter-host phase of the hierarchical ring all-reduce for real: one ring
+all-reduce per rail (the GPUs with the same local index on every host of the job, each on its NIC),
+of the rail's share of the job's (scaled) bytes, through :mod:`commsched.runtime`. The rails run in
+threads and are joined, so a host waits for its slowest rail as the job's collective does. The
+intra-host phases cross NVLink / PCIe, which the testbed does not emulate; they are not run.
+
+Every connection binds the source port and sets the DSCP that the host agent answers
+(``GET /v1/port`` over its Unix socket) for the job's ranks; ``policy_refresh_s`` re-asks it, so a
+class change (the end of the profiling window) re-marks open connections.
+
+The spec (JSON, written by the launcher): ``job``, ``host_index``, ``hosts``, ``rails``, ``compute_s``,
+``overlap``, ``rail_bytes`` (bytes all-reduced per rail and iteration, already scaled),
+``listen`` (per rail: ``[ip, port]`` of every host of the job, in host order), ``agent`` (Unix socket
+path or ``null``), ``ready`` (file to create once listening), ``go`` (file the launcher writes when
+all processes are ready: ``{"start": T0, "end_at": T1}``, wall-clock seconds: start at ``T0``, stop
+after ``T1``), ``out`` (result JSON), ``refresh_s``, ``timeout_s``. Stopping is agreed through the
+all-reduce itself: a host past ``end_at`` adds 1 to the first element of rail 0's buffer, and every
+host stops after the iteration whose sum is positive, so all hosts of a job run the same number of
+iterations.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import math
+import os
+import signal
+import socket
+import statistics
+import sys
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from commsched.runtime.transport import Marking, Options, init
+
+__all__ = ["AgentPolicy", "main", "run"]
+
+
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("agent", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(self.timeout)
+            sock.connect(self._path)
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+class AgentPolicy:
+    """Connection policy that asks the host agent (Unix socket) for the job's source port and DSCP.
+
+    The transport names ranks of one rail ring (host indices); the agent knows the job's ranks, so
+    rail rank ``k`` of rail ``r`` is job rank ``k * rails + r``. ``dports[k]`` is the port rank ``k``
+    listens on (the ECMP hash includes it).
+
+    The data path never waits for the control path: a connection's first question is asked at once
+    (its source port is needed to open it); after that the cached answer is returned and a
+    background thread asks the agent again every ``refresh_s`` seconds, so the transport's periodic
+    re-marking picks up a new class without an HTTP round trip inside a collective. When the agent
+    does not answer, the last answer is kept (unmarked, any port before the first one).
+    """
+
+    def __init__(
+        self,
+        *,
+        socket_path: str | None,
+        job: str,
+        rail: int,
+        rails: int,
+        dports: list[int],
+        refresh_s: float | None = None,
+    ) -> None:
+        self.socket_path = socket_path
+        self.job = job
+        self.rail = rail
+        self.rails = rails
+        self.dports = dports
+        self.refresh_s = refresh_s
+        self.answers: dict[tuple[int, int], dict[str, Any]] = {}
+        self._last: dict[tuple[int, int], Marking] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def marking(self, job: str, src: int, dst: int) -> Marking:
+        key = (src, dst)
+        if self.socket_path is None:
+            return Marking(source_port=None, dscp=0)
+        with self._lock:
+            known = self._last.get(key)
+        if known is None:
+            self._ask(key)
+            if self.refresh_s and self._thread is None:
+                self._thread = threading.Thread(target=self._follow, name="agent-policy", daemon=True)
+                self._thread.start()
+        with self._lock:
+            return self._last.get(key, Marking(source_port=None, dscp=0))
+
+    def close(self) -> None:
+        """Stop the background refresh."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10.0)
+
+    def _follow(self) -> None:
+        assert self.refresh_s
+        while not self._stop.wait(self.refresh_s):
+            with self._lock:
+                keys = list(self._last)
+            for key in keys:
+                self._ask(key)
+
+    def _ask(self, key: tuple[int, int]) -> None:
+        assert self.socket_path is not None
+        src, dst = key
+        query = urllib.parse.urlencode(
+            {
+                "job": self.job,
+                "src_rank": src * self.rails + self.rail,
+                "dst_rank": dst * self.rails + self.rail,
+                "dport": self.dports[dst],
+            }
+        )
+        conn = _UnixHTTPConnection(self.socket_path, timeout=5.0)
+        try:
+            conn.request("GET", f"/v1/port?{query}")
+            resp = conn.getresponse()
+            body = json.loads(resp.read() or b"{}")
+            if resp.status == 200:
+                port = body.get("src_port")
+                mark = Marking(source_port=int(port) if port else None, dscp=int(body["dscp"] or 0))
+                with self._lock:
+                    self._last[key] = mark
+                    self.answers[key] = body
+        except (OSError, ValueError, KeyError, http.client.HTTPException):
+            pass
+        finally:
+            conn.close()
+
+
+def _wait_go(path: Path, deadline: float) -> tuple[float, float]:
+    while time.time() < deadline:
+        try:
+            go = json.loads(path.read_text())
+        except (FileNotFoundError, ValueError):
+            go = None
+        if isinstance(go, dict):
+            return float(go["start"]), float(go["end_at"])
+        time.sleep(0.05)
+    raise TimeoutError(f"no start signal in {path}")
+
+
+def tcp_counters() -> dict[str, int]:
+    """TCP counters of this network namespace (``/proc/net/snmp``): segments out, retransmitted."""
+    try:
+        rows = [ln.split() for ln in Path("/proc/net/snmp").read_text().splitlines() if ln.startswith("Tcp:")]
+    except OSError:
+        return {}
+    if len(rows) < 2:
+        return {}
+    values = dict(zip(rows[0][1:], rows[1][1:], strict=False))
+    return {k: int(values[k]) for k in ("OutSegs", "RetransSegs") if k in values}
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run the job's part on this host as ``spec`` says; returns the result record."""
+    job, k, hosts, rails = spec["job"], int(spec["host_index"]), int(spec["hosts"]), int(spec["rails"])
+    compute_s, overlap = float(spec["compute_s"]), float(spec["overlap"])
+    n_elems = max(1, math.ceil(float(spec["rail_bytes"]) / 4))  # float32: 4 bytes per element
+    policies = []
+    comms = []
+    for r in range(rails):
+        peers = [(str(ip), int(port)) for ip, port in spec["listen"][r]]
+        pol = AgentPolicy(
+            socket_path=spec.get("agent"),
+            job=job,
+            rail=r,
+            rails=rails,
+            dports=[p for _, p in peers],
+            refresh_s=spec.get("refresh_s"),
+        )
+        policies.append(pol)
+        opts = Options(
+            policy=pol, timeout_s=float(spec.get("timeout_s", 60.0)), policy_refresh_s=spec.get("refresh_s")
+        )
+        comms.append(init(job=f"{job}.rail{r}", rank=k, world_size=hosts, peers=peers, options=opts))
+    bufs = [np.zeros(n_elems, dtype=np.float32) for _ in range(rails)]
+    small = [np.zeros(hosts, dtype=np.float32) for _ in range(rails)]  # one element per rank
+    Path(spec["ready"]).write_text(str(os.getpid()))
+    start, end_at = _wait_go(Path(spec["go"]), time.time() + float(spec.get("go_timeout_s", 300.0)))
+    time.sleep(max(0.0, start - time.time()))
+    iters: list[tuple[float, float]] = []
+    tcp0 = tcp_counters()
+    errors: list[str] = []
+
+    def reduce(r: int, tiny: bool = False) -> None:
+        try:
+            comms[r].all_reduce(small[r] if tiny else bufs[r])
+        except Exception as exc:  # reported in the result; the job stops
+            errors.append(f"rail {r}: {type(exc).__name__}: {exc}")
+
+    def all_rails(tiny: bool) -> None:
+        threads = [threading.Thread(target=reduce, args=(r, tiny)) for r in range(1, rails)]
+        for t in threads:
+            t.start()
+        reduce(0, tiny)
+        for t in threads:
+            t.join()
+
+    calib: list[float] = []
+    try:
+        # per-step latency of the real path (software, kernel, fabric): tiny all-reduces on every
+        # rail at once, timed; the first opens the connections and is not counted
+        for _ in range(int(spec.get("calibration", 0)) + 1):
+            c0 = time.perf_counter()
+            all_rails(True)
+            calib.append(time.perf_counter() - c0)
+        while not errors:
+            t0 = time.time()
+            for b in bufs:
+                b.fill(0.0)
+            bufs[0][0] = 1.0 if t0 >= end_at else 0.0
+            time.sleep(overlap * compute_s)  # the compute before the communication is released
+            threads = [threading.Thread(target=reduce, args=(r,)) for r in range(rails)]
+            for t in threads:
+                t.start()
+            time.sleep((1.0 - overlap) * compute_s)  # the rest of the compute, beside it
+            for t in threads:
+                t.join()
+            iters.append((t0, time.time()))
+            if bufs[0][0] > 0.5:
+                break
+        conns = [
+            {"rail": r, "peer": c.peer, "local": list(c.local), "remote": list(c.remote), "dscp": c.dscp}
+            for r, comm in enumerate(comms)
+            for c in comm.connections()
+            if c.direction == "out"
+        ]
+    finally:
+        for comm in comms:
+            comm.close()
+        for pol in policies:
+            pol.close()
+    answers = [
+        {"rail": p.rail, "src": s, "dst": d, **a} for p in policies for (s, d), a in sorted(p.answers.items())
+    ]
+    return {
+        "job": job,
+        "host_index": k,
+        "iterations": iters,
+        "connections": conns,
+        "answers": answers,
+        "errors": errors,
+        "tcp": {k: v - tcp0.get(k, 0) for k, v in tcp_counters().items()},  # whole host namespace
+        "cpu_s": time.process_time(),
+        # seconds per ring step of a tiny all-reduce (median; 2(h-1) steps per all-reduce)
+        "step_latency_s": (
+            statistics.median(calib[1:]) / (2 * (hosts - 1)) if len(calib) > 1 and hosts > 1 else None
+        ),  # CPU this process used (all threads), for the load report
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: ``python -m commsched.runtime.jobproc SPEC.json``; writes ``spec['out']``."""
+    args = sys.argv[1:] if argv is None else argv
+    spec = json.loads(Path(args[0]).read_text())
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    result = run(spec)
+    tmp = Path(spec["out"] + ".tmp")
+    tmp.write_text(json.dumps(result))
+    tmp.replace(spec["out"])
+    return 1 if result["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

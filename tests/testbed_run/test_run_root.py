@@ -1,0 +1,66 @@
+"""``commsched testbed run`` end to end on the emulated fabric (root and iproute2; skipped otherwise)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from commsched.testbed import netns
+from commsched.testbed.state import list_names
+
+
+@pytest.fixture
+def root() -> None:
+    why = netns.missing_capability()
+    if why is not None:
+        pytest.skip(why)
+
+
+def test_run_rejects_unknown_policy() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", "from commsched.cli.app import main; main()", "testbed", "run", "crux-fig19",
+         "--policies", "no-such-policy"],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "no-such-policy" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_crux_full_on_the_testbed(root: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real processes under crux-full: planned paths, class DSCPs on the sockets, a twin for each job."""
+    monkeypatch.setenv("COMMSCHED_TESTBED_DIR", str(tmp_path / "state"))
+    name = f"csr{os.getpid() % 100000}t"
+    env = {**os.environ, "COMMSCHED_TESTBED_DIR": str(tmp_path / "state")}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", "from commsched.cli.app import main; main()", "testbed", "run",
+             "crux-fig19", "--policies", "crux-full", "--json", "--window", "6", "--profiling-window", "3",
+             "--name", name],
+            capture_output=True, text=True, check=False, timeout=420, env=env,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        report = json.loads(proc.stdout)
+    finally:
+        left = [ns for ns in netns.list_namespaces() if ns.startswith(f"{name}-")]
+        assert not left, left
+        assert name not in list_names()
+    body = report["policies"]["crux-full"]
+    assert set(body["jobs"]) == {"gpt", "bert1", "bert2", "bert3"}
+    # every connection went where the daemon decided (the agent's probed ports)
+    assert body["paths"]["connections"] == 56
+    assert body["paths"]["on_decision_path"] == 56
+    for job in body["jobs"].values():
+        assert job["iterations_measured"] >= 1
+        assert job["measured_iteration_s"] >= job["compute_s"]  # compute is a floor
+        assert job["simulated_iteration_s"] >= job["compute_s"] * 0.999
+        assert job["dscp_on_sockets"] == [job["dscp"]]  # the class's DSCP after the profiling window
+    classes = {k: v["class"] for k, v in body["jobs"].items()}
+    assert classes["gpt"] == min(classes.values())  # the communication-heavy job ranks first
+    u = body["allocated_gpu_utilization"]
+    assert 0 < u["measured"] <= 1 + 1e-9 and 0 < u["simulated"] <= 1 + 1e-9
