@@ -38,8 +38,8 @@ app = typer.Typer(
     help=(
         "Communication scheduling for multi-tenant GPU training clusters: decide placement, paths and "
         "priority classes (Crux, vClos, BytePS, Mercury and their baselines), simulate what they do to "
-        "GPU utilisation and job completion time. (The runtime that enforces decisions on real hosts is not "
-        "part of this release.)"
+        "GPU utilisation and job completion time, and enforce them on real traffic: an emulated fabric "
+        "(testbed), a scheduling daemon and host agents, a job transport and a parameter-server runtime."
     ),
     no_args_is_help=True,
     add_completion=False,
