@@ -167,14 +167,25 @@ def read_result(out_dir: str | Path) -> ResultFrames:
     return ResultFrames(summary=summary, jobs=jobs, utilization=util, links=links)
 
 
+def _flat(name: str, vals: dict[str, Any]) -> dict[str, Any]:
+    """One row: nested figures (e.g. the ``throughput_loss`` distribution) become ``outer_inner`` columns."""
+    row: dict[str, Any] = {"policy": name}
+    for key, val in vals.items():
+        if isinstance(val, dict):
+            row.update({f"{key}_{inner}": v for inner, v in val.items()})
+        else:
+            row[key] = val
+    return row
+
+
 def _comparison_rows(obj: dict[str, Any]) -> pd.DataFrame:
     pd_ = _pandas()
-    rows = [{"policy": name, **vals} for name, vals in obj["policies"].items()]
+    rows = [_flat(name, vals) for name, vals in obj["policies"].items()]
     frame: pd.DataFrame = pd_.DataFrame.from_records(rows)
     if frame.empty:
         return frame
     for col in frame.columns:
-        if col not in ("policy", "finished_jobs", "jobs"):
+        if col not in ("policy", "finished_jobs", "jobs") and not col.endswith(("_jobs", "_over_50pct")):
             frame[col] = frame[col].astype("float64")
     return frame.set_index("policy")
 
@@ -189,6 +200,8 @@ def comparison_frame(cmp: Comparison) -> pd.DataFrame:
     >>> list(df.index)
     ['ecmp-fair', 'crux-full']
     >>> "gpu_utilization" in df.columns and "avg_jct_s" in df.columns
+    True
+    >>> "throughput_loss_p95" in df.columns  # the loss distribution, one column per figure
     True
     """
     return _comparison_rows(comparison_json(cmp))
