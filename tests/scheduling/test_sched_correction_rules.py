@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 from commsched.scheduling.correction import (
     CorrectionSettings,
     LinkJob,
-    _low_period,
-    _rational,
     compare_pair,
     comparison_window,
     simulate_pair,
 )
+from commsched.scheduling.correction_link import _rational
+from commsched.scheduling.correction_pair import _low_period
 
 TICK = Fraction(1, 8)
 

@@ -1,0 +1,298 @@
+"""Crux's priority compression: Max K-Cut of the contention DAG by sampled orders + DP (Crux §4.3).
+
+Crux's solver (``crux_compression``) samples ``m`` random breadth-first topological orders and, for
+each, solves the sequence K-cut exactly by dynamic programming (``max_k_cut_table``), keeping the best.
+An exact ``brute_force_compression`` for small DAGs serves the tests. The DAG conventions are those of
+``commsched.scheduling.compression``.
+
+References
+----------
+.. [1] J. Cao et al., "Crux: GPU-Efficient Communication Scheduling for Deep Learning Training",
+   SIGCOMM 2024, §4.3 (Algorithm 1, Theorems 2 and 3); crux-spec §4.3-§4.7.
+.. [2] F. F. Yao, "Efficient dynamic programming using quadrangle inequalities", STOC 1980.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from commsched.errors import InputError
+from commsched.scheduling.compression_dag import (
+    Compression,
+    _bfs,
+    _blocks_to_levels,
+    _check_contention,
+    _check_levels,
+    _check_order,
+    _indegrees,
+)
+
+__all__ = [
+    "BRUTE_FORCE_MAX_ASSIGNMENTS",
+    "KCutTable",
+    "brute_force_compression",
+    "crux_compression",
+    "max_k_cut_table",
+    "sequence_compression",
+]
+
+
+BRUTE_FORCE_MAX_ASSIGNMENTS = 2_000_000
+"""Largest number of level assignments ``K**n`` that ``brute_force_compression`` enumerates."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KCutTable:
+    """The dynamic-programming tables of the sequence K-cut of one order (Algorithm 1).
+
+    Attributes
+    ----------
+    best
+        ``best[k, i]`` = ``f(i, k)``: the largest cut weight of splitting the first ``i`` jobs of the
+        order into ``k`` non-empty consecutive blocks (``-inf`` where ``i < k``); shape ``(K+1, n+1)``.
+    split
+        ``split[k, i]`` = ``g(i, k)``: the largest argmax ``j`` (the last block is positions
+        ``j+1 .. i``); ``-1`` where undefined.
+    """
+
+    best: NDArray[np.float64]
+    split: NDArray[np.int64]
+
+
+def _layer_step(
+    best: NDArray[np.float64], gain: NDArray[np.float64], k: int, lo: int, i: int
+) -> tuple[float, int]:
+    """Max and largest argmax over ``j in [lo, i)`` of ``f(j, k-1) + C[j][i]`` (NumPy-vectorised)."""
+    values = best[k - 1, lo:i] + gain[lo:i]
+    last = values.size - 1 - int(np.argmax(values[::-1]))
+    return float(values[last]), lo + last
+
+
+def max_k_cut_table(
+    sharing: ArrayLike, intensity: ArrayLike, order: ArrayLike, levels: int, *, monotone: bool = True
+) -> KCutTable:
+    """Solve the sequence K-cut of one topological order by dynamic programming (Algorithm 1).
+
+    With the order ``a_1 .. a_n``, ``S[j][i]`` is the weight of edges from ``a_1..a_j`` to ``a_1..a_i``
+    and ``C[j][i] = S[j][i] - S[j][j]`` the weight from ``a_1..a_j`` into ``a_{j+1}..a_i``. Then
+    ``f(i, 1) = 0`` and ``f(i, k) = max_{k-1 <= j < i} f(j, k-1) + C[j][i]``; ``g(i, k)`` is the largest
+    argmax. The column ``S[:, i]`` is built incrementally (the prefix-sum loop runs over all ``n``
+    positions; the paper's ``1..K`` bound is an erratum, crux-spec §4.5), so memory is ``O(K n)``.
+
+    Parameters
+    ----------
+    sharing, intensity
+        The contention DAG (jobs in rank order, see the module docstring).
+    order
+        A topological order of the DAG.
+    levels
+        Number of blocks ``K`` (the table covers ``k = 1 .. K``).
+    monotone
+        Restrict ``j >= g(i-1, k)`` (monotone argmax, valid because ``C`` satisfies the quadrangle
+        inequality; crux-spec §4.6). ``False`` scans the full range (reference implementation).
+
+    Returns
+    -------
+    KCutTable
+        ``best`` = ``f`` and ``split`` = ``g``, shape ``(K+1, n+1)``.
+
+    Examples
+    --------
+    >>> share = np.zeros((4, 4), dtype=bool)
+    >>> share[0, 1] = share[1, 0] = share[2, 3] = share[3, 2] = True
+    >>> table = max_k_cut_table(share, [5.0, 4.0, 3.0, 2.0], [0, 2, 1, 3], 2)
+    >>> float(table.best[2, 4]), int(table.split[2, 4])
+    (8.0, 2)
+
+    References
+    ----------
+    Crux §4.3, Algorithm 1; crux-spec §4.5 (with errata) and §4.6; Yao (1980).
+    """
+    share, inten = _check_contention(sharing, intensity)
+    _check_levels(levels)
+    return _table(share, inten, _check_order(order, share), int(levels), monotone)
+
+
+def _table(
+    share: NDArray[np.bool_], inten: NDArray[np.float64], ords: NDArray[np.int64], big_k: int, monotone: bool
+) -> KCutTable:
+    n = share.shape[0]
+    best = np.full((big_k + 1, n + 1), -np.inf)
+    split = np.full((big_k + 1, n + 1), -1, dtype=np.int64)
+    best[1, 1:] = 0.0
+    split[1, 1:] = 0
+    column = np.zeros(n + 1)  # S[j][i] for j = 0..n, current i
+    diagonal = np.zeros(n + 1)  # S[j][j]
+    weight_in_order = inten[ords]
+    for i in range(1, n + 1):
+        head = ords[i - 1]
+        # weights of edges a_p -> a_i (p < i): every sharing predecessor in a topological order is a tail
+        incoming = np.where(share[head, ords[: i - 1]], weight_in_order[: i - 1], 0.0)
+        column[1:i] += np.cumsum(incoming)
+        column[i] = column[i - 1]  # S[i][i] = S[i-1][i]: entries j > i are never read
+        diagonal[i] = column[i]
+        gain = column[:i] - diagonal[:i]  # C[j][i] for j < i
+        for k in range(2, min(big_k, i) + 1):
+            lo = k - 1
+            if monotone and split[k, i - 1] >= 0:
+                lo = max(lo, int(split[k, i - 1]))
+            best[k, i], split[k, i] = _layer_step(best, gain, k, lo, i)
+    return KCutTable(best=best, split=split)
+
+
+def sequence_compression(
+    sharing: ArrayLike, intensity: ArrayLike, order: ArrayLike, levels: int, *, monotone: bool = True
+) -> Compression:
+    """The best compression that cuts one topological order into at most ``levels`` blocks.
+
+    Uses ``K' = min(levels, n)`` blocks (using every level never hurts, crux-spec §4.5); block 1 gets
+    level 0 (highest). Reconstruction follows ``Cut(i, k) = Cut(g(i, k), k-1) + {a_{g+1} .. a_i}``.
+
+    Examples
+    --------
+    >>> share = np.zeros((4, 4), dtype=bool)
+    >>> share[0, 1] = share[1, 0] = share[2, 3] = share[3, 2] = True
+    >>> sequence_compression(share, [5.0, 4.0, 3.0, 2.0], [0, 1, 2, 3], 2).levels
+    (0, 1, 1, 1)
+    >>> sequence_compression(share, [5.0, 4.0, 3.0, 2.0], [0, 2, 1, 3], 2).levels
+    (0, 1, 0, 1)
+
+    References
+    ----------
+    Crux §4.3, Algorithm 1 and Theorem 2; crux-spec §4.5 (erratum iv: the last block is
+    ``a_{i_{K-1}+1} .. a_n``).
+    """
+    share, inten = _check_contention(sharing, intensity)
+    _check_levels(levels)
+    return _sequence(share, inten, _check_order(order, share), int(levels), monotone)
+
+
+def _sequence(
+    share: NDArray[np.bool_], inten: NDArray[np.float64], ords: NDArray[np.int64], levels: int, monotone: bool
+) -> Compression:
+    table = _table(share, inten, ords, levels, monotone)
+    n = ords.size
+    if n == 0:
+        return Compression(levels=(), cut_weight=0.0, order=())
+    k = min(int(levels), n)
+    bounds = [n]
+    i = n
+    for kk in range(k, 1, -1):
+        i = int(table.split[kk, i])
+        bounds.append(i)
+    bounds.reverse()
+    return Compression(
+        levels=_blocks_to_levels(ords, bounds),
+        cut_weight=float(table.best[k, n]),
+        order=tuple(int(v) for v in ords),
+    )
+
+
+def crux_compression(
+    sharing: ArrayLike,
+    intensity: ArrayLike,
+    levels: int,
+    *,
+    rng: np.random.Generator | int = 0,
+    orders: int = 10,
+) -> Compression:
+    """Crux's priority compression: the best sequence K-cut over ``orders`` random BFS orders.
+
+    Parameters
+    ----------
+    sharing, intensity
+        The contention DAG (jobs in rank order, see the module docstring).
+    levels
+        Number of usable priority levels ``K`` (e.g. 8 in the trace simulation, 3 in the
+        microbenchmark; crux-spec A15).
+    rng
+        A ``numpy.random.Generator`` or an integer seed for one.
+    orders
+        Number ``m`` of sampled topological orders (the paper uses 10). Ties keep the first best
+        (strict ``>``).
+
+    Returns
+    -------
+    Compression
+        Levels per job (0 = highest), their cut weight and the order they cut.
+
+    Examples
+    --------
+    Fig. 13 of the paper: jobs 0 and 1 share a link, so do jobs 2 and 3; two levels.
+
+    >>> share = np.zeros((4, 4), dtype=bool)
+    >>> share[0, 1] = share[1, 0] = share[2, 3] = share[3, 2] = True
+    >>> result = crux_compression(share, [5.0, 4.0, 3.0, 2.0], 2, rng=1)
+    >>> result.levels, result.cut_weight
+    ((0, 1, 0, 1), 8.0)
+
+    References
+    ----------
+    Crux §4.3 (Algorithm 1, Theorems 2 and 3); crux-spec §4.4-§4.7, A10, A15.
+    """
+    share, inten = _check_contention(sharing, intensity)
+    _check_levels(levels)
+    if isinstance(orders, bool) or not isinstance(orders, int) or orders < 1:
+        raise InputError(f"{orders!r}", where="orders", expected="an integer >= 1")
+    gen = np.random.default_rng(rng)
+    indegrees = _indegrees(share)
+
+    def sample() -> Compression:
+        order = np.asarray(_bfs(share, indegrees, gen), dtype=np.int64)
+        return _sequence(share, inten, order, int(levels), True)
+
+    best = sample()
+    for _ in range(orders - 1):
+        candidate = sample()
+        if candidate.cut_weight > best.cut_weight:
+            best = candidate
+    return best
+
+
+def brute_force_compression(sharing: ArrayLike, intensity: ArrayLike, levels: int) -> Compression:
+    """The exact Max K-Cut of the contention DAG by enumerating every valid level assignment.
+
+    Enumerates ``min(levels, n) ** n`` assignments (at most ``BRUTE_FORCE_MAX_ASSIGNMENTS``); meant
+    for tests and small cases (the paper's microbenchmark: 5 jobs, 3 levels). Ties keep the
+    lexicographically smallest assignment.
+
+    Examples
+    --------
+    >>> share = np.zeros((4, 4), dtype=bool)
+    >>> share[0, 1] = share[1, 0] = share[2, 3] = share[3, 2] = True
+    >>> result = brute_force_compression(share, [5.0, 4.0, 3.0, 2.0], 2)
+    >>> result.levels, result.cut_weight, result.order
+    ((0, 1, 0, 1), 8.0, (0, 2, 1, 3))
+
+    References
+    ----------
+    Crux §4.3 (problem statement), §4.4 (enumeration as the optimum); crux-spec §4.3, A12.
+    """
+    share, inten = _check_contention(sharing, intensity)
+    _check_levels(levels)
+    n = share.shape[0]
+    if n == 0:
+        return Compression(levels=(), cut_weight=0.0, order=())
+    k = min(int(levels), n)
+    if k**n > BRUTE_FORCE_MAX_ASSIGNMENTS:
+        raise InputError(
+            f"{k}**{n} assignments",
+            where="brute_force_compression",
+            expected=f"at most {BRUTE_FORCE_MAX_ASSIGNMENTS} (a smaller DAG)",
+        )
+    assign = np.array(list(itertools.product(range(k), repeat=n)), dtype=np.int64).reshape(-1, n)
+    src, dst = np.nonzero(np.triu(share, 1))
+    valid = np.all(assign[:, src] <= assign[:, dst], axis=1)
+    cuts = ((assign[:, src] < assign[:, dst]) * inten[src]).sum(axis=1)
+    cuts = np.where(valid, cuts, -np.inf)
+    winner = assign[int(np.argmax(cuts))]
+    order = np.lexsort((np.arange(n), winner))
+    return Compression(
+        levels=tuple(int(v) for v in winner),
+        cut_weight=float(cuts.max()),
+        order=tuple(int(v) for v in order),
+    )

@@ -1,0 +1,179 @@
+"""Crux's communication policies: path selection, priority assignment and compression (Crux §4).
+
+:func:`crux_plan` bundles Crux path selection (:func:`crux_routes`), the ranking by ``P_j = k_j I_j``
+and the Max K-Cut compression run per component of the contention DAG
+(:func:`componentwise_compression`), each switchable through :class:`CruxSettings`; the names
+``crux-pa``, ``crux-ps-pa``, ``crux-full`` and ``crux-full-guard`` of
+:mod:`commsched.scheduling.policies` are variants of it.
+
+References
+----------
+.. [1] J. Cao et al., "Crux", SIGCOMM 2024, §4.1-§4.4, §5.5, §6.6; crux-spec §2-§4, §6.6.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
+
+from commsched.scheduling.compression import Compression, crux_compression, cut_weight
+from commsched.scheduling.guard import guard_classes
+from commsched.scheduling.interfaces import PolicyContext
+from commsched.scheduling.memo import maybe
+from commsched.scheduling.paths import GreedyTrail, PathSettings, greedy_routes
+from commsched.scheduling.policies_common import (
+    Plan,
+    PlanFn,
+    Routes,
+    _classes,
+    _Ctx,
+    _facts,
+    _plan,
+    _rng,
+    _solo_facts,
+    _weight,
+)
+from commsched.scheduling.priority import CruxPriority, JobFacts, crux_ranking
+from commsched.scheduling.routing import ecmp_routes
+from commsched.scheduling.state import ClusterState, Decisions
+
+__all__ = [
+    "CruxSettings",
+    "componentwise_compression",
+    "crux_plan",
+    "crux_routes",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CruxSettings:
+    """Which Crux mechanisms run and how.
+
+    Attributes
+    ----------
+    select_paths
+        Crux path selection (else ECMP hashing).
+    compress
+        Compress to ``priority_levels`` classes (else one class per job).
+    paths
+        Metric and granularity of path selection.
+    priority
+        Resolution of the pairwise comparison behind ``k_j``.
+    orders
+        Number ``m`` of sampled BFS orders of the compression.
+    guard_loss
+        Opt-in starvation guard: promote jobs whose predicted throughput loss exceeds this fraction
+        (:mod:`commsched.scheduling.guard`); ``None`` = Crux as published.
+    """
+
+    select_paths: bool = True
+    compress: bool = True
+    paths: PathSettings = field(default_factory=PathSettings)
+    priority: CruxPriority = field(default_factory=CruxPriority)
+    orders: int = 10
+    guard_loss: float | None = None
+
+
+def _crux_routes(state: ClusterState, c: _Ctx, solo: Sequence[JobFacts], settings: PathSettings) -> Routes:
+    """Crux path selection: jobs in decreasing ``I_j`` (solo), ties by id (crux-spec §2.2 item 4)."""
+    order = sorted(solo, key=lambda f: (-f.intensity.value, f.job.id))
+    weights = {f.job.id: _weight(f, settings) for f in solo}
+    # the jobs ranked above the one that arrived or left are placed as in the previous decision
+    trail = maybe(c.memo, ("greedy-trail", settings), GreedyTrail)
+    return greedy_routes(c.table, [(f.job, c.flows[f.job.id]) for f in order], weights, settings, trail)
+
+
+def componentwise_compression(
+    sharing: NDArray[np.bool_],
+    intensity: NDArray[np.float64],
+    levels: int,
+    *,
+    rng: np.random.Generator,
+    orders: int = 10,
+) -> Compression:
+    """Crux's compression run per connected component of the contention DAG.
+
+    The cut weight and the validity of a compression are sums / conjunctions over components, so
+    the Max K-Cut of the whole DAG is the union of the components' (each solved with ``orders``
+    sampled BFS orders, in rank order, with one shared generator); this keeps the DP at
+    ``O(m K n_c^2)`` per component instead of ``O(m K n^2)``. Jobs without contention edges are
+    placed by rank position (``level = floor(position * K / n)``), which keeps the ranking's order
+    among them (it matters only for intra-host sharing, which the DAG ignores).
+
+    References
+    ----------
+    Crux §4.3 (Algorithm 1); crux-spec §4.3, §4.8.
+    """
+    n = sharing.shape[0]
+    k = max(1, min(levels, n))
+    out = [min(k - 1, (i * k) // max(1, n)) for i in range(n)]
+    if n:
+        count, labels = connected_components(sparse.csr_matrix(sharing), directed=False)
+        for c in range(count):
+            idx = np.flatnonzero(labels == c)
+            if idx.size < 2:
+                continue
+            sub = crux_compression(sharing[np.ix_(idx, idx)], intensity[idx], levels, rng=rng, orders=orders)
+            for i, level in zip(idx.tolist(), sub.levels, strict=True):
+                out[i] = level
+    levels_t = tuple(int(v) for v in out)
+    return Compression(
+        levels=levels_t, cut_weight=cut_weight(sharing, intensity, levels_t), order=tuple(range(n))
+    )
+
+
+def crux_plan(state: ClusterState, ctx: PolicyContext, settings: CruxSettings | None = None) -> Plan:
+    """Crux's decisions: path selection, priority assignment and compression (as configured).
+
+    Path selection orders the jobs by ``I_j`` under their solo routes; ranking, ``k_j``, the
+    contention DAG and the reported intensities use the finally chosen routes.
+
+    References
+    ----------
+    Crux §4.1-§4.3 and §5.5 (all recomputed on every arrival and departure); crux-spec §2-§4.
+    """
+    cfg = settings or CruxSettings()
+    if not state.jobs:
+        return Plan(decisions=Decisions(), intensity={})
+    c = _Ctx.of(state, ctx.memo)
+    if cfg.select_paths:
+        solo = _solo_facts(state, c, cfg.paths)
+        routes = _crux_routes(state, c, solo, cfg.paths)
+        facts = _facts(state, c, routes)
+    else:
+        routes = ecmp_routes(state, seed=ctx.seed)
+        facts = _facts(state, c, routes)
+    ranking = crux_ranking(facts, cfg.priority, memo=ctx.memo)
+    rng = _rng(ctx)
+
+    def crux_k_cut(share: NDArray[np.bool_], inten: NDArray[np.float64], k: int) -> Compression:
+        return componentwise_compression(share, inten, k, rng=rng, orders=cfg.orders)
+
+    classes = _classes(state, ranking, facts, crux_k_cut if cfg.compress else None, c.network)
+    if cfg.guard_loss is not None:
+        classes = guard_classes(facts, classes, state.topology, c.network, cfg.guard_loss)
+    return _plan(routes, ranking, classes, facts)
+
+
+def _crux_variant(settings: CruxSettings) -> PlanFn:
+    def plan(state: ClusterState, ctx: PolicyContext) -> Plan:
+        return crux_plan(state, ctx, settings)
+
+    return plan
+
+
+def crux_routes(state: ClusterState, settings: PathSettings | None = None) -> Routes:
+    """Crux path selection alone (jobs by decreasing solo ``I_j``), for experiments.
+
+    References
+    ----------
+    Crux §4.1; crux-spec §2.2.
+    """
+    cfg = settings or PathSettings()
+    c = _Ctx.of(state)
+    return _crux_routes(state, c, _solo_facts(state, c, cfg), cfg)
