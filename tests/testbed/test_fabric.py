@@ -202,15 +202,21 @@ def test_ocs_rewire_moves_traffic_within_a_second(testbed: Make) -> None:
             not (c.a.node == "leaf0" and c.b.node == old_spine and up_link in c.a.links_out)
             for c in new.cables
         )  # the removed circuit no longer exists
-        t0, b0 = time.monotonic(), counters.link_bytes(new)
-        time.sleep(1.0)
-        moved = counters.delta(counters.link_bytes(new), b0)
-        took = time.monotonic() - t0
+        b0 = counters.link_bytes(new)
+        time.sleep(0.5)
+        t1, b1 = time.monotonic(), counters.link_bytes(new)
+        time.sleep(0.5)
+        b2 = counters.link_bytes(new)
+        took = time.monotonic() - t1
+        moved = counters.delta(b2, b0)  # the whole first second after the rewire
+        late = counters.delta(b2, b1)  # its second half
         sender.join()
     finally:
         rx.stop()
     rate_bytes = 100e9 * 0.0025 / 8  # the circuit's emulated rate, bytes/s
-    assert moved[up_link] >= 0.5 * rate_bytes * took  # the flow runs on the new circuit within a second
+    # within a second of the rewire the flow runs on the new circuit (at least half the rate in the
+    # second half of that second: TCP may take a few hundred ms to recover from the route change)
+    assert late[up_link] >= 0.5 * rate_bytes * took
     old_spine_out = sum(b for lk, b in moved.items() if topo.links[lk].src == old_spine)
     assert old_spine_out < 0.01 * moved[up_link]  # only acknowledgements still cross the old spine
 
