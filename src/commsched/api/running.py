@@ -9,18 +9,16 @@ a name or a callable ``(PlacementRequest) -> Allocation | None``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from commsched.catalog import as_bundle, placement_registry, policy_registry, queue_registry
+from commsched.catalog import as_bundle, placement_registry, policy_registry
 from commsched.errors import InputError
 from commsched.experiments.compare import Comparison, summarise_policy
 from commsched.io.scenario import Scenario
 from commsched.scheduling.interfaces import PlacementFn, PolicyBundle, PolicyFn
-from commsched.sim.records import Mode, SimConfig, SimResult
-from commsched.workload import JobSpec
+from commsched.sim.records import Mode, SimResult
 
 __all__ = ["PlacementLike", "PolicyLike", "compare", "resolve_policy", "simulate"]
 
@@ -104,38 +102,10 @@ def _prepare(
 
 
 def _execute(run: _Run, progress: Callable[[float], None] | None = None) -> SimResult:
-    from commsched.sim.engine import SimJob, Simulation
+    from commsched.experiments.runner import run_bundle
 
-    sc, bundle = run.scenario, run.bundle
-    topology = bundle.topology(sc.topology) if bundle.topology is not None else sc.topology
-    queue_order = bundle.queue_order or queue_registry().get(sc.queue, where="queue")
-    config = SimConfig(horizon_s=sc.horizon_s, mode=run.mode, seed=run.seed, warmup_s=sc.warmup_s)
-    sim = Simulation(
-        topology=topology,
-        jobs=[SimJob(spec=j.spec, gpus=j.gpu_ids, iteration_model=_iteration_model(j.spec)) for j in sc.jobs],
-        policy=bundle.communication,
-        placement=run.placement,
-        config=config,
-        policy_name=bundle.name,
-        priority_levels=sc.priority_levels,
-        progress=progress,
-        queue_order=queue_order,
-        backfill=sc.backfill,
-    )
-    t0 = time.perf_counter()
-    result = sim.run()
-    return replace(result, wall_time_s=time.perf_counter() - t0)
-
-
-def _iteration_model(spec: JobSpec) -> Callable[[float], float] | None:
-    """The layer-wise iteration model of a job that names an intra-job policy (else ``None``)."""
-    if spec.intrajob is None:
-        return None
-    from commsched.intrajob.sweep import policy_registry as intrajob_policies
-    from commsched.intrajob.tiein import iteration_model
-
-    return iteration_model(
-        spec.profile, intrajob_policies().get(spec.intrajob, where=f"jobs.{spec.id}.intrajob")
+    return run_bundle(
+        run.scenario, run.bundle, placement=run.placement, mode=run.mode, seed=run.seed, progress=progress
     )
 
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from commsched.catalog import placement_registry, policy_registry, queue_registry
 from commsched.io.scenario import Scenario
+from commsched.scheduling.interfaces import PlacementFn, PolicyBundle
 from commsched.sim.engine import SimJob, Simulation
 from commsched.sim.records import Mode, SimConfig, SimResult
 from commsched.workload import JobSpec
@@ -28,14 +29,29 @@ def simulate_scenario(
     placement_fn = bundle.placement or placement_registry().get(
         placement or scenario.placement, where="placement"
     )
-    topology = bundle.topology(scenario.topology) if bundle.topology is not None else scenario.topology
-    queue_order = bundle.queue_order or queue_registry().get(scenario.queue, where="queue")
-    config = SimConfig(
-        horizon_s=scenario.horizon_s,
+    return run_bundle(
+        scenario,
+        bundle,
+        placement=placement_fn,
         mode=Mode(mode or scenario.mode),
         seed=scenario.seed if seed is None else seed,
-        warmup_s=scenario.warmup_s,
+        progress=progress,
     )
+
+
+def run_bundle(
+    scenario: Scenario,
+    bundle: PolicyBundle,
+    *,
+    placement: PlacementFn,
+    mode: Mode,
+    seed: int,
+    progress: Callable[[float], None] | None = None,
+) -> SimResult:
+    """Simulate a scenario under a resolved policy bundle and placement (the one place that builds a run)."""
+    topology = bundle.topology(scenario.topology) if bundle.topology is not None else scenario.topology
+    queue_order = bundle.queue_order or queue_registry().get(scenario.queue, where="queue")
+    config = SimConfig(horizon_s=scenario.horizon_s, mode=mode, seed=seed, warmup_s=scenario.warmup_s)
     sim = Simulation(
         topology=topology,
         jobs=[
@@ -43,9 +59,9 @@ def simulate_scenario(
             for j in scenario.jobs
         ],
         policy=bundle.communication,
-        placement=placement_fn,
+        placement=placement,
         config=config,
-        policy_name=name,
+        policy_name=bundle.name,
         priority_levels=scenario.priority_levels,
         progress=progress,
         queue_order=queue_order,
