@@ -40,7 +40,8 @@ def _acceptance(name: str) -> dict[str, object]:
 
 def test_clos_up_check_status_down(testbed: Make) -> None:
     t0 = time.monotonic()
-    name = testbed(two_layer_clos(tors=2, aggs=2, hosts_per_tor=2), rate_scale=0.0025)
+    # 200 Mbit/s links: shaping stays within the 5 % bound even while the rest of the suite loads the CPU
+    name = testbed(two_layer_clos(tors=2, aggs=2, hosts_per_tor=2), rate_scale=0.001)
     assert time.monotonic() - t0 < 20
     _acceptance(name)
     runner = CliRunner()
@@ -58,10 +59,10 @@ def test_clos_up_check_status_down(testbed: Make) -> None:
 @pytest.mark.slow
 def test_crux_testbed_acceptance(testbed: Make) -> None:
     t0 = time.monotonic()
-    name = testbed(crux_testbed(), rate_scale=0.0025)
+    name = testbed(crux_testbed(), rate_scale=0.001)
     assert time.monotonic() - t0 < 20
     rep = _acceptance(name)
-    assert len(rep["shaping"]) == 2  # 500 Mbit/s access links and 250 Mbit/s ToR uplinks
+    assert len(rep["shaping"]) == 2  # 200 Mbit/s access links and 100 Mbit/s ToR uplinks
 
 
 def test_failure_halfway_through_up_leaves_nothing(
@@ -107,7 +108,8 @@ def test_down_after_a_crash_halfway_through_up(root: None, state_dir: Path) -> N
 
 
 def test_probe_ports_replayed_load_exactly_the_model_links(testbed: Make) -> None:
-    name = testbed(two_layer_clos(tors=2, aggs=2, hosts_per_tor=2), rate_scale=0.0025)
+    # 200 Mbit/s links: shaping stays within the 5 % bound even while the rest of the suite loads the CPU
+    name = testbed(two_layer_clos(tors=2, aggs=2, hosts_per_tor=2), rate_scale=0.001)
     tb = Testbed.load(name)
     res = tb.probe(dport=5201, pairs=nic_pairs(tb.topology, limit=6, seed=1))
     assert res.coverage == 1.0 and all(not p.unmodelled for p in res.pairs)
@@ -122,7 +124,8 @@ def test_probe_ports_replayed_load_exactly_the_model_links(testbed: Make) -> Non
 
 
 def test_counter_sampler_sees_one_flow_on_its_path(testbed: Make) -> None:
-    name = testbed(two_layer_clos(tors=2, aggs=2, hosts_per_tor=2), rate_scale=0.0025)
+    # 200 Mbit/s links: shaping stays within the 5 % bound even while the rest of the suite loads the CPU
+    name = testbed(two_layer_clos(tors=2, aggs=2, hosts_per_tor=2), rate_scale=0.001)
     tb = Testbed.load(name)
     lay = tb.layout
     rx = flows.Receiver([flows.listener(lay.netns("h3"), 0)]).start()
