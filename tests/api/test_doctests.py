@@ -1,4 +1,8 @@
-"""The examples in the docstrings of the public API run (every public name has one)."""
+"""Every module of the public API carries docstring examples.
+
+``tests/test_doctests.py`` runs the examples of every module; this file only checks that the public
+API's modules have some, so that module-wide run cannot pass them vacuously.
+"""
 
 from __future__ import annotations
 
@@ -28,10 +32,9 @@ MODULES = (
 
 
 @pytest.mark.parametrize("name", MODULES)
-def test_module_doctests(name: str) -> None:
+def test_module_has_examples(name: str) -> None:
     if name == "commsched.api.frames":
         pytest.importorskip("pandas")
     module = importlib.import_module(name)
-    res = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
-    assert res.failed == 0
-    assert res.attempted > 0
+    tests = doctest.DocTestFinder().find(module, name)
+    assert sum(len(t.examples) for t in tests) > 0, f"{name} has no docstring examples"
