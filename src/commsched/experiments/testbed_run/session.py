@@ -183,8 +183,13 @@ def _register(
 def _trace(
     tb: Testbed, jobs: list[JobLayout], outputs: dict[str, list[dict[str, Any]]]
 ) -> dict[tuple[str, str, str], tuple[int, ...]]:
-    """The links every sending connection took, asked from the routers with its real 5-tuple."""
+    """The links every sending connection took, asked from the routers with its real 5-tuple.
+
+    The source NIC is the one whose address the socket is bound to (where its packets leave), so a
+    connection that left from another NIC than planned shows up as a path the plan does not have.
+    """
     by_dport: dict[int, list[tuple[tuple[str, str, str], NodeId, NodeId, int]]] = defaultdict(list)
+    nic_of_ip = {ip: NodeId(nic) for h in tb.topology.hosts for nic, ip in tb.host_addresses(h.id).items()}
     for job in jobs:
         h = len(job.hosts)
         for res in outputs.get(job.id, []):
@@ -195,7 +200,9 @@ def _trace(
                 if src.nic == dst.nic or peer == k or h < 2:
                     continue
                 key = (job.id, str(src.gpu), str(dst.gpu))
-                by_dport[int(c["remote"][1])].append((key, src.nic, dst.nic, int(c["local"][1])))
+                # the NIC the connection really left from (its local address), not the planned one
+                out_nic = nic_of_ip.get(str(c["local"][0]), src.nic)
+                by_dport[int(c["remote"][1])].append((key, out_nic, dst.nic, int(c["local"][1])))
     out: dict[tuple[str, str, str], tuple[int, ...]] = {}
     for dport, flows in by_dport.items():
         links = trace_ports(tb.layout, [(s, d, p) for _, s, d, p in flows], dport=dport)
