@@ -18,7 +18,13 @@ The spec (JSON, written by the launcher): ``job``, ``host_index``, ``hosts``, ``
 ``listen`` (per rail: ``[ip, port]`` of every host of the job, in host order), ``agent`` (Unix socket
 path or ``null``), ``ready`` (file to create once listening), ``go`` (file the launcher writes when
 all processes are ready: ``{"start": T0, "end_at": T1}``, wall-clock seconds: start at ``T0``, stop
-after ``T1``), ``out`` (result JSON), ``refresh_s``, ``timeout_s``. Stopping is agreed through the
+after ``T1``), ``out`` (result JSON), ``refresh_s``, ``timeout_s``, and optionally ``profile``: the
+job's profiler (:mod:`commsched.runtime.profiler`) records every chunk this process sends and the
+compute of every iteration; after ``profile.window_s`` it recovers the iteration period from the
+traffic series by FFT and, when ``profile.daemon`` (Unix socket) and ``profile.token_file`` are
+given, posts ``W_j``, ``t_j`` and the period to the daemon (``PUT /v1/jobs/{job}/profile``, Crux's
+end of the profiling window), converted to the job's own units by ``profile.compute_scale``,
+``profile.bytes_scale`` and ``profile.time_scale`` (measured x scale). Stopping is agreed through the
 all-reduce itself: a host past ``end_at`` adds 1 to the first element of rail 0's buffer, and every
 host stops after the iteration whose sum is positive, so all hosts of a job run the same number of
 iterations.
@@ -42,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from commsched.runtime.profiler import Profiler
 from commsched.runtime.transport import Marking, Options, init
 
 __all__ = ["AgentPolicy", "main", "run"]
@@ -179,6 +186,67 @@ def tcp_counters() -> dict[str, int]:
     return {k: int(values[k]) for k in ("OutSegs", "RetransSegs") if k in values}
 
 
+class ProfilePoster:
+    """The job's profiler and, once its window is full, the one post of the profile to the daemon.
+
+    ``spec`` is the job spec's ``profile`` object: ``window_s``, and optionally ``daemon`` (the daemon's
+    Unix socket), ``token_file``, ``compute_scale``, ``bytes_scale``, ``time_scale`` (factors from
+    what this process measures to the job's units). The post runs in a background thread so that the
+    data path never waits for it; :attr:`report` holds what was measured and the daemon's answer.
+    """
+
+    def __init__(self, job: str, spec: dict[str, Any]) -> None:
+        self.job = job
+        self.spec = spec
+        self.profiler = Profiler(job=job, window_s=float(spec["window_s"]))
+        self.report: dict[str, Any] | None = None
+        self._thread: threading.Thread | None = None
+
+    def after_iteration(self, compute_s: float) -> None:
+        """Report the iteration's compute; start the post once the window is full (once)."""
+        self.profiler.report_compute(compute_s)
+        if self._thread is None and self.profiler.ready():
+            self._thread = threading.Thread(target=self._post, name="profile-post", daemon=True)
+            self._thread.start()
+
+    def close(self) -> None:
+        """Wait for a post in flight."""
+        if self._thread is not None:
+            self._thread.join(timeout=30.0)
+
+    def _post(self) -> None:
+        sp = self.spec
+        rep: dict[str, Any] = {}
+        try:
+            prof = self.profiler.profile()
+            rep["measured"] = prof.to_json()
+            t_scale = float(sp.get("time_scale", 1.0))
+            body = {
+                "compute_s": prof.work_per_iteration * float(sp.get("compute_scale", 1.0)),
+                "comm_bytes": prof.bytes_per_iteration * float(sp.get("bytes_scale", 1.0)),
+                "period_s": prof.period_s * t_scale,
+            }
+            rep["posted"] = body
+            if sp.get("daemon") and sp.get("token_file"):
+                token = Path(str(sp["token_file"])).read_text().strip()
+                conn = _UnixHTTPConnection(str(sp["daemon"]), timeout=10.0)
+                try:
+                    conn.request(
+                        "PUT",
+                        f"/v1/jobs/{urllib.parse.quote(self.job)}/profile",
+                        body=json.dumps(body),
+                        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+                    )
+                    resp = conn.getresponse()
+                    rep["status"] = resp.status
+                    rep["answer"] = json.loads(resp.read() or b"{}")
+                finally:
+                    conn.close()
+        except Exception as exc:  # reported in the result; the job goes on with the declared profile
+            rep["error"] = f"{type(exc).__name__}: {exc}"
+        self.report = rep
+
+
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     """Run the job's part on this host as ``spec`` says; returns the result record."""
     job, k, hosts, rails = spec["job"], int(spec["host_index"]), int(spec["hosts"]), int(spec["rails"])
@@ -186,6 +254,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     n_elems = max(1, math.ceil(float(spec["rail_bytes"]) / 4))  # float32: 4 bytes per element
     policies = []
     comms = []
+    poster = ProfilePoster(job, spec["profile"]) if spec.get("profile") else None
     for r in range(rails):
         peers = [(str(ip), int(port)) for ip, port in spec["listen"][r]]
         pol = AgentPolicy(
@@ -198,7 +267,10 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         )
         policies.append(pol)
         opts = Options(
-            policy=pol, timeout_s=float(spec.get("timeout_s", 60.0)), policy_refresh_s=spec.get("refresh_s")
+            policy=pol,
+            timeout_s=float(spec.get("timeout_s", 60.0)),
+            policy_refresh_s=spec.get("refresh_s"),
+            observer=None if poster is None else poster.profiler.record_transfer,
         )
         comms.append(init(job=f"{job}.rail{r}", rank=k, world_size=hosts, peers=peers, options=opts))
     bufs = [np.zeros(n_elems, dtype=np.float32) for _ in range(rails)]
@@ -245,6 +317,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             for t in threads:
                 t.join()
             iters.append((t0, time.time()))
+            if poster is not None:
+                poster.after_iteration(compute_s)
             if bufs[0][0] > 0.5:
                 break
         conns = [
@@ -258,6 +332,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             comm.close()
         for pol in policies:
             pol.close()
+        if poster is not None:
+            poster.close()
     answers = [
         {"rail": p.rail, "src": s, "dst": d, **a} for p in policies for (s, d), a in sorted(p.answers.items())
     ]
@@ -270,6 +346,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "errors": errors,
         "tcp": {k: v - tcp0.get(k, 0) for k, v in tcp_counters().items()},  # whole host namespace
         "cpu_s": time.process_time(),
+        "profile": None if poster is None else poster.report,
         # seconds per ring step of a tiny all-reduce (median; 2(h-1) steps per all-reduce)
         "step_latency_s": (
             statistics.median(calib[1:]) / (2 * (hosts - 1)) if len(calib) > 1 and hosts > 1 else None

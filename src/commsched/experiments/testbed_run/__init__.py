@@ -46,6 +46,9 @@ class RunOptions:
     mtu_packets: bool = False
     #: give the twin the per-step latency the job processes measured (else: links' own latency)
     calibrate: bool = True
+    #: job processes post their measured profile to the daemon after this share of the profiling
+    #: window (0: the daemon decides with the declared profiles)
+    profile_share: float = 0.6
     seed: int | None = None
     keep_dir: Path | None = None
 
@@ -142,6 +145,8 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
             seed=seed,
             topology=topology_spec,
             time_scale=opts.time_scale,
+            profile_share=opts.profile_share,
+            rate_scale=opts.rate_scale,
         )
         for policy in opts.policies:
             run = run_policy(tb, jobs, policy, settings, work=work / policy, table=work / "ports.json")
@@ -228,6 +233,9 @@ def _policy_report(
             "not_in_model": unknown,
         },
         "decision_version": run.decision.get("version"),
+        "profiles": {
+            j: r.get("profile") for j, results in run.outputs.items() for r in results if r.get("profile")
+        },
         "step_latency_s": alpha,
         "twin_calibrated": bool(opts.calibrate and alpha is not None),
     }

@@ -45,6 +45,11 @@ class RunSettings:
     refresh_s: float = 1.0
     #: tiny all-reduces each job process times before the run (per-step latency for the twin)
     calibration: int = 5
+    #: the first host of every job measures its profile over this share of the profiling window and
+    #: posts it to the daemon, which recomputes with it (0: the daemon keeps the declared profile)
+    profile_share: float = 0.6
+    #: testbed rate scale (to turn the bytes a job process measures back into the job's bytes)
+    rate_scale: float = 1.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,6 +113,26 @@ def _start_services(
     return dsock, token, agents
 
 
+def _profile_spec(job: JobLayout, k: int, work: Path, st: RunSettings) -> dict[str, Any] | None:
+    """What the first host of a job measures and posts (``None``: no profile from this process).
+
+    A host sends ``2 (h - 1) / h`` of every rail's bytes per iteration in a ring all-reduce; the
+    factors turn its measurement (testbed bytes and seconds) into the job's declared units.
+    """
+    h = len(job.hosts)
+    window = st.profile_share * st.profiling_window_s
+    if k != 0 or h < 2 or window <= 0:
+        return None
+    return {
+        "window_s": window,
+        "daemon": str(work / "daemon.sock"),
+        "token_file": str(work / "token"),
+        "compute_scale": 1.0 / st.time_scale,
+        "bytes_scale": h / (2 * (h - 1)) / (st.rate_scale * st.time_scale),
+        "time_scale": 1.0 / st.time_scale,
+    }
+
+
 def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, agent: Path, st: RunSettings) -> Path:
     # the rail's shard of the scaled buffer, dilated like the compute
     rail_bytes = tb.scale_bytes(job.sync_bytes) * st.time_scale / job.rails
@@ -129,6 +154,7 @@ def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, agent: Path, st: RunS
         "calibration": st.calibration,
         "timeout_s": 60.0,
         "go_timeout_s": st.start_timeout_s + 60.0,
+        "profile": _profile_spec(job, k, work, st),
     }  # fmt: skip
     path = work / f"{job.id}-{k}.spec.json"
     path.write_text(json.dumps(spec))
