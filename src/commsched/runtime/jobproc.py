@@ -186,6 +186,30 @@ def tcp_counters() -> dict[str, int]:
     return {k: int(values[k]) for k in ("OutSegs", "RetransSegs") if k in values}
 
 
+def fundamental(period_s: float, ends: list[float]) -> tuple[float, int]:
+    """The FFT's period, or its ``k``-th part when it spans ``k >= 2`` of the job's own iterations.
+
+    Another job's traffic on a shared link can make the series periodic at a common multiple of
+    both jobs' periods (GPT's 3 iterations beside BERT's 1); the job knows when its iterations end
+    (``ends``, one per iteration), so a period within 10 % of ``k`` times their mean spacing is
+    divided by ``k``. Returns the period and ``k`` (1: kept).
+
+    Examples
+    --------
+    >>> fundamental(3.1, [0.0, 1.0, 2.0, 3.0, 4.0])
+    (1.0333333333333334, 3)
+    >>> fundamental(1.0, [0.0, 1.0, 2.0])
+    (1.0, 1)
+    """
+    if len(ends) < 2:
+        return period_s, 1
+    spacing = (ends[-1] - ends[0]) / (len(ends) - 1)
+    k = round(period_s / spacing) if spacing > 0 else 1
+    if k >= 2 and abs(period_s - k * spacing) <= 0.1 * k * spacing:
+        return period_s / k, k
+    return period_s, 1
+
+
 class ProfilePoster:
     """The job's profiler and, once its window is full, the one post of the profile to the daemon.
 
@@ -201,10 +225,12 @@ class ProfilePoster:
         self.profiler = Profiler(job=job, window_s=float(spec["window_s"]))
         self.report: dict[str, Any] | None = None
         self._thread: threading.Thread | None = None
+        self._reports: list[tuple[float, float]] = []  # (monotonic end of iteration, its compute)
 
     def after_iteration(self, compute_s: float) -> None:
         """Report the iteration's compute; start the post once the window is full (once)."""
         self.profiler.report_compute(compute_s)
+        self._reports.append((time.monotonic(), compute_s))
         if self._thread is None and self.profiler.ready():
             self._thread = threading.Thread(target=self._post, name="profile-post", daemon=True)
             self._thread.start()
@@ -220,11 +246,20 @@ class ProfilePoster:
         try:
             prof = self.profiler.profile()
             rep["measured"] = prof.to_json()
+            period, harmonic = fundamental(prof.period_s, [t for t, _ in self._reports])
+            rep["harmonic"] = harmonic
+            per_iter = prof.window_s / period  # iterations in the window
+            work = [w for _, w in self._reports]
             t_scale = float(sp.get("time_scale", 1.0))
             body = {
-                "compute_s": prof.work_per_iteration * float(sp.get("compute_scale", 1.0)),
-                "comm_bytes": prof.bytes_per_iteration * float(sp.get("bytes_scale", 1.0)),
-                "period_s": prof.period_s * t_scale,
+                # W_j: the compute the job reported per iteration (one report per iteration)
+                "compute_s": sum(work) / len(work) * float(sp.get("compute_scale", 1.0)),
+                # t_j: bytes sent in the window per iteration of the FFT's period
+                "comm_bytes": prof.bytes_per_iteration
+                * prof.iterations
+                / per_iter
+                * float(sp.get("bytes_scale", 1.0)),
+                "period_s": period * t_scale,
             }
             rep["posted"] = body
             if sp.get("daemon") and sp.get("token_file"):
