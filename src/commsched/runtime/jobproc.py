@@ -186,28 +186,35 @@ def tcp_counters() -> dict[str, int]:
     return {k: int(values[k]) for k in ("OutSegs", "RetransSegs") if k in values}
 
 
-def fundamental(period_s: float, ends: list[float]) -> tuple[float, int]:
-    """The FFT's period, or its ``k``-th part when it spans ``k >= 2`` of the job's own iterations.
+def fundamental(period_s: float, ends: list[float]) -> tuple[float, float]:
+    """The FFT's period, or the multiple or part of it that is the job's own iteration.
 
     Another job's traffic on a shared link can make the series periodic at a common multiple of
-    both jobs' periods (GPT's 3 iterations beside BERT's 1); the job knows when its iterations end
-    (``ends``, one per iteration), so a period within 10 % of ``k`` times their mean spacing is
-    divided by ``k``. Returns the period and ``k`` (1: kept).
+    both jobs' periods (GPT's 3 iterations beside BERT's 1), and a job whose bursts within an
+    iteration are regular can show its strongest line at a harmonic; the job knows when its
+    iterations end (``ends``, one per iteration), so a period within 10 % of ``k`` times or a
+    ``k``-th of their mean spacing (``k >= 2``) is divided or multiplied by ``k``. Returns the
+    period and the factor applied (1: kept).
 
     Examples
     --------
-    >>> fundamental(3.1, [0.0, 1.0, 2.0, 3.0, 4.0])
-    (1.0333333333333334, 3)
+    >>> fundamental(3.0, [0.0, 1.0, 2.0, 3.0, 4.0])
+    (1.0, 0.3333333333333333)
+    >>> fundamental(0.25, [0.0, 1.0, 2.0])
+    (1.0, 4.0)
     >>> fundamental(1.0, [0.0, 1.0, 2.0])
-    (1.0, 1)
+    (1.0, 1.0)
     """
-    if len(ends) < 2:
-        return period_s, 1
+    if len(ends) < 2 or period_s <= 0:
+        return period_s, 1.0
     spacing = (ends[-1] - ends[0]) / (len(ends) - 1)
-    k = round(period_s / spacing) if spacing > 0 else 1
-    if k >= 2 and abs(period_s - k * spacing) <= 0.1 * k * spacing:
-        return period_s / k, k
-    return period_s, 1
+    if spacing <= 0:
+        return period_s, 1.0
+    k = round(period_s / spacing) if period_s >= spacing else round(spacing / period_s)
+    factor = 1.0 / k if period_s >= spacing else float(k)
+    if k >= 2 and abs(period_s * factor - spacing) <= 0.1 * spacing:
+        return period_s * factor, factor
+    return period_s, 1.0
 
 
 class ProfilePoster:
@@ -247,7 +254,7 @@ class ProfilePoster:
             prof = self.profiler.profile()
             rep["measured"] = prof.to_json()
             period, harmonic = fundamental(prof.period_s, [t for t, _ in self._reports])
-            rep["harmonic"] = harmonic
+            rep["period_factor"] = harmonic
             per_iter = prof.window_s / period  # iterations in the window
             work = [w for _, w in self._reports]
             t_scale = float(sp.get("time_scale", 1.0))
