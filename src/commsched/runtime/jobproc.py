@@ -37,7 +37,6 @@ import json
 import math
 import os
 import signal
-import socket
 import statistics
 import sys
 import threading
@@ -48,26 +47,10 @@ from typing import Any
 
 import numpy as np
 
-from commsched.runtime.profiler import Profiler
+from commsched.runtime.jobprofile import ProfilePoster, UnixHTTPConnection
 from commsched.runtime.transport import Marking, Options, init
 
 __all__ = ["AgentPolicy", "main", "run"]
-
-
-class _UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("agent", timeout=timeout)
-        self._path = path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.settimeout(self.timeout)
-            sock.connect(self._path)
-        except OSError:
-            sock.close()
-            raise
-        self.sock = sock
 
 
 class AgentPolicy:
@@ -145,7 +128,7 @@ class AgentPolicy:
                 "dport": self.dports[dst],
             }
         )
-        conn = _UnixHTTPConnection(self.socket_path, timeout=5.0)
+        conn = UnixHTTPConnection(self.socket_path, timeout=5.0)
         try:
             conn.request("GET", f"/v1/port?{query}")
             resp = conn.getresponse()
@@ -186,109 +169,6 @@ def tcp_counters() -> dict[str, int]:
     return {k: int(values[k]) for k in ("OutSegs", "RetransSegs") if k in values}
 
 
-def fundamental(period_s: float, ends: list[float]) -> tuple[float, float]:
-    """The FFT's period, or the multiple or part of it that is the job's own iteration.
-
-    Another job's traffic on a shared link can make the series periodic at a common multiple of
-    both jobs' periods (GPT's 3 iterations beside BERT's 1), and a job whose bursts within an
-    iteration are regular can show its strongest line at a harmonic; the job knows when its
-    iterations end (``ends``, one per iteration), so a period within 10 % of ``k`` times or a
-    ``k``-th of their mean spacing (``k >= 2``) is divided or multiplied by ``k``. Returns the
-    period and the factor applied (1: kept).
-
-    Examples
-    --------
-    >>> fundamental(3.0, [0.0, 1.0, 2.0, 3.0, 4.0])
-    (1.0, 0.3333333333333333)
-    >>> fundamental(0.25, [0.0, 1.0, 2.0])
-    (1.0, 4.0)
-    >>> fundamental(1.0, [0.0, 1.0, 2.0])
-    (1.0, 1.0)
-    """
-    if len(ends) < 2 or period_s <= 0:
-        return period_s, 1.0
-    spacing = (ends[-1] - ends[0]) / (len(ends) - 1)
-    if spacing <= 0:
-        return period_s, 1.0
-    k = round(period_s / spacing) if period_s >= spacing else round(spacing / period_s)
-    factor = 1.0 / k if period_s >= spacing else float(k)
-    if k >= 2 and abs(period_s * factor - spacing) <= 0.1 * spacing:
-        return period_s * factor, factor
-    return period_s, 1.0
-
-
-class ProfilePoster:
-    """The job's profiler and, once its window is full, the one post of the profile to the daemon.
-
-    ``spec`` is the job spec's ``profile`` object: ``window_s``, and optionally ``daemon`` (the daemon's
-    Unix socket), ``token_file``, ``compute_scale``, ``bytes_scale``, ``time_scale`` (factors from
-    what this process measures to the job's units). The post runs in a background thread so that the
-    data path never waits for it; :attr:`report` holds what was measured and the daemon's answer.
-    """
-
-    def __init__(self, job: str, spec: dict[str, Any]) -> None:
-        self.job = job
-        self.spec = spec
-        self.profiler = Profiler(job=job, window_s=float(spec["window_s"]))
-        self.report: dict[str, Any] | None = None
-        self._thread: threading.Thread | None = None
-        self._reports: list[tuple[float, float]] = []  # (monotonic end of iteration, its compute)
-
-    def after_iteration(self, compute_s: float) -> None:
-        """Report the iteration's compute; start the post once the window is full (once)."""
-        self.profiler.report_compute(compute_s)
-        self._reports.append((time.monotonic(), compute_s))
-        if self._thread is None and self.profiler.ready():
-            self._thread = threading.Thread(target=self._post, name="profile-post", daemon=True)
-            self._thread.start()
-
-    def close(self) -> None:
-        """Wait for a post in flight."""
-        if self._thread is not None:
-            self._thread.join(timeout=30.0)
-
-    def _post(self) -> None:
-        sp = self.spec
-        rep: dict[str, Any] = {}
-        try:
-            prof = self.profiler.profile()
-            rep["measured"] = prof.to_json()
-            period, harmonic = fundamental(prof.period_s, [t for t, _ in self._reports])
-            rep["period_factor"] = harmonic
-            per_iter = prof.window_s / period  # iterations in the window
-            work = [w for _, w in self._reports]
-            t_scale = float(sp.get("time_scale", 1.0))
-            body = {
-                # W_j: the compute the job reported per iteration (one report per iteration)
-                "compute_s": sum(work) / len(work) * float(sp.get("compute_scale", 1.0)),
-                # t_j: bytes sent in the window per iteration of the FFT's period
-                "comm_bytes": prof.bytes_per_iteration
-                * prof.iterations
-                / per_iter
-                * float(sp.get("bytes_scale", 1.0)),
-                "period_s": period * t_scale,
-            }
-            rep["posted"] = body
-            if sp.get("daemon") and sp.get("token_file"):
-                token = Path(str(sp["token_file"])).read_text().strip()
-                conn = _UnixHTTPConnection(str(sp["daemon"]), timeout=10.0)
-                try:
-                    conn.request(
-                        "PUT",
-                        f"/v1/jobs/{urllib.parse.quote(self.job)}/profile",
-                        body=json.dumps(body),
-                        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
-                    )
-                    resp = conn.getresponse()
-                    rep["status"] = resp.status
-                    rep["answer"] = json.loads(resp.read() or b"{}")
-                finally:
-                    conn.close()
-        except Exception as exc:  # reported in the result; the job goes on with the declared profile
-            rep["error"] = f"{type(exc).__name__}: {exc}"
-        self.report = rep
-
-
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     """Run the job's part on this host as ``spec`` says; returns the result record."""
     job, k, hosts, rails = spec["job"], int(spec["host_index"]), int(spec["hosts"]), int(spec["rails"])
@@ -312,7 +192,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             policy=pol,
             timeout_s=float(spec.get("timeout_s", 60.0)),
             policy_refresh_s=spec.get("refresh_s"),
-            observer=None if poster is None else poster.profiler.record_transfer,
+            observer=None if poster is None else poster.record_transfer,
         )
         comms.append(init(job=f"{job}.rail{r}", rank=k, world_size=hosts, peers=peers, options=opts))
     bufs = [np.zeros(n_elems, dtype=np.float32) for _ in range(rails)]
