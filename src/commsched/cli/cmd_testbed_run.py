@@ -56,7 +56,7 @@ def run(
         8.0, "--time-scale", min=1.0, help="Run D x slower: compute and bytes x D, times reported / D."
     ),
     calibrate: bool = typer.Option(
-        True, "--calibrate/--no-calibrate", help="Twin with the measured per-step latency (alpha)."
+        False, "--calibrate/--no-calibrate", help="Twin with the measured per-step latency (alpha)."
     ),
     seed: int | None = typer.Option(None, "--seed", help="Multipath hash seed; default: the scenario's."),
     keep: Path | None = typer.Option(None, "--keep", help="Copy the run's files (logs, results) here."),
