@@ -107,3 +107,35 @@ def test_decision_is_reproducible() -> None:
     a = decide(topo, cfg, jobs, version=7, cause=Cause(kind="t"))
     b = decide(topo, cfg, list(reversed(jobs)), version=7, cause=Cause(kind="t"))
     assert a == b
+
+
+@pytest.mark.parametrize("policy", ["ecmp", "sr", "vclos", "ocs-vclos"])
+def test_vclos_bundles_are_served_with_the_routes_of_plan(policy: str) -> None:
+    """The daemon serves a placement + routing bundle's routing on the jobs as placed."""
+    path = resources.files("commsched") / "scenarios" / "vclos-testbed.yaml"
+    sc = load_scenario(str(path))
+    jobs = [
+        JobRecord(
+            id=str(j.spec.id),
+            gpus=tuple(map(str, j.gpu_ids)),
+            compute_s=j.spec.profile.compute_s,
+            comm_bytes=j.spec.profile.sync_bytes,
+            overlap=j.spec.profile.overlap,
+            collective=j.spec.collective,
+            started_s=float(i),
+            profiling=False,
+        )
+        for i, j in enumerate(sc.jobs)
+    ]
+    cfg = ClusterConfig(topology=dict(sc.topology.params), policy=policy, priority_levels=1)
+    doc = decide(sc.topology, cfg, jobs, version=0, cause=Cause(kind="test"))
+    assert doc["policy"] == policy and {v["class"] for v in doc["jobs"].values()} == {0}
+    ref = plan_json(sc, policy, seed=0, hash_name="murmur3")
+    ref_paths = {  # the connections that cross the fabric (the intra-host ones have no port)
+        (c["job"], c["src"], c["dst"]): c["path"] for c in ref["connections"] if c["src_port"] is not None
+    }
+    assert len(doc["connections"]) == len(ref_paths) > 0
+    for c in doc["connections"]:
+        full = ref_paths[(c["job"], c["src"], c["dst"])]
+        assert full[full.index(c["src_nic"]) : full.index(c["dst_nic"]) + 1] == c["path"]
+        assert c["src_port"] is not None

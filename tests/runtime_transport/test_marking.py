@@ -304,3 +304,44 @@ def test_each_accepted_socket_gets_its_own_connections_dscp() -> None:
         want = [("in", s, 8 * s + r + 1) for s in range(n) if s != r]
         want += [("out", d, 8 * r + d + 1) for d in range(n) if d != r]
         assert got == sorted(want)
+
+
+def test_sender_binds_its_own_listening_address() -> None:
+    """A rank sends from the address it listens on (its NIC on a multi-NIC host), not the kernel's pick."""
+    n = 3
+    ports = free_ports(2 * n)
+    hosts = [f"127.0.0.{2 + r}" for r in range(n)]  # all of 127/8 is local on Linux
+    peers = [(hosts[r], ports[r]) for r in range(n)]
+    policy = TablePolicy(dscp=26, ports={(r, (r + 1) % n): ports[n + r] for r in range(n)})
+    results: list[object] = [None] * n
+    errors: list[BaseException] = []
+
+    def body(r: int) -> None:
+        try:
+            with init(
+                job="cs3-src",
+                rank=r,
+                world_size=n,
+                peers=peers,
+                options=Options(policy=policy, timeout_s=10.0),
+            ) as c:
+                out = c.all_reduce(np.full(1000, float(r)))
+                results[r] = (out, c.connections())
+        except BaseException as exc:  # re-raised in the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=body, args=(r,)) for r in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30.0)
+    assert not errors, errors
+    for r in range(n):
+        out, conns = results[r]  # type: ignore[misc]
+        np.testing.assert_array_equal(out, np.full(1000, float(sum(range(n)))))
+        sent = [x for x in conns if x.direction == "out"]
+        assert [(x.local[0], x.local[1], x.remote[0]) for x in sent] == [
+            (hosts[r], ports[n + r], hosts[(r + 1) % n])
+        ]
+        received = [x for x in conns if x.direction == "in"]
+        assert [x.remote[0] for x in received] == [hosts[(r - 1) % n]]

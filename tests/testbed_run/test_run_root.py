@@ -64,3 +64,35 @@ def test_crux_full_on_the_testbed(root: None, tmp_path: Path, monkeypatch: pytes
     assert classes["gpt"] == min(classes.values())  # the communication-heavy job ranks first
     u = body["allocated_gpu_utilization"]
     assert 0 < u["measured"] <= 1 + 1e-9 and 0 < u["simulated"] <= 1 + 1e-9
+
+
+@pytest.mark.slow
+def test_vclos_bundles_on_the_testbed(root: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """vclos-testbed under a source-routed and a vClos bundle: pinned paths applied, a twin per job."""
+    monkeypatch.setenv("COMMSCHED_TESTBED_DIR", str(tmp_path / "state"))
+    name = f"csr{os.getpid() % 100000}v"
+    env = {**os.environ, "COMMSCHED_TESTBED_DIR": str(tmp_path / "state")}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", "from commsched.cli.app import main; main()", "testbed", "run",
+             "vclos-testbed", "--policies", "sr,vclos", "--json", "--window", "6", "--profiling-window",
+             "3", "--name", name],
+            capture_output=True, text=True, check=False, timeout=420, env=env,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        report = json.loads(proc.stdout)
+    finally:
+        left = [ns for ns in netns.list_namespaces() if ns.startswith(f"{name}-")]
+        assert not left, left
+        assert name not in list_names()
+    for policy in ("sr", "vclos"):
+        body = report["policies"][policy]
+        assert set(body["jobs"]) == {"vgg16", "resnet101", "resnet50", "bert"}
+        # the bundle's pinned paths, applied through the probed source ports
+        assert body["paths"]["connections"] == body["paths"]["on_decision_path"] > 0
+        assert body["paths"]["not_in_model"] == 0
+        for job in body["jobs"].values():
+            assert job["iterations_measured"] >= 1
+            assert job["measured_iteration_s"] >= job["compute_s"]
+            assert job["simulated_iteration_s"] >= job["compute_s"] * 0.999
+            assert job["class"] == 0 and job["dscp_on_sockets"] == [job["dscp"]]

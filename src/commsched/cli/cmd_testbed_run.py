@@ -45,13 +45,18 @@ def run(
     ),
     window: float = typer.Option(40.0, "--window", min=1.0, help="Measuring window per policy, s."),
     profiling: float = typer.Option(
-        8.0, "--profiling-window", min=0.0, help="Top-class profiling window before it, s."
+        12.0, "--profiling-window", min=0.0, help="Top-class profiling window before it, s."
+    ),
+    post_profiles: bool = typer.Option(
+        True,
+        "--post-profiles/--declared-profiles",
+        help="Jobs post their measured profile to the daemon in the profiling window.",
     ),
     time_scale: float = typer.Option(
         8.0, "--time-scale", min=1.0, help="Run D x slower: compute and bytes x D, times reported / D."
     ),
     calibrate: bool = typer.Option(
-        True, "--calibrate/--no-calibrate", help="Twin with the measured per-step latency (alpha)."
+        False, "--calibrate/--no-calibrate", help="Twin with the measured per-step latency (alpha)."
     ),
     seed: int | None = typer.Option(None, "--seed", help="Multipath hash seed; default: the scenario's."),
     keep: Path | None = typer.Option(None, "--keep", help="Copy the run's files (logs, results) here."),
@@ -78,6 +83,7 @@ def run(
         window_s=window,
         time_scale=time_scale,
         calibrate=calibrate,
+        profile_share=0.6 if post_profiles else 0.0,
         seed=seed,
         keep_dir=keep,
     )

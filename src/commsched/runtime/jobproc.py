@@ -18,7 +18,13 @@ The spec (JSON, written by the launcher): ``job``, ``host_index``, ``hosts``, ``
 ``listen`` (per rail: ``[ip, port]`` of every host of the job, in host order), ``agent`` (Unix socket
 path or ``null``), ``ready`` (file to create once listening), ``go`` (file the launcher writes when
 all processes are ready: ``{"start": T0, "end_at": T1}``, wall-clock seconds: start at ``T0``, stop
-after ``T1``), ``out`` (result JSON), ``refresh_s``, ``timeout_s``. Stopping is agreed through the
+after ``T1``), ``out`` (result JSON), ``refresh_s``, ``timeout_s``, and optionally ``profile``: the
+job's profiler (:mod:`commsched.runtime.profiler`) records every chunk this process sends and the
+compute of every iteration; after ``profile.window_s`` it recovers the iteration period from the
+traffic series by FFT and, when ``profile.daemon`` (Unix socket) and ``profile.token_file`` are
+given, posts ``W_j``, ``t_j`` and the period to the daemon (``PUT /v1/jobs/{job}/profile``, Crux's
+end of the profiling window), converted to the job's own units by ``profile.compute_scale``,
+``profile.bytes_scale`` and ``profile.time_scale`` (measured x scale). Stopping is agreed through the
 all-reduce itself: a host past ``end_at`` adds 1 to the first element of rail 0's buffer, and every
 host stops after the iteration whose sum is positive, so all hosts of a job run the same number of
 iterations.
@@ -31,7 +37,6 @@ import json
 import math
 import os
 import signal
-import socket
 import statistics
 import sys
 import threading
@@ -42,25 +47,10 @@ from typing import Any
 
 import numpy as np
 
+from commsched.runtime.jobprofile import ProfilePoster, UnixHTTPConnection
 from commsched.runtime.transport import Marking, Options, init
 
 __all__ = ["AgentPolicy", "main", "run"]
-
-
-class _UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("agent", timeout=timeout)
-        self._path = path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.settimeout(self.timeout)
-            sock.connect(self._path)
-        except OSError:
-            sock.close()
-            raise
-        self.sock = sock
 
 
 class AgentPolicy:
@@ -138,7 +128,7 @@ class AgentPolicy:
                 "dport": self.dports[dst],
             }
         )
-        conn = _UnixHTTPConnection(self.socket_path, timeout=5.0)
+        conn = UnixHTTPConnection(self.socket_path, timeout=5.0)
         try:
             conn.request("GET", f"/v1/port?{query}")
             resp = conn.getresponse()
@@ -186,6 +176,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     n_elems = max(1, math.ceil(float(spec["rail_bytes"]) / 4))  # float32: 4 bytes per element
     policies = []
     comms = []
+    poster = ProfilePoster(job, spec["profile"]) if spec.get("profile") else None
     for r in range(rails):
         peers = [(str(ip), int(port)) for ip, port in spec["listen"][r]]
         pol = AgentPolicy(
@@ -198,7 +189,10 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         )
         policies.append(pol)
         opts = Options(
-            policy=pol, timeout_s=float(spec.get("timeout_s", 60.0)), policy_refresh_s=spec.get("refresh_s")
+            policy=pol,
+            timeout_s=float(spec.get("timeout_s", 60.0)),
+            policy_refresh_s=spec.get("refresh_s"),
+            observer=None if poster is None else poster.record_transfer,
         )
         comms.append(init(job=f"{job}.rail{r}", rank=k, world_size=hosts, peers=peers, options=opts))
     bufs = [np.zeros(n_elems, dtype=np.float32) for _ in range(rails)]
@@ -245,6 +239,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             for t in threads:
                 t.join()
             iters.append((t0, time.time()))
+            if poster is not None:
+                poster.after_iteration(compute_s)
             if bufs[0][0] > 0.5:
                 break
         conns = [
@@ -258,6 +254,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             comm.close()
         for pol in policies:
             pol.close()
+        if poster is not None:
+            poster.close()
     answers = [
         {"rail": p.rail, "src": s, "dst": d, **a} for p in policies for (s, d), a in sorted(p.answers.items())
     ]
@@ -270,6 +268,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "errors": errors,
         "tcp": {k: v - tcp0.get(k, 0) for k, v in tcp_counters().items()},  # whole host namespace
         "cpu_s": time.process_time(),
+        "profile": None if poster is None else poster.report,
         # seconds per ring step of a tiny all-reduce (median; 2(h-1) steps per all-reduce)
         "step_latency_s": (
             statistics.median(calib[1:]) / (2 * (hosts - 1)) if len(calib) > 1 and hosts > 1 else None

@@ -181,7 +181,8 @@ def iteration_period(
             break
         near = acf[max(lag - w, 1) : min(lag + w + 1, n // 2 + 1)]
         scores.append(float(near.max()) if near.size else 0.0)
-    d = 1 + next(i for i, v in enumerate(scores) if v >= 0.9 * max(scores))
+    best = max(scores)  # may be negative (a window of barely two iterations): then the best lag
+    d = 1 + next((i for i, v in enumerate(scores) if v >= 0.9 * best), scores.index(best))
     if d > 1:
         c = round(k / d)
         k = max(range(max(c - 1, 1), min(c + 2, power.size)), key=lambda i: power[i])

@@ -45,6 +45,11 @@ class RunSettings:
     refresh_s: float = 1.0
     #: tiny all-reduces each job process times before the run (per-step latency for the twin)
     calibration: int = 5
+    #: the first host of every job measures its profile over this share of the profiling window and
+    #: posts it to the daemon, which recomputes with it (0: the daemon keeps the declared profile)
+    profile_share: float = 0.6
+    #: testbed rate scale (to turn the bytes a job process measures back into the job's bytes)
+    rate_scale: float = 1.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,6 +113,26 @@ def _start_services(
     return dsock, token, agents
 
 
+def _profile_spec(job: JobLayout, k: int, work: Path, st: RunSettings) -> dict[str, Any] | None:
+    """What the first host of a job measures and posts (``None``: no profile from this process).
+
+    A host sends ``2 (h - 1) / h`` of every rail's bytes per iteration in a ring all-reduce; the
+    factors turn its measurement (testbed bytes and seconds) into the job's declared units.
+    """
+    h = len(job.hosts)
+    window = st.profile_share * st.profiling_window_s
+    if k != 0 or h < 2 or window <= 0:
+        return None
+    return {
+        "window_s": window,
+        "daemon": str(work / "daemon.sock"),
+        "token_file": str(work / "token"),
+        "compute_scale": 1.0 / st.time_scale,
+        "bytes_scale": h / (2 * (h - 1)) / (st.rate_scale * st.time_scale),
+        "time_scale": 1.0 / st.time_scale,
+    }
+
+
 def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, agent: Path, st: RunSettings) -> Path:
     # the rail's shard of the scaled buffer, dilated like the compute
     rail_bytes = tb.scale_bytes(job.sync_bytes) * st.time_scale / job.rails
@@ -129,6 +154,7 @@ def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, agent: Path, st: RunS
         "calibration": st.calibration,
         "timeout_s": 60.0,
         "go_timeout_s": st.start_timeout_s + 60.0,
+        "profile": _profile_spec(job, k, work, st),
     }  # fmt: skip
     path = work / f"{job.id}-{k}.spec.json"
     path.write_text(json.dumps(spec))
@@ -183,8 +209,13 @@ def _register(
 def _trace(
     tb: Testbed, jobs: list[JobLayout], outputs: dict[str, list[dict[str, Any]]]
 ) -> dict[tuple[str, str, str], tuple[int, ...]]:
-    """The links every sending connection took, asked from the routers with its real 5-tuple."""
+    """The links every sending connection took, asked from the routers with its real 5-tuple.
+
+    The source NIC is the one whose address the socket is bound to (where its packets leave), so a
+    connection that left from another NIC than planned shows up as a path the plan does not have.
+    """
     by_dport: dict[int, list[tuple[tuple[str, str, str], NodeId, NodeId, int]]] = defaultdict(list)
+    nic_of_ip = {ip: NodeId(nic) for h in tb.topology.hosts for nic, ip in tb.host_addresses(h.id).items()}
     for job in jobs:
         h = len(job.hosts)
         for res in outputs.get(job.id, []):
@@ -195,7 +226,9 @@ def _trace(
                 if src.nic == dst.nic or peer == k or h < 2:
                     continue
                 key = (job.id, str(src.gpu), str(dst.gpu))
-                by_dport[int(c["remote"][1])].append((key, src.nic, dst.nic, int(c["local"][1])))
+                # the NIC the connection really left from (its local address), not the planned one
+                out_nic = nic_of_ip.get(str(c["local"][0]), src.nic)
+                by_dport[int(c["remote"][1])].append((key, out_nic, dst.nic, int(c["local"][1])))
     out: dict[tuple[str, str, str], tuple[int, ...]] = {}
     for dport, flows in by_dport.items():
         links = trace_ports(tb.layout, [(s, d, p) for _, s, d, p in flows], dport=dport)

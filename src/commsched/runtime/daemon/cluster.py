@@ -35,10 +35,10 @@ def check_names(cfg: ClusterConfig) -> None:
     """Policy, placement and hash names of ``cfg`` exist (else :class:`UnknownNameError` listing them)."""
     from commsched.catalog import placement_registry
     from commsched.errors import UnknownNameError
-    from commsched.scheduling.policies import communication_plans
+    from commsched.runtime.daemon.decide import daemon_plans
     from commsched.topology.hashes import hash_functions
 
-    plans = communication_plans()
+    plans = daemon_plans(cfg.policy)
     if cfg.policy not in plans:
         raise UnknownNameError("policy", cfg.policy, list(plans), where="policy")
     placement_registry().get(cfg.placement, where="placement")

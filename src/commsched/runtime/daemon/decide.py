@@ -29,7 +29,7 @@ from commsched.scheduling.state import ClusterState, PlacedJob
 from commsched.topology import NodeId, Topology
 from commsched.workload import JobId, JobSpec, ModelProfile
 
-__all__ = ["DECISION_FORMAT", "Cause", "decide", "placed_job"]
+__all__ = ["DECISION_FORMAT", "Cause", "daemon_plans", "decide", "placed_job"]
 
 #: version of the decision document's layout (``format`` key)
 DECISION_FORMAT = 1
@@ -84,6 +84,37 @@ def _classes(
     return rank, cls
 
 
+def daemon_plans(policy: str | None = None) -> dict[str, Any]:
+    """The policies the daemon serves: name -> plan function (decisions + intensities).
+
+    Every communication plan of :func:`commsched.scheduling.policies.communication_plans`, and the
+    routing of every other bundle of the policy registry (the vClos bundles ``ecmp``, ``sr``,
+    ``vclos``, ``ocs-vclos``, ...): its communication policy on the jobs as they were placed (the
+    daemon does not place jobs; a bundle's placement and cluster change are the launcher's). A
+    bundle's plan has no intensities, and all its jobs share one class unless its decisions say
+    otherwise. With ``policy``, only that bundle is built (the registry builds bundles on demand).
+    """
+    from types import MappingProxyType
+
+    from commsched.catalog import policy_registry
+    from commsched.scheduling.policies import communication_plans
+    from commsched.scheduling.policies_common import Plan
+
+    plans: dict[str, Any] = dict(communication_plans())
+    reg = policy_registry()
+    wanted = reg.names() if policy is None else (policy,) if policy in reg else ()
+    for name in wanted:
+        if name in plans:
+            continue
+        fn = reg.get(name).communication
+
+        def plan(state: ClusterState, ctx: Any, fn: Any = fn) -> Plan:
+            return Plan(decisions=fn(state, ctx), intensity=MappingProxyType({}))
+
+        plans[name] = plan
+    return plans
+
+
 def decide(
     topology: Topology,
     cfg: ClusterConfig,
@@ -124,9 +155,8 @@ def decide(
     from commsched.errors import UnknownNameError
     from commsched.scheduling.dscp import default_dscp_table, dscp_for_level, tos_byte
     from commsched.scheduling.interfaces import PolicyContext
-    from commsched.scheduling.policies import communication_plans
 
-    plans = communication_plans()
+    plans = daemon_plans(cfg.policy)
     if cfg.policy not in plans:
         raise UnknownNameError("policy", cfg.policy, list(plans), where="policy")
     ordered = sorted(jobs, key=lambda j: (j.started_s, j.id))

@@ -237,7 +237,13 @@ class Group:
             c = self.config
             marking = c.policy.marking(c.job, c.rank, dst)
             hello: dict[str, object] = {"job": c.job, "src": c.rank, "dst": dst, "world": c.world_size}
-            sock = open_connection(c.peers[dst], marking=marking, timeout_s=c.timeout_s, hello=hello)
+            sock = open_connection(
+                c.peers[dst],
+                marking=marking,
+                timeout_s=c.timeout_s,
+                hello=hello,
+                source_host=c.peers[c.rank][0],  # send from the address (NIC) this rank listens on
+            )
             entry = self._out[dst] = (sock, marking)
         return entry[0]
 

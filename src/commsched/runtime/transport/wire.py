@@ -10,6 +10,7 @@ marked again with its own connection's DSCP (an accepted socket does not inherit
 
 from __future__ import annotations
 
+import errno
 import json
 import socket
 import time
@@ -45,12 +46,21 @@ def make_listener(address: tuple[str, int], *, dscp: int, backlog: int = 64) -> 
 
 
 def open_connection(
-    address: tuple[str, int], *, marking: Marking, timeout_s: float, hello: dict[str, object]
+    address: tuple[str, int],
+    *,
+    marking: Marking,
+    timeout_s: float,
+    hello: dict[str, object],
+    source_host: str | None = None,
 ) -> socket.socket:
     """Connect to ``address`` from ``marking.source_port`` with ``marking.dscp``; send ``hello``.
 
+    ``source_host``: the local address to send from (the sender's own listening address, so that a
+    rank on a multi-NIC host sends through its own NIC); ``None`` or a wildcard lets the kernel pick
+    (the address of the route it finds, on a host with several NICs usually the first one).
     Refused connections are retried (the peer may not listen yet) until ``timeout_s`` has passed.
     """
+    wildcard = source_host in (None, "", "0.0.0.0", "::")
     deadline = time.monotonic() + timeout_s
     delay = 0.01
     while True:
@@ -60,8 +70,7 @@ def open_connection(
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)  # one port, several peers
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             set_dscp(sock, marking.dscp)
-            if marking.source_port is not None:
-                sock.bind(("::" if sock.family == socket.AF_INET6 else "0.0.0.0", marking.source_port))
+            _bind_source(sock, None if wildcard else source_host, marking.source_port)
             sock.settimeout(max(deadline - time.monotonic(), 0.01))
             sock.connect(address)
             sock.settimeout(timeout_s)
@@ -80,6 +89,22 @@ def open_connection(
             sock.close()
             port = "ephemeral" if marking.source_port is None else marking.source_port
             raise PeerError(f"cannot connect to {address[0]}:{address[1]} from port {port}: {exc}") from exc
+
+
+def _bind_source(sock: socket.socket, host: str | None, port: int | None) -> None:
+    """Bind the sending end: ``host`` (when it is a local address, else any) and ``port`` (else any)."""
+    any_host = "::" if sock.family == socket.AF_INET6 else "0.0.0.0"
+    if host is not None:
+        try:
+            sock.bind((host, port or 0))
+            return
+        except socket.gaierror:  # a name this host cannot resolve: any local address
+            pass
+        except OSError as exc:  # not an address of this host (e.g. a name seen from elsewhere)
+            if exc.errno not in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+                raise
+    if port is not None:
+        sock.bind((any_host, port))
 
 
 def recv_exact(sock: socket.socket, view: memoryview, *, who: str) -> None:
