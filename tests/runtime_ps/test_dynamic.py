@@ -33,12 +33,20 @@ def test_levels_place_iterations_on_the_rate_schedule() -> None:
     assert mercury_gap(_run((3.0, 3.0), (0, 3)), _run((2.0, 2.0), (0, 2))) == pytest.approx(0.5)
 
 
+def _cpu_starved() -> bool:
+    return os.getloadavg()[0] > (os.cpu_count() or 1)
+
+
 @needs_root
 @pytest.mark.slow
+@pytest.mark.skipif(_cpu_starved(), reason="load average above the core count: iteration times would "
+                    "measure CPU contention (Mercury wakes per 30 KB packet), not the link")  # fmt: skip
 def test_mercury_gains_more_under_dynamic_bandwidth() -> None:
     """VGG-16 x0.02 bytes, 2 workers: compute-bound at 1 Gb/s (tuned there), communication-bound below.
 
-    The model (commsched intrajob) predicts static gap ~0 % and level-balanced dynamic gap ~15 %.
+    The model (commsched intrajob) predicts static gap ~0 % and level-balanced dynamic gap ~15 %; the
+    tuner's pick at 1 Gb/s (where every point is compute-bound) may be a large credit that makes the
+    0.1 Gb/s level wait seconds behind back-layer partitions, the paper's mechanism.
     """
     layers = emulated_layers(get_model("vgg16").layers, byte_scale=0.02)
     spec = JobSpec(layers=layers, num_workers=2, iterations=9, timeout_s=30)
