@@ -19,6 +19,7 @@ MODULES = [
     "commsched.runtime.ps.emulate",
     "commsched.runtime.ps.predict",
     "commsched.runtime.ps.bench",
+    "commsched.runtime.ps.dynamic",
 ]
 
 
@@ -68,3 +69,9 @@ def test_bench_json_shape_on_loopback() -> None:
     for v in t.values():
         assert v["iteration_s"] > 0 and v["predicted_iteration_s"] > 0
         assert v["max_abs_error"] <= 1e-6
+
+
+def test_dynamic_rejects_bad_levels_in_one_line() -> None:
+    res = CliRunner().invoke(app, ["ps", "dynamic", "vgg16", "--levels", "1,0,0.1"])
+    assert res.exit_code == 2
+    assert "--levels" in res.output and "Traceback" not in res.output

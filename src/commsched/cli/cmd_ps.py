@@ -105,11 +105,14 @@ def dynamic(
     iterations: int = typer.Option(8, "--iterations", min=1),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """ByteScheduler (tuned at the first level) against Mercury while the link rate changes."""
+    """ByteScheduler (tuned at the first level) against Mercury while the link rate changes.
+
+    Also runs both at the fixed first level (static) and reports Mercury's advantage
+    ``mean(ByteScheduler) / mean(Mercury) - 1`` in both runs.
+    """
     from commsched.runtime.ps.bench import JobSpec, emulated_layers
-    from commsched.runtime.ps.dynamic import dynamic_runs, tune_bytescheduler
+    from commsched.runtime.ps.dynamic import dynamic_comparison, mean_s
     from commsched.runtime.ps.shaped_link import shaped_link
-    from commsched.runtime.ps.transports import TransportConfig
 
     try:
         fractions = [float(x) for x in levels.split(",")]
@@ -117,29 +120,59 @@ def dynamic(
         raise InputError(
             f"{levels!r}", where="--levels", expected="comma-separated numbers, e.g. 1,0.316,0.1"
         ) from None
+    if not fractions or min(fractions) <= 0 or period_s <= 0:
+        raise InputError(f"{levels!r}, {period_s}", where="--levels/--period-s",
+                         expected="positive fractions and a positive period")  # fmt: skip
     profile = zoo_lookup(model)
     spec = JobSpec(layers=emulated_layers(profile.layers, byte_scale=byte_scale), num_workers=workers,
                    iterations=iterations)  # fmt: skip
     rates = [f * bandwidth_gbps * GBPS for f in fractions]
     with shaped_link(rates[0]) as link:
-        tuned = tune_bytescheduler(link, spec)
-        runs = dynamic_runs(link, [tuned.config, TransportConfig(name="mercury")], spec, levels_bps=rates,
-                            period_s=period_s)  # fmt: skip
+        cmp = dynamic_comparison(link, spec, levels_bps=rates, period_s=period_s)
+
+    def runs(pair: Any) -> dict[str, Any]:
+        return {r.transport: {"mean_iteration_s": mean_s(r), "series_s": list(r.iteration_s),
+                              "started_s": list(r.started_s), "max_abs_error": r.max_abs_error}
+                for r in pair}  # fmt: skip
+
+    dyn = runs(d.run for d in cmp.dynamic)
+    for d in cmp.dynamic:
+        dyn[d.run.transport].update({
+            "levels_gbps": [r / GBPS for r in d.levels()],
+            "balanced_mean_iteration_s": d.balanced_mean_s(cmp.common_levels),
+            "per_level_mean_s": {f"{r / GBPS:g}": m for r, m in d.per_level_mean_s().items()},
+        })  # fmt: skip
+
     out = {
         "model": model, "levels_gbps": [r / GBPS for r in rates], "period_s": period_s,
         "bytescheduler_tuning": [{"partition_bytes": p, "credit_bytes": c, "iteration_s": t}
-                                 for p, c, t in tuned.points],
-        "transports": {r.transport: {"mean_iteration_s": sum(r.iteration_s) / len(r.iteration_s),
-                                     "series_s": list(r.iteration_s), "started_s": list(r.started_s),
-                                     "max_abs_error": r.max_abs_error} for r in runs},
+                                 for p, c, t in cmp.tuned.points],
+        "bytescheduler_pick": {"partition_bytes": cmp.tuned.config.partition_bytes,
+                               "credit_bytes": cmp.tuned.config.credit_bytes},
+        "transports": dyn,
+        "static_first_level": runs(cmp.static),
+        "mercury_gap_dynamic": cmp.dynamic_gap, "mercury_gap_static": cmp.static_gap,
+        "mercury_gap_dynamic_balanced": cmp.balanced_gap,
+        "common_levels_gbps": [r / GBPS for r in cmp.common_levels],
+        "holds": cmp.holds,
     }  # fmt: skip
     if json_out:
         print_json(out)
         return
     console = stdout_console()
-    for r in runs:
-        console.print(f"{r.transport:14s} mean {sum(r.iteration_s) / len(r.iteration_s):.3f} s  series "
+    pick = cmp.tuned.config
+    console.print(f"bytescheduler tuned at {rates[0] / GBPS:g} Gb/s: partition {pick.partition_bytes} B, "
+                  f"credit {pick.credit_bytes} B")  # fmt: skip
+    for r in cmp.static:
+        console.print(f"static   {r.transport:14s} mean {mean_s(r):.3f} s  series "
                       + " ".join(f"{t:.2f}" for t in r.iteration_s))  # fmt: skip
+    for d in cmp.dynamic:
+        per = ", ".join(f"{k / GBPS:g} Gb/s {v:.2f}" for k, v in d.per_level_mean_s().items())
+        console.print(f"dynamic  {d.run.transport:14s} mean {mean_s(d.run):.3f} s  balanced "
+                      f"{d.balanced_mean_s(cmp.common_levels):.3f} s  per level: {per}")  # fmt: skip
+    verdict = "holds" if cmp.holds else "does not hold"
+    console.print(f"Mercury's advantage: static {cmp.static_gap:+.1%}, dynamic {cmp.dynamic_gap:+.1%} "
+                  f"(level-balanced {cmp.balanced_gap:+.1%}): {verdict}")  # fmt: skip
 
 
 @ps_app.command("launch", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -42,12 +42,16 @@ class JobSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobRun:
-    """A finished job: per-iteration times (slowest worker), start times, largest error against NumPy."""
+    """A finished job: per-iteration times (slowest worker), start times, largest error against NumPy.
+
+    ``started_s`` counts from ``origin_s`` (rank 0's ``time.perf_counter()`` at its first iteration).
+    """
 
     transport: str
     iteration_s: tuple[float, ...]
     started_s: tuple[float, ...]
     max_abs_error: float
+    origin_s: float = 0.0
 
     @property
     def median_s(self) -> float:
@@ -157,6 +161,7 @@ def run_job(
         iteration_s=tuple(per_iter),
         started_s=tuple(results[0]["started_s"]),
         max_abs_error=max(float(r["max_abs_error"]) for r in results),
+        origin_s=float(results[0].get("origin_s", 0.0)),
     )
 
 

@@ -33,12 +33,17 @@ class EmulatedLayer:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EmulationResult:
-    """Per-iteration times (after warm-up), their start times, and the largest error against NumPy."""
+    """Per-iteration times (after warm-up), their start times, and the largest error against NumPy.
+
+    ``started_s`` counts from ``origin_s``, a ``time.perf_counter()`` reading (the host's monotonic
+    clock, shared by every process of the host, so a driver can place iterations on its own timeline).
+    """
 
     rank: int
     iteration_s: tuple[float, ...]
     started_s: tuple[float, ...]
     max_abs_error: float
+    origin_s: float = 0.0
 
 
 def gradient(seed: int, rank: int, layer: int, elements: int) -> F32:
@@ -95,4 +100,6 @@ def run_emulation(
             starts.append(t0 - origin)
         for i, out in results:
             err = max(err, float(np.max(np.abs(out - ref[i]))))
-    return EmulationResult(rank=rank, iteration_s=tuple(times), started_s=tuple(starts), max_abs_error=err)
+    return EmulationResult(
+        rank=rank, iteration_s=tuple(times), started_s=tuple(starts), max_abs_error=err, origin_s=origin
+    )
