@@ -52,6 +52,20 @@ def _order_signs(classes: Mapping[JobId, int], ids: list[JobId]) -> np.ndarray:
     return np.sign(c[:, None] - c[None, :])
 
 
+def _why(members: list[Any], pairs: set[tuple[JobId, JobId]]) -> str:
+    """Why two class assignments give different paces: the pairs of the steps in flight that share a link."""
+    out = set()
+    for i, r in enumerate(members):
+        for q in members[i + 1 :]:
+            la, lb = r.traffic.steps[r.step].links, q.traffic.steps[q.step].links
+            if np.intersect1d(la, lb).size and (r.spec.id, q.spec.id) not in pairs:
+                stale = r.traffic is not r.next_traffic or q.traffic is not q.next_traffic
+                out.add(
+                    "a pair sharing a link on a route being replaced" if stale else "a pair outside the DAG"
+                )
+    return " and ".join(sorted(out)) or "no pair outside the DAG"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("scenario")
@@ -60,6 +74,7 @@ def main() -> None:
     ap.add_argument("--jitter-s", type=float, default=0.0)
     ap.add_argument("--jitter-seed", type=int, default=1)
     ap.add_argument("--mode", choices=("fast", "exact"), default=None, help="override the scenario's mode")
+    ap.add_argument("--dump", type=int, default=0, help="print the first DUMP allocations that differ")
     args = ap.parse_args()
     sc = resolve_scenario(args.scenario)
     if args.hours is not None:
@@ -82,6 +97,7 @@ def main() -> None:
     alt: dict[JobId, int] = {}  # the other policy's classes at the latest decision
     now_classes: dict[JobId, int] = {}  # the applied policy's classes at the latest decision
     prev: dict[str, dict[JobId, int]] = {PSPA: {}, FULL: {}}
+    pairs: set[tuple[JobId, JobId]] = set()  # the pairs sharing a link under the latest decision's routes
 
     def relabels(name: str, classes: Mapping[JobId, int]) -> None:
         old = prev[name]
@@ -115,6 +131,9 @@ def main() -> None:
             st["contending pairs"] += int(edge.sum())
             st["pairs merged"] += int((edge & (sf == 0) & (su != 0)).sum())
             st["pairs inverted"] += int((edge & (sf * su < 0)).sum())
+        pairs.clear()
+        if len(ids) > 1:
+            pairs.update((ids[i], ids[k]) for i, k in zip(*np.nonzero(share), strict=True))
         alt.clear()
         alt.update({j: theirs.class_of(j) for j in ids})
         now_classes.clear()
@@ -153,6 +172,16 @@ def main() -> None:
                 seen[key] = rel
                 st["distinct allocations"] += 1
                 st["distinct allocations with a different pace"] += int(rel > 1e-9)
+                if rel > 1e-9:
+                    why = _why(members, pairs)
+                    st[f"differing allocations: {why}"] += 1
+                    if st["distinct allocations with a different pace"] <= args.dump:
+                        print(f"t={self._kernel.now:.1f} s: {why}; paces {p1.tolist()} / {p2.tolist()}")
+                        for r in members:
+                            print(
+                                f"  {r.spec.id} class {r.priority_class}/{alt.get(r.spec.id, 0)} "
+                                f"stale route {r.traffic is not r.next_traffic}"
+                            )
             st["allocations"] += 1
             st["allocations with a different pace"] += int(rel > 1e-9)
             worst["rel"] = max(worst["rel"], rel)
@@ -161,9 +190,9 @@ def main() -> None:
     original_untouched = sim_decisions.DecisionApplier._untouched
 
     def untouched(
-        self: sim_decisions.DecisionApplier, comps: list[list[int]], changed: set[int], reclassed: set[int]
+        self: sim_decisions.DecisionApplier, comps: list[list[int]], changed: set[int], *rest: Any
     ) -> dict[tuple[int, ...], int]:
-        keep = original_untouched(self, comps, changed, reclassed)
+        keep = original_untouched(self, comps, changed, *rest)
         old = {tuple(idxs) for idxs in self._pacing.components.values()}
         for idxs in comps:
             if len(idxs) < 2 or tuple(idxs) not in old or tuple(idxs) in keep:
