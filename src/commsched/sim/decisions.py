@@ -114,7 +114,7 @@ class DecisionApplier:
                 for r, _, _, t, _ in plan
             ]
         )
-        keep = self._untouched(comps, changed, reclassed)
+        keep = self._untouched(comps, changed, reclassed, {r.index: cls for r, cls, _, _, _ in plan})
         for c in list(self._fast.ahead):
             if tuple(self._pacing.components.get(c, ())) not in keep:
                 self._fast.catch_up(c)
@@ -184,23 +184,40 @@ class DecisionApplier:
         return list(comps.values())
 
     def _untouched(
-        self, comps: list[list[int]], changed: set[int], reclassed: set[int]
+        self, comps: list[list[int]], changed: set[int], reclassed: set[int], classes: dict[int, int]
     ) -> dict[tuple[int, ...], int]:
         """The new components that a decision leaves as they were, with their current ids.
 
         Untouched: the same jobs as an existing component, none of whose routes or phase change and,
-        for a component of several jobs, none of whose classes change. Its periodic regime goes on.
+        for a component of several jobs, none of whose pairs sharing a link changes order under the
+        new ``classes`` (the rates depend on that order only, not on the class numbers: unique classes
+        shift by one under every job ranked above a newcomer). Its periodic regime goes on.
         """
         old = {tuple(idxs): c for c, idxs in self._pacing.components.items()}
         keep: dict[tuple[int, ...], int] = {}
         for idxs in comps:
             prev = old.get(tuple(idxs))
-            if prev is None:
+            if prev is None or changed.intersection(idxs):
                 continue
-            touched = changed | reclassed if len(idxs) > 1 else changed
-            if not touched.intersection(idxs):
-                keep[tuple(idxs)] = prev
+            if len(idxs) > 1 and reclassed.intersection(idxs) and self._reordered(idxs, classes):
+                continue
+            keep[tuple(idxs)] = prev
         return keep
+
+    def _reordered(self, idxs: list[int], classes: dict[int, int]) -> bool:
+        """Whether the new ``classes`` change the order of two jobs of a component that share a link."""
+        runs = [self._runs[i] for i in idxs]
+        old = np.array([r.priority_class for r in runs])
+        new = np.array([classes[i] for i in idxs])
+        flip = np.sign(old[:, None] - old[None, :]) != np.sign(new[:, None] - new[None, :])
+        for a, b in zip(*np.nonzero(np.triu(flip, 1)), strict=True):
+            la, lb = (
+                np.concatenate([t.link_ids for t in (r.traffic, r.next_traffic) if t is not None])
+                for r in (runs[int(a)], runs[int(b)])
+            )
+            if np.intersect1d(la, lb).size:
+                return True
+        return False
 
     def _rebuild_components(self, comps: list[list[int]], keep: dict[tuple[int, ...], int]) -> None:
         """Install the new components; those in ``keep`` keep their fast-mode history and jump."""
