@@ -29,7 +29,7 @@ from commsched.scheduling.state import ClusterState, PlacedJob
 from commsched.topology import NodeId, Topology
 from commsched.workload import JobId, JobSpec, ModelProfile
 
-__all__ = ["DECISION_FORMAT", "Cause", "daemon_plans", "decide", "placed_job"]
+__all__ = ["DECISION_FORMAT", "Cause", "daemon_plans", "decide", "placed_job", "replay_placement"]
 
 #: version of the decision document's layout (``format`` key)
 DECISION_FORMAT = 1
@@ -92,7 +92,9 @@ def daemon_plans(policy: str | None = None) -> dict[str, Any]:
     ``vclos``, ``ocs-vclos``, ...): its communication policy on the jobs as they were placed (the
     daemon does not place jobs; a bundle's placement and cluster change are the launcher's). A
     bundle's plan has no intensities, and all its jobs share one class unless its decisions say
-    otherwise. With ``policy``, only that bundle is built (the registry builds bundles on demand).
+    otherwise. A bundle that places jobs (``vclos``, ``ocs-vclos``, ...) has its placement replayed on
+    the running jobs first (:func:`replay_placement`), so the routes it pins are the ones served. With
+    ``policy``, only that bundle is built (the registry builds bundles on demand).
     """
     from types import MappingProxyType
 
@@ -106,13 +108,49 @@ def daemon_plans(policy: str | None = None) -> dict[str, Any]:
     for name in wanted:
         if name in plans:
             continue
-        fn = reg.get(name).communication
+        bundle = reg.get(name)
+        fn, place = bundle.communication, bundle.placement
 
-        def plan(state: ClusterState, ctx: Any, fn: Any = fn) -> Plan:
+        def plan(state: ClusterState, ctx: Any, fn: Any = fn, place: Any = place) -> Plan:
+            if place is not None:
+                state = replay_placement(state, place)
             return Plan(decisions=fn(state, ctx), intensity=MappingProxyType({}))
 
         plans[name] = plan
     return plans
+
+
+def replay_placement(state: ClusterState, placement: Any) -> ClusterState:
+    """The running jobs with the links their bundle's placement reserves and the routes it pins.
+
+    The daemon does not place jobs, but a vClos bundle's routing is decided by its placement (the
+    route of every connection is pinned when the job is placed, vClos §6.1). The placement is asked
+    again for every job in start order, each request seeing the jobs before it with their
+    reservations, as the launcher (``commsched testbed run``) and the simulator asked it; where it
+    grants the GPUs the job runs on, the job gets the grant's reserved links and pinned routes, else
+    it keeps none (its connections then take the policy's default route).
+    """
+    from dataclasses import replace
+
+    from commsched.errors import CommschedError
+    from commsched.scheduling.interfaces import PlacementRequest
+
+    free = set(state.topology.gpus)
+    done: list[PlacedJob] = []
+    for job in state.jobs:
+        req = PlacementRequest(
+            topology=state.topology, job=job.spec, free_gpus=frozenset(free), running=tuple(done), now_s=0.0
+        )
+        try:
+            alloc = placement(req)
+        except CommschedError:  # e.g. a vClos placement on a fabric that is not a leaf-spine
+            alloc = None
+        if alloc is not None and tuple(alloc.gpus) == tuple(job.gpus):
+            done.append(replace(job, reserved_links=alloc.reserved_links, pinned_routes=alloc.pinned_routes))
+        else:
+            done.append(job)
+        free.difference_update(job.gpus)
+    return replace(state, jobs=tuple(done))
 
 
 def decide(
