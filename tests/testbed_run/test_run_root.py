@@ -96,3 +96,40 @@ def test_vclos_bundles_on_the_testbed(root: None, tmp_path: Path, monkeypatch: p
             assert job["measured_iteration_s"] >= job["compute_s"]
             assert job["simulated_iteration_s"] >= job["compute_s"] * 0.999
             assert job["class"] == 0 and job["dscp_on_sockets"] == [job["dscp"]]
+
+
+@pytest.mark.slow
+def test_policy_placement_on_the_testbed(root: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """vclos-testbed-policy under ocs-vclos: its own placement and circuits applied, pinned paths taken."""
+    monkeypatch.setenv("COMMSCHED_TESTBED_DIR", str(tmp_path / "state"))
+    name = f"cs5{os.getpid() % 100000}p"
+    env = {**os.environ, "COMMSCHED_TESTBED_DIR": str(tmp_path / "state")}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", "from commsched.cli.app import main; main()", "testbed", "run",
+             "vclos-testbed-policy", "--policies", "ocs-vclos", "--json", "--window", "3",
+             "--profiling-window", "2", "--name", name],
+            capture_output=True, text=True, check=False, timeout=300, env=env,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        report = json.loads(proc.stdout)
+    finally:
+        left = [ns for ns in netns.list_namespaces() if ns.startswith(f"{name}-")]
+        assert not left, left
+        assert name not in list_names()
+    body = report["policies"]["ocs-vclos"]
+    place = body["placement"]
+    assert place["placed_by"] == "ocs-vclos (the policy's own)"
+    # the placement the simulator makes: the 12-GPU jobs fill three servers per leaf, bert the last two
+    assert place["hosts"] == {
+        "resnet101": ["h0", "h1", "h2"],
+        "resnet50": ["h4", "h5", "h6"],
+        "bert": ["h3", "h7"],
+    }
+    assert place["circuits_changed"] == 0  # this mix needs only the static circuits
+    # every inter-host connection (12 + 12 + bert's 8 across the leaves) on the decided path
+    assert body["paths"]["connections"] == body["paths"]["on_decision_path"] == 32
+    assert body["paths"]["not_in_model"] == 0
+    for job in body["jobs"].values():
+        assert job["iterations_measured"] >= 1
+        assert job["measured_iteration_s"] >= job["compute_s"]
