@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from commsched.errors import InputError
 from commsched.experiments.runner import simulate_scenario
 from commsched.experiments.testbed_run.placing import placed_scenario, policy_placement, static_circuits
 from commsched.io.scenario import scenario_from_text
@@ -90,3 +91,22 @@ def test_static_circuits_are_the_builders() -> None:
         leaves=2, spines=2, gpus_per_host=4, hosts_per_leaf=4, ports_per_leaf=32, ocs=True, circuits=table
     )
     assert [(lk.src, lk.dst) for lk in again.links] == [(lk.src, lk.dst) for lk in topo.links]
+
+
+def test_ocs_vclos_circuits_keep_every_spine_within_its_ports() -> None:
+    """vclos-testbed-ocs: OCS-vClos rewires circuits; the table builds (at most 16 per spine)."""
+    sc = scenario_from_text(shipped_text("vclos-testbed-ocs"), source="vclos-testbed-ocs")
+    placing = policy_placement(sc, "ocs-vclos")
+    assert placing.circuits is not None and placing.circuits_changed > 0
+    counts = [sum(s == k for r in placing.circuits for s in r) for k in range(2)]
+    assert counts == [16, 16]
+    rewired = leaf_spine(
+        leaves=2, spines=2, gpus_per_host=4, hosts_per_leaf=4, ports_per_leaf=32, ocs=True,
+        circuits=placing.circuits,
+    )  # fmt: skip
+    assert len(rewired.equal_cost_paths("h0/nic0", "h4/nic0")) > 0
+    sim = simulate_scenario(sc, policy="ocs-vclos")
+    for job in sim.jobs:
+        assert tuple(str(g) for g in placing.gpus[str(job.id)]) == tuple(str(g) for g in job.placement)
+    with pytest.raises(InputError, match="does not place job 'bert'"):
+        policy_placement(sc, "vclos")  # vClos leaves bert waiting: not a testbed run

@@ -64,6 +64,7 @@ def policy_placement(scenario: Scenario, policy: str) -> PolicyPlacement:
         topo = bundle.topology(topo)
     ocs = _ocs_allocator(fn)
     circuits = [list(r) for r in static_circuits(topo)] if ocs is not None else None
+    held: set[tuple[int, int]] = set()  # uplinks whose circuit a placed job holds
     running: list[PlacedJob] = []
     free = set(topo.gpus)
     order = sorted(range(len(scenario.jobs)), key=lambda i: (scenario.jobs[i].spec.arrival_s, i))
@@ -77,7 +78,7 @@ def policy_placement(scenario: Scenario, policy: str) -> PolicyPlacement:
             req = PlacementRequest(topology=topo, job=spec, free_gpus=frozenset(free), running=tuple(running))
             if ocs is not None and circuits is not None:
                 for c in ocs(req):
-                    circuits[c[0]][c[1]] = c[2]
+                    _set_circuit(circuits, held, c)
             alloc = fn(req)
             if alloc is None:
                 raise InputError(
@@ -102,6 +103,26 @@ def policy_placement(scenario: Scenario, policy: str) -> PolicyPlacement:
     return PolicyPlacement(
         policy=policy, gpus=gpus, placed_by=placed_by, circuits=table, circuits_changed=changed
     )
+
+
+def _set_circuit(circuits: list[list[int]], held: set[tuple[int, int]], c: tuple[int, int, int]) -> None:
+    """Join uplink ``(leaf, port)`` to spine ``c[2]``; an idle uplink of that spine takes its old spine.
+
+    A spine has as many ports as circuits, so the circuit that held the spine port goes to the
+    spine the rewired uplink leaves (the swap keeps every spine's count; an OCS-vClos placement
+    rewires only idle links, and the swapped uplink is one no placed job holds).
+    """
+    leaf, port, spine = c
+    held.add((leaf, port))
+    old = circuits[leaf][port]
+    if old == spine:
+        return
+    circuits[leaf][port] = spine
+    for l2, row in enumerate(circuits):
+        for j, s2 in enumerate(row):
+            if s2 == spine and (l2, j) not in held:
+                row[j] = old
+                return
 
 
 def _ocs_allocator(fn: object) -> Callable[[PlacementRequest], list[tuple[int, int, int]]] | None:
