@@ -110,3 +110,20 @@ def test_ocs_vclos_circuits_keep_every_spine_within_its_ports() -> None:
         assert tuple(str(g) for g in placing.gpus[str(job.id)]) == tuple(str(g) for g in job.placement)
     with pytest.raises(InputError, match="does not place job 'bert'"):
         policy_placement(sc, "vclos")  # vClos leaves bert waiting: not a testbed run
+
+
+def test_daemon_carries_pinned_routes_onto_rewired_circuits() -> None:
+    """On the rewired fabric the daemon serves the routes OCS-vClos pinned (disjoint fabric links)."""
+    sc = scenario_from_text(shipped_text("vclos-testbed-ocs"), source="vclos-testbed-ocs")
+    placing = policy_placement(sc, "ocs-vclos")
+    assert placing.circuits is not None
+    p = sc.topology.params
+    rewired = leaf_spine(
+        leaves=2, spines=2, gpus_per_host=4, hosts_per_leaf=4, ports_per_leaf=32, ocs=True,
+        host_link_bps=p["host_link_bps"], uplink_bps=p["uplink_bps"], circuits=placing.circuits,
+    )  # fmt: skip
+    cfg = ClusterConfig(topology=dict(rewired.params), policy="ocs-vclos", priority_levels=1)
+    doc = decide(rewired, cfg, _records(sc, placing.gpus), version=0, cause=Cause(kind="test"))
+    big = [c for c in doc["connections"] if c["job"] == "big" and c["n_paths"] > 1]
+    fabric = [lk for c in big for lk in c["links"] if rewired.links[lk].kind == LinkKind.FABRIC]
+    assert len(big) == 8 and len(fabric) == len(set(fabric)) == 32

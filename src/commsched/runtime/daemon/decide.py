@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from commsched.runtime.daemon.records import ClusterConfig, JobRecord
@@ -130,6 +131,14 @@ def replay_placement(state: ClusterState, placement: Any) -> ClusterState:
     grants the GPUs the job runs on, the job gets the grant's reserved links and pinned routes, else
     it keeps none (its connections then take the policy's default route).
     """
+
+    if state.topology.params.get("circuits") is not None:
+        return _rewired(state, placement)
+    return _replay(state, placement)
+
+
+def _replay(state: ClusterState, placement: Any) -> ClusterState:
+    """:func:`replay_placement` on the fabric as it is."""
     from dataclasses import replace
 
     from commsched.errors import CommschedError
@@ -237,6 +246,47 @@ def decide(
         "connections": conns,
         "link_load": load,
     }
+
+
+def _rewired(state: ClusterState, placement: Any) -> ClusterState:
+    """Replay on a fabric with rewired OCS circuits: placed on the static circuits, routes carried over.
+
+    The vClos placement maps only the static circuits (``scheduling.vclos.wiring``), so it is asked on
+    the same fabric with static circuits; each pinned path becomes the path of the rewired fabric
+    through the same leaf up port and the same destination leaf port (the leaf-OCS fibres keep their
+    link ids), or else through the same up port.
+    """
+    from dataclasses import replace
+
+    from commsched.scheduling.routing import network_pair
+    from commsched.scheduling.vclos.bundles import with_ocs
+    from commsched.topology import LinkKind
+
+    topo = state.topology
+    static = with_ocs(topo)
+    replayed = _replay(replace(state, topology=static), placement)
+    if static.params.get("circuits") == topo.params.get("circuits"):
+        return _replay(state, placement)
+    jobs: list[PlacedJob] = []
+    for job in replayed.jobs:
+        routes: dict[Any, int] = {}
+        for key, idx in job.pinned_routes.items():
+            pair = network_pair(static, key)
+            if pair is None:
+                continue
+            old = [
+                lk
+                for lk in static.equal_cost_paths(*pair)[idx].links
+                if static.links[lk].kind == LinkKind.FABRIC
+            ]
+            paths = topo.equal_cost_paths(*pair)
+            for need in ({old[0], old[-1]}, {old[0]}):
+                hit = next((i for i, p in enumerate(paths) if need.issubset(p.links)), None)
+                if hit is not None:
+                    routes[key] = hit
+                    break
+        jobs.append(replace(job, pinned_routes=MappingProxyType(routes)))
+    return replace(state, jobs=tuple(jobs))
 
 
 def _hosts(topology: Topology, gpus: Sequence[str]) -> list[str]:
