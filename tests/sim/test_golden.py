@@ -72,6 +72,8 @@ def _cases() -> list[Case]:
         out.append(Case(scenario="vclos-table5-512", policy=pol, horizon_s=10_000.0))
         out.append(Case(scenario="vclos-2048", policy=pol, horizon_s=2_000.0, slow=True))
     out += [Case(scenario="vclos-testbed", policy=p) for p in ("vclos", "ecmp")]
+    out += [Case(scenario="vclos-testbed-policy", policy=p) for p in ("vclos", "ecmp")]
+    out += [Case(scenario="vclos-testbed-ocs", policy=p) for p in ("ocs-vclos", "ecmp")]
     out += [
         Case(scenario="vclos-table5-512-comm", policy=p, horizon_s=10_000.0, slow=True)
         for p in ("vclos", "ecmp")

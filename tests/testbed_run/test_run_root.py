@@ -96,3 +96,38 @@ def test_vclos_bundles_on_the_testbed(root: None, tmp_path: Path, monkeypatch: p
             assert job["measured_iteration_s"] >= job["compute_s"]
             assert job["simulated_iteration_s"] >= job["compute_s"] * 0.999
             assert job["class"] == 0 and job["dscp_on_sockets"] == [job["dscp"]]
+
+
+@pytest.mark.slow
+def test_policy_placement_on_the_testbed(root: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """vclos-testbed-ocs under ocs-vclos: its own placement applied, the OCS rewired, pinned paths taken."""
+    monkeypatch.setenv("COMMSCHED_TESTBED_DIR", str(tmp_path / "state"))
+    name = f"cs5{os.getpid() % 100000}p"
+    env = {**os.environ, "COMMSCHED_TESTBED_DIR": str(tmp_path / "state")}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", "from commsched.cli.app import main; main()", "testbed", "run",
+             "vclos-testbed-ocs", "--policies", "ocs-vclos", "--json", "--window", "3",
+             "--profiling-window", "2", "--name", name],
+            capture_output=True, text=True, check=False, timeout=300, env=env,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        report = json.loads(proc.stdout)
+    finally:
+        left = [ns for ns in netns.list_namespaces() if ns.startswith(f"{name}-")]
+        assert not left, left
+        assert name not in list_names()
+    body = report["policies"]["ocs-vclos"]
+    place = body["placement"]
+    assert place["placed_by"] == "ocs-vclos (the policy's own)"
+    # the simulator's OCS-vClos placement: one server of leaf 0 and all of leaf 1 for the 20-GPU job
+    assert place["hosts"] == {"big": ["h0", "h4", "h5", "h6", "h7"], "bert": ["h1", "h2", "h3"]}
+    assert place["circuits_changed"] > 0  # the testbed was rewired before the jobs started
+    # fewer equal-cost paths than on the static circuits (1048): the probe ran on the rewired fabric
+    assert 0 < body["probe"]["paths_found"] == body["probe"]["paths"] < 1048
+    # every inter-host connection on the path the daemon decided, all of them in the twin's topology
+    assert body["paths"]["connections"] == body["paths"]["on_decision_path"] == 32
+    assert body["paths"]["not_in_model"] == 0
+    for job in body["jobs"].values():
+        assert job["iterations_measured"] >= 1
+        assert job["measured_iteration_s"] >= job["compute_s"]

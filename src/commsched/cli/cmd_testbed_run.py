@@ -36,7 +36,7 @@ def _load(spec: str) -> tuple[Any, dict[str, Any]]:
 
 @user_errors
 def run(
-    scenario: str = typer.Argument(..., help="Scenario with explicit placements (shipped name or YAML)."),
+    scenario: str = typer.Argument(..., help="Scenario (shipped name or YAML); the policy places jobs."),
     policies: str = typer.Option("ecmp-fair,crux-full", "--policies", help="Comma-separated, run in turn."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     name: str | None = typer.Option(None, "--name", "-n", help="Testbed name (default csr + pid)."),

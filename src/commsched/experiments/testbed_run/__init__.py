@@ -16,11 +16,17 @@ import shutil
 import statistics
 import tempfile
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from commsched.experiments.testbed_run.layout import JobLayout, job_layouts
+from commsched.experiments.testbed_run.placing import (
+    PolicyPlacement,
+    placed_scenario,
+    policy_placement,
+    static_circuits,
+)
 from commsched.experiments.testbed_run.queues import deepen_queues, mtu_packets, steady_tcp
 from commsched.experiments.testbed_run.session import PolicyRun, RunSettings, run_policy
 from commsched.experiments.testbed_run.twin import simulate_twin
@@ -132,14 +138,11 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
     }
     try:
         tb = Testbed(state)
-        nic_ip = {str(n): ip for h in tb.topology.hosts for n, ip in tb.host_addresses(h.id).items()}
-        jobs = job_layouts(scenario, tb.topology, nic_ip)
         if opts.queue_bytes:
             report["queues_changed"] = deepen_queues(tb, opts.queue_bytes)
         steady_tcp(tb)
         if opts.mtu_packets:
             report["gso_off_nics"] = mtu_packets(tb)
-        report["probe"] = _probe_table(tb, jobs, work / "ports.json")
         settings = RunSettings(
             profiling_window_s=opts.profiling_window_s,
             window_s=opts.window_s,
@@ -150,15 +153,64 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
             profile_share=opts.profile_share,
             rate_scale=opts.rate_scale,
         )
+        tables: dict[tuple[Any, ...], tuple[Path, dict[str, Any]]] = {}
         for policy in opts.policies:
-            run = run_policy(tb, jobs, policy, settings, work=work / policy, table=work / "ports.json")
-            report["policies"][policy] = _policy_report(scenario, tb, jobs, run, opts)
+            placing = policy_placement(scenario, policy)
+            placed = placed_scenario(scenario, placing)
+            tb, circuits = _set_circuits(tb, opts.name, placing)
+            nic_ip = {str(n): ip for h in tb.topology.hosts for n, ip in tb.host_addresses(h.id).items()}
+            jobs = job_layouts(placed, tb.topology, nic_ip)
+            key = (tuple(sorted((k, tuple(v)) for k, v in placing.gpus.items())), circuits)
+            if key not in tables:
+                table = work / f"ports-{len(tables)}.json"
+                tables[key] = (table, _probe_table(tb, jobs, table))
+            table, probed = tables[key]
+            report.setdefault("probe", probed)
+            spec = (
+                topology_spec
+                if circuits is None
+                else {**topology_spec, "circuits": [list(r) for r in circuits]}
+            )
+            run = run_policy(
+                tb, jobs, policy, replace(settings, topology=spec), work=work / policy, table=table
+            )
+            twin_scenario = placed if circuits is None else replace(placed, topology=tb.topology)
+            out = _policy_report(twin_scenario, tb, jobs, run, opts)
+            out["placement"] = {
+                "placed_by": placing.placed_by,
+                "hosts": {j.id: list(j.hosts) for j in jobs},
+                "circuits_changed": placing.circuits_changed if placing.circuits is not None else None,
+            }
+            out["probe"] = probed
+            report["policies"][policy] = out
     finally:
         build.down(opts.name)
         if opts.keep_dir is not None:
             shutil.copytree(work, opts.keep_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.sock"))
         shutil.rmtree(work, ignore_errors=True)
     return report
+
+
+def _set_circuits(
+    tb: Any, name: str, placing: PolicyPlacement
+) -> tuple[Any, tuple[tuple[int, ...], ...] | None]:
+    """Set the OCS circuits ``placing`` asks for (``testbed rewire``), or the static ones back.
+
+    Returns the testbed (rebuilt from its new state when circuits changed) and the circuit table
+    the run uses (``None``: the static circuits).
+    """
+    from commsched.testbed import Testbed, build
+    from commsched.testbed.state import read_state
+
+    static = static_circuits(tb.topology) if tb.topology.params.get("ocs") else None
+    raw = read_state(name).topology.get("circuits")
+    current = None if raw is None else tuple(tuple(int(x) for x in r) for r in raw)
+    if current == static:
+        current = None
+    wanted = placing.circuits if placing.circuits_changed else None
+    if wanted == current:
+        return tb, wanted
+    return Testbed(build.rewire(name, wanted if wanted is not None else static or ())), wanted
 
 
 def _policy_report(

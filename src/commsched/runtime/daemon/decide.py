@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from commsched.runtime.daemon.records import ClusterConfig, JobRecord
@@ -29,7 +30,7 @@ from commsched.scheduling.state import ClusterState, PlacedJob
 from commsched.topology import NodeId, Topology
 from commsched.workload import JobId, JobSpec, ModelProfile
 
-__all__ = ["DECISION_FORMAT", "Cause", "daemon_plans", "decide", "placed_job"]
+__all__ = ["DECISION_FORMAT", "Cause", "daemon_plans", "decide", "placed_job", "replay_placement"]
 
 #: version of the decision document's layout (``format`` key)
 DECISION_FORMAT = 1
@@ -92,7 +93,9 @@ def daemon_plans(policy: str | None = None) -> dict[str, Any]:
     ``vclos``, ``ocs-vclos``, ...): its communication policy on the jobs as they were placed (the
     daemon does not place jobs; a bundle's placement and cluster change are the launcher's). A
     bundle's plan has no intensities, and all its jobs share one class unless its decisions say
-    otherwise. With ``policy``, only that bundle is built (the registry builds bundles on demand).
+    otherwise. A bundle that places jobs (``vclos``, ``ocs-vclos``, ...) has its placement replayed on
+    the running jobs first (:func:`replay_placement`), so the routes it pins are the ones served. With
+    ``policy``, only that bundle is built (the registry builds bundles on demand).
     """
     from types import MappingProxyType
 
@@ -106,13 +109,57 @@ def daemon_plans(policy: str | None = None) -> dict[str, Any]:
     for name in wanted:
         if name in plans:
             continue
-        fn = reg.get(name).communication
+        bundle = reg.get(name)
+        fn, place = bundle.communication, bundle.placement
 
-        def plan(state: ClusterState, ctx: Any, fn: Any = fn) -> Plan:
+        def plan(state: ClusterState, ctx: Any, fn: Any = fn, place: Any = place) -> Plan:
+            if place is not None:
+                state = replay_placement(state, place)
             return Plan(decisions=fn(state, ctx), intensity=MappingProxyType({}))
 
         plans[name] = plan
     return plans
+
+
+def replay_placement(state: ClusterState, placement: Any) -> ClusterState:
+    """The running jobs with the links their bundle's placement reserves and the routes it pins.
+
+    The daemon does not place jobs, but a vClos bundle's routing is decided by its placement (the
+    route of every connection is pinned when the job is placed, vClos §6.1). The placement is asked
+    again for every job in start order, each request seeing the jobs before it with their
+    reservations, as the launcher (``commsched testbed run``) and the simulator asked it; where it
+    grants the GPUs the job runs on, the job gets the grant's reserved links and pinned routes, else
+    it keeps none (its connections then take the policy's default route).
+    """
+
+    if state.topology.params.get("circuits") is not None:
+        return _rewired(state, placement)
+    return _replay(state, placement)
+
+
+def _replay(state: ClusterState, placement: Any) -> ClusterState:
+    """:func:`replay_placement` on the fabric as it is."""
+    from dataclasses import replace
+
+    from commsched.errors import CommschedError
+    from commsched.scheduling.interfaces import PlacementRequest
+
+    free = set(state.topology.gpus)
+    done: list[PlacedJob] = []
+    for job in state.jobs:
+        req = PlacementRequest(
+            topology=state.topology, job=job.spec, free_gpus=frozenset(free), running=tuple(done), now_s=0.0
+        )
+        try:
+            alloc = placement(req)
+        except CommschedError:  # e.g. a vClos placement on a fabric that is not a leaf-spine
+            alloc = None
+        if alloc is not None and tuple(alloc.gpus) == tuple(job.gpus):
+            done.append(replace(job, reserved_links=alloc.reserved_links, pinned_routes=alloc.pinned_routes))
+        else:
+            done.append(job)
+        free.difference_update(job.gpus)
+    return replace(state, jobs=tuple(done))
 
 
 def decide(
@@ -199,6 +246,47 @@ def decide(
         "connections": conns,
         "link_load": load,
     }
+
+
+def _rewired(state: ClusterState, placement: Any) -> ClusterState:
+    """Replay on a fabric with rewired OCS circuits: placed on the static circuits, routes carried over.
+
+    The vClos placement maps only the static circuits (``scheduling.vclos.wiring``), so it is asked on
+    the same fabric with static circuits; each pinned path becomes the path of the rewired fabric
+    through the same leaf up port and the same destination leaf port (the leaf-OCS fibres keep their
+    link ids), or else through the same up port.
+    """
+    from dataclasses import replace
+
+    from commsched.scheduling.routing import network_pair
+    from commsched.scheduling.vclos.bundles import with_ocs
+    from commsched.topology import LinkKind
+
+    topo = state.topology
+    static = with_ocs(topo)
+    replayed = _replay(replace(state, topology=static), placement)
+    if static.params.get("circuits") == topo.params.get("circuits"):
+        return _replay(state, placement)
+    jobs: list[PlacedJob] = []
+    for job in replayed.jobs:
+        routes: dict[Any, int] = {}
+        for key, idx in job.pinned_routes.items():
+            pair = network_pair(static, key)
+            if pair is None:
+                continue
+            old = [
+                lk
+                for lk in static.equal_cost_paths(*pair)[idx].links
+                if static.links[lk].kind == LinkKind.FABRIC
+            ]
+            paths = topo.equal_cost_paths(*pair)
+            for need in ({old[0], old[-1]}, {old[0]}):
+                hit = next((i for i, p in enumerate(paths) if need.issubset(p.links)), None)
+                if hit is not None:
+                    routes[key] = hit
+                    break
+        jobs.append(replace(job, pinned_routes=MappingProxyType(routes)))
+    return replace(state, jobs=tuple(jobs))
 
 
 def _hosts(topology: Topology, gpus: Sequence[str]) -> list[str]:
