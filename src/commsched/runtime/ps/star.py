@@ -38,18 +38,20 @@ class StarFabric:
         return ["ip", "netns", "exec", self.host_ns[host], *argv]
 
 
-def _shape(ns: str, dev: str, rate_bps: float) -> None:
+def _shape(ns: str, dev: str, rate_bps: float, queue_bytes: int | None) -> None:
     rate, burst = f"{int(rate_bps)}bit", str(_burst_bytes(rate_bps))
     exe = ["ip", "netns", "exec", ns, "tc"]
     _run([*exe, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"])
     htb = ["htb", "rate", rate, "ceil", rate, "burst", burst, "cburst", burst]
     _run([*exe, "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", *htb])
     _run([*exe, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", "bfifo", "limit",
-          str(_queue_bytes(rate_bps))])  # fmt: skip
+          str(queue_bytes or _queue_bytes(rate_bps))])  # fmt: skip
 
 
 @contextmanager
-def star_fabric(rate_bps: float, *, hosts: int, prefix: str = "cs6") -> Iterator[StarFabric]:
+def star_fabric(
+    rate_bps: float, *, hosts: int, prefix: str = "cs6", queue_bytes: int | None = None
+) -> Iterator[StarFabric]:
     """Build the star of ``hosts`` hosts shaped at ``rate_bps``; remove it on exit (also on failure).
 
     Examples
@@ -87,8 +89,8 @@ def star_fabric(rate_bps: float, *, hosts: int, prefix: str = "cs6") -> Iterator
             _run(fab.argv(i, ["ip", "addr", "add", f"{fab.host_ip[i]}/24", "dev", host_dev]))
             _run(fab.argv(i, ["ip", "link", "set", host_dev, "up"]))
             _run(fab.argv(i, ["ip", "link", "set", "lo", "up"]))
-            _shape(ns, host_dev, rate_bps)
-            _shape(fab.hub_ns, hub_dev, rate_bps)
+            _shape(ns, host_dev, rate_bps, queue_bytes)
+            _shape(fab.hub_ns, hub_dev, rate_bps, queue_bytes)
         yield fab
     finally:
         for ns in reversed(created):

@@ -42,6 +42,10 @@ from commsched.runtime.ps.star import StarFabric, star_fabric
 PY_PS = [sys.executable, "-m", "commsched.runtime.ps"]
 PY_VR = [sys.executable, "-m", "commsched.runtime.ps.versus_ring"]
 F32_BYTES = 4
+#: NIC queue of the star, bytes: a switch port's share of buffer. The 5 ms queue of ``shaped_link``
+#: (256 KiB at 0.1 Gb/s) tail-drops the n-to-1 incast of BytePS pushes (measured: 328 retransmitted
+#: segments and 2 RTOs in 4 iterations against 5 and 0 with this queue, iteration 1.7 s against 1.3 s)
+QUEUE_BYTES = 4_000_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,6 +60,7 @@ class VersusSpec:
     warmup: int = 1
     seed: int = 0
     timeout_s: float = 60.0
+    stagger: bool = True
 
     def __post_init__(self) -> None:
         if self.workers < 2 or self.cpu_machines < 1:
@@ -79,12 +84,26 @@ class VersusSpec:
 
     def cpu_share(self) -> float:
         """Fraction of the model's bytes the mixed-mode hash sends to the CPU servers (these tensors)."""
+        return sum(self.shares()[: self.cpu_machines])
+
+    def split_speedup(self) -> float:
+        """The model's speed-up over all-reduce for the split the hash actually makes of these tensors.
+
+        The busiest NIC decides: a CPU host with share ``s`` carries ``n s M`` each way, a worker host
+        ``M + (n-2) s M`` (``commsched byteps``'s traffic with the measured shares in place of Eq. 1-2).
+        """
+        n, k, sh = self.workers, self.cpu_machines, self.shares()
+        busiest = max(n * max(sh[:k]), 1 + (n - 2) * max(sh[k:]))
+        return 2 * (n - 1) / n / busiest
+
+    def shares(self) -> list[float]:
+        """Each server's share of the model's bytes under the mixed-mode hash (CPU servers first)."""
         parts = [
             (part_key(i, p), b - a)
             for i, ly in enumerate(self.layers())
             for p, (a, b) in enumerate(part_bounds(ly.elements * F32_BYTES, PART_BYTES, F32_BYTES))
         ]
-        return sum(self.server_map().byte_shares(parts)[: self.cpu_machines])
+        return self.server_map().byte_shares(parts)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,6 +146,7 @@ class VersusResult:
                           "series_s": list(self.allreduce.iteration_s),
                           "max_abs_error": self.allreduce.max_abs_error},
             "measured_speedup": self.measured_speedup, "predicted_speedup": speedup,
+            "predicted_speedup_this_split": self.spec.split_speedup(),
         }  # fmt: skip
 
 
@@ -247,7 +267,8 @@ def measure_nic_goodput(fab: StarFabric, *, duration_s: float = 1.5) -> float:
 
 def versus_ring(spec: VersusSpec, *, rate_bps: float, prefix: str = "cs6") -> VersusResult:
     """Build the star (``n + k`` hosts at ``rate_bps``), measure the goodput, run both jobs."""
-    with star_fabric(rate_bps, hosts=spec.workers + spec.cpu_machines, prefix=prefix) as fab:
+    hosts = spec.workers + spec.cpu_machines
+    with star_fabric(rate_bps, hosts=hosts, prefix=prefix, queue_bytes=QUEUE_BYTES) as fab:
         goodput = measure_nic_goodput(fab)
         byteps = run_byteps(fab, spec)
         allreduce = run_allreduce(fab, spec)
@@ -279,18 +300,37 @@ def _server(index: int) -> None:
 
 
 def _byteps_worker(spec: VersusSpec) -> dict[str, object]:
-    from commsched.runtime.ps.emulate import run_emulation
+    """Push/pull every tensor each iteration, starting at a rank-dependent tensor (see the module doc)."""
     from commsched.runtime.ps.launch import start_worker
     from commsched.runtime.ps.roles import role_from_env
 
     env = role_from_env()
+    layers = spec.layers()
     worker = start_worker(env, server_map=spec.server_map())
+    rank, t = worker.rank, len(layers)
+    grads = [gradient(spec.seed, rank, i, ly.elements) for i, ly in enumerate(layers)]
+    ref = [sum((gradient(spec.seed, r, i, ly.elements) for r in range(spec.workers)), np.zeros(1, np.float32))
+           for i, ly in enumerate(layers)]  # fmt: skip
+    for ly in layers:  # the same declared keys on every worker, whatever order it sends in
+        worker.client.declare(ly.name)
+    first = rank * t // spec.workers if spec.stagger else 0
+    order = [(first + j) % t for j in range(t)]
+    times: list[float] = []
+    starts: list[float] = []
+    err = 0.0
     try:
-        res = run_emulation(worker.client, spec.layers(), iterations=spec.iterations, warmup=spec.warmup,
-                            seed=spec.seed, timeout_s=env.timeout_s)  # fmt: skip
+        origin = time.perf_counter()
+        for it in range(spec.iterations + spec.warmup):
+            t0 = time.perf_counter()
+            handles = [(i, worker.client.push_pull_async(grads[i], name=layers[i].name)) for i in order]
+            outs = [(i, h.wait(env.timeout_s)) for i, h in handles]
+            if it >= spec.warmup:
+                times.append(time.perf_counter() - t0)
+                starts.append(t0 - origin)
+            err = max(err, *(float(np.max(np.abs(out - ref[i]))) for i, out in outs))
     finally:
         worker.close()
-    return asdict(res)
+    return {"rank": rank, "iteration_s": times, "started_s": starts, "max_abs_error": err}
 
 
 def _ring_worker(spec: VersusSpec, rank: int, host: str, store: str | None) -> dict[str, object]:
