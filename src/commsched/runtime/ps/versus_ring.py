@@ -60,7 +60,7 @@ class VersusSpec:
     warmup: int = 1
     seed: int = 0
     timeout_s: float = 60.0
-    stagger: bool = True
+    stagger: bool = False
 
     def __post_init__(self) -> None:
         if self.workers < 2 or self.cpu_machines < 1:
