@@ -95,3 +95,16 @@ def test_both_jobs_sum_exactly_and_the_ring_meets_its_model(measured: VersusResu
 def test_byteps_beats_allreduce_near_the_model(measured: VersusResult) -> None:
     assert measured.measured_speedup > 1.0
     assert measured.measured_speedup == pytest.approx(measured.predicted_speedup, rel=SPEEDUP_TOLERANCE)
+
+
+def test_cli_rejects_a_bad_shape_in_one_line() -> None:
+    from typer.testing import CliRunner
+
+    from commsched.cli.app import app
+
+    res = CliRunner().invoke(app, ["ps", "versus-ring", "--workers", "4", "--cpu-machines", "0"])
+    assert res.exit_code == 2
+    assert "Traceback" not in res.output
+    res = CliRunner().invoke(app, ["ps", "versus-ring", "--mbytes", "0.00001", "--tensors", "200"])
+    assert res.exit_code == 2
+    assert "--mbytes" in res.output and len(res.output.strip().splitlines()) == 1

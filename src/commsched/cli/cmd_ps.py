@@ -181,7 +181,7 @@ def versus_ring_cmd(
     workers: int = typer.Option(4, "--workers", min=2, help="Worker (GPU) hosts n."),
     cpu_machines: int = typer.Option(2, "--cpu-machines", min=1, help="CPU-only hosts k."),
     bandwidth_gbps: float = typer.Option(0.2, "--bandwidth-gbps", min=0.001, help="Every NIC's rate."),
-    mbytes: float = typer.Option(8.0, "--mbytes", min=0.001, help="Model bytes per iteration, MB."),
+    mbytes: float = typer.Option(16.0, "--mbytes", min=0.001, help="Model bytes per iteration, MB."),
     tensors: int = typer.Option(200, "--tensors", min=1, help="Equal tensors the model is cut into."),
     iterations: int = typer.Option(5, "--iterations", min=1),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
