@@ -175,6 +175,38 @@ def dynamic(
                   f"(level-balanced {cmp.balanced_gap:+.1%}): {verdict}")  # fmt: skip
 
 
+@ps_app.command("versus-ring")
+@user_errors
+def versus_ring_cmd(
+    workers: int = typer.Option(4, "--workers", min=2, help="Worker (GPU) hosts n."),
+    cpu_machines: int = typer.Option(2, "--cpu-machines", min=1, help="CPU-only hosts k."),
+    bandwidth_gbps: float = typer.Option(0.2, "--bandwidth-gbps", min=0.001, help="Every NIC's rate."),
+    mbytes: float = typer.Option(16.0, "--mbytes", min=0.001, help="Model bytes per iteration, MB."),
+    tensors: int = typer.Option(200, "--tensors", min=1, help="Equal tensors the model is cut into."),
+    iterations: int = typer.Option(5, "--iterations", min=1),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """BytePS with k CPU machines against the ring all-reduce on the same hosts (root), with the model."""
+    from commsched.runtime.ps.versus_ring import VersusSpec, versus_ring
+
+    spec = VersusSpec(workers=workers, cpu_machines=cpu_machines, model_bytes=round(mbytes * 1e6),
+                      tensors=tensors, iterations=iterations)  # fmt: skip
+    out: dict[str, Any] = versus_ring(spec, rate_bps=bandwidth_gbps * GBPS).summary()
+    if json_out:
+        print_json(out)
+        return
+    console = stdout_console()
+    console.print(f"n={workers} k={cpu_machines}, {mbytes:g} MB, NIC goodput {out['goodput_gbps']:.3f} Gb/s, "
+                  f"CPU servers' share {out['cpu_share']:.3f}")  # fmt: skip
+    for name in ("byteps", "allreduce"):
+        r = out[name]
+        console.print(f"{name:10s} median {r['median_iteration_s']:.3f} s "
+                      f"(model {r['predicted_iteration_s']:.3f} s) err {r['max_abs_error']:.1e}")  # fmt: skip
+    console.print(f"speed-up over all-reduce: measured {out['measured_speedup']:.3f}, commsched byteps "
+                  f"{out['predicted_speedup']:.3f} "
+                  f"(this split {out['predicted_speedup_this_split']:.3f})")  # fmt: skip
+
+
 @ps_app.command("launch", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 @user_errors
 def launch(

@@ -1,0 +1,396 @@
+"""BytePS with ``k`` CPU machines against the ring all-reduce on the same machines, measured.
+
+``n`` worker (GPU) hosts and ``k`` CPU-only hosts sit on a one-switch star
+(:mod:`commsched.runtime.ps.star`), every NIC shaped to the same rate both ways. Two jobs move the same
+``model_bytes`` of float32 gradients per iteration among the ``n`` workers:
+
+* **BytePS**: a server co-located on every worker host plus one on each CPU host; parts go to the
+  servers by the mixed-mode split (a fraction ``2k(n-1)/(n^2+kn-2k)`` to the CPU servers,
+  :class:`~commsched.runtime.ps.keys.ServerMap`); every worker pushes and pulls the whole model.
+* **all-reduce**: :mod:`commsched.runtime`'s ring all-reduce among the ``n`` worker hosts (the CPU
+  hosts idle).
+
+Before the jobs one raw TCP flow between two worker hosts measures the NIC goodput; the model's
+speed-up (``commsched byteps``: ``(n^2+kn-2k)/n^2``) and its times at that goodput stand beside the
+measured medians. Every returned sum is checked against the NumPy sum of all workers' gradients.
+
+Process entry points (run inside the host namespaces): ``python -m commsched.runtime.ps.versus_ring
+server INDEX | byteps SPEC.json | ring SPEC.json RANK HOST [STORE_PORT]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from commsched.errors import CommschedError, InputError
+from commsched.intrajob.byteps import byteps_assignment, byteps_times
+from commsched.runtime.ps.bench import JobRun, _stop
+from commsched.runtime.ps.emulate import EmulatedLayer, gradient
+from commsched.runtime.ps.errors import PSError, PSTimeoutError
+from commsched.runtime.ps.keys import PART_BYTES, ServerMap, part_bounds, part_key
+from commsched.runtime.ps.star import StarFabric, star_fabric
+
+PY_PS = [sys.executable, "-m", "commsched.runtime.ps"]
+PY_VR = [sys.executable, "-m", "commsched.runtime.ps.versus_ring"]
+F32_BYTES = 4
+#: NIC queue of the star, bytes: a switch port's share of buffer. The 5 ms queue of ``shaped_link``
+#: (256 KiB at 0.1 Gb/s) tail-drops the n-to-1 incast of BytePS pushes (measured: 328 retransmitted
+#: segments and 2 RTOs in 4 iterations against 5 and 0 with this queue, iteration 1.7 s against 1.3 s)
+QUEUE_BYTES = 4_000_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VersusSpec:
+    """One comparison: ``workers`` GPU hosts, ``cpu_machines`` CPU hosts, bytes per iteration."""
+
+    workers: int = 4
+    cpu_machines: int = 2
+    model_bytes: int = 24_000_000
+    tensors: int = 24
+    iterations: int = 5
+    warmup: int = 1
+    seed: int = 0
+    timeout_s: float = 60.0
+    stagger: bool = False
+
+    def __post_init__(self) -> None:
+        if self.workers < 2 or self.cpu_machines < 1:
+            raise InputError(f"n={self.workers}, k={self.cpu_machines}", where="--workers/--cpu-machines",
+                             expected="at least 2 workers and 1 CPU machine")  # fmt: skip
+        if self.model_bytes < F32_BYTES * self.tensors or self.tensors < 1 or self.iterations < 1:
+            raise InputError(f"{self.model_bytes} bytes in {self.tensors} tensors", where="--mbytes",
+                             expected="at least 4 bytes per tensor and one iteration")  # fmt: skip
+
+    def layers(self) -> tuple[EmulatedLayer, ...]:
+        """The model as ``tensors`` equal float32 tensors without compute (communication only)."""
+        each = self.model_bytes // F32_BYTES // self.tensors
+        return tuple(
+            EmulatedLayer(name=f"t{i}", elements=each, fp_s=0.0, bp_s=0.0) for i in range(self.tensors)
+        )
+
+    def server_map(self) -> ServerMap:
+        """BytePS mixed mode: CPU servers ``0..k-1``, then the co-located ones."""
+        n, k = self.workers, self.cpu_machines
+        return ServerMap(num_servers=n + k, mode="mixed", cpu_servers=k, num_workers=n)
+
+    def cpu_share(self) -> float:
+        """Fraction of the model's bytes the mixed-mode hash sends to the CPU servers (these tensors)."""
+        return sum(self.shares()[: self.cpu_machines])
+
+    def split_speedup(self) -> float:
+        """The model's speed-up over all-reduce for the split the hash actually makes of these tensors.
+
+        The busiest NIC decides: a CPU host with share ``s`` carries ``n s M`` each way, a worker host
+        ``M + (n-2) s M`` (``commsched byteps``'s traffic with the measured shares in place of Eq. 1-2).
+        """
+        n, k, sh = self.workers, self.cpu_machines, self.shares()
+        busiest = max(n * max(sh[:k]), 1 + (n - 2) * max(sh[k:]))
+        return 2 * (n - 1) / n / busiest
+
+    def shares(self) -> list[float]:
+        """Each server's share of the model's bytes under the mixed-mode hash (CPU servers first)."""
+        parts = [
+            (part_key(i, p), b - a)
+            for i, ly in enumerate(self.layers())
+            for p, (a, b) in enumerate(part_bounds(ly.elements * F32_BYTES, PART_BYTES, F32_BYTES))
+        ]
+        return self.server_map().byte_shares(parts)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VersusResult:
+    """Both jobs' per-iteration times beside ``commsched byteps``'s model at the measured goodput."""
+
+    spec: VersusSpec
+    rate_bps: float
+    goodput_bps: float
+    byteps: JobRun
+    allreduce: JobRun
+
+    @property
+    def measured_speedup(self) -> float:
+        """Median all-reduce iteration over median BytePS iteration (> 1: BytePS faster)."""
+        return self.allreduce.median_s / self.byteps.median_s
+
+    def _times(self) -> tuple[float, float, float]:
+        a = byteps_assignment(gpu_machines=self.spec.workers, cpu_machines=self.spec.cpu_machines,
+                              model_bytes=self.spec.model_bytes)  # fmt: skip
+        t = byteps_times(a, bandwidth_bps=self.goodput_bps)
+        return t.speedup_vs_allreduce, t.byteps_s, t.allreduce_s
+
+    @property
+    def predicted_speedup(self) -> float:
+        """``commsched byteps``'s speed-up over all-reduce: ``(n^2+kn-2k)/n^2``."""
+        return self._times()[0]
+
+    def summary(self) -> dict[str, object]:
+        """The JSON figures of ``commsched ps versus-ring``."""
+        speedup, t_b, t_a = self._times()
+        return {
+            "workers": self.spec.workers, "cpu_machines": self.spec.cpu_machines,
+            "model_bytes": self.spec.model_bytes, "tensors": self.spec.tensors,
+            "rate_gbps": self.rate_bps / 1e9, "goodput_gbps": self.goodput_bps / 1e9,
+            "cpu_share": self.spec.cpu_share(),
+            "byteps": {"median_iteration_s": self.byteps.median_s, "predicted_iteration_s": t_b,
+                       "series_s": list(self.byteps.iteration_s), "max_abs_error": self.byteps.max_abs_error},
+            "allreduce": {"median_iteration_s": self.allreduce.median_s, "predicted_iteration_s": t_a,
+                          "series_s": list(self.allreduce.iteration_s),
+                          "max_abs_error": self.allreduce.max_abs_error},
+            "measured_speedup": self.measured_speedup, "predicted_speedup": speedup,
+            "predicted_speedup_this_split": self.spec.split_speedup(),
+        }  # fmt: skip
+
+
+def _write_spec(tmp: str, spec: VersusSpec) -> str:
+    path = os.path.join(tmp, "spec.json")
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(asdict(spec), fh)
+    return path
+
+
+def _collect(workers: list[subprocess.Popen[str]], what: str, deadline: float) -> list[dict[str, Any]]:
+    out = []
+    for w in workers:
+        try:
+            text, _ = w.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise PSTimeoutError(f"{what}: a worker did not finish in time") from None
+        if w.returncode != 0:
+            raise PSError(f"{what}: a worker exited with status {w.returncode}")
+        out.append(json.loads(text.strip().splitlines()[-1]))
+    return out
+
+
+def _job_run(name: str, results: list[dict[str, Any]], iterations: int) -> JobRun:
+    per_iter = [max(float(r["iteration_s"][i]) for r in results) for i in range(iterations)]
+    return JobRun(
+        transport=name,
+        iteration_s=tuple(per_iter),
+        started_s=tuple(float(s) for s in results[0]["started_s"]),
+        max_abs_error=max(float(r["max_abs_error"]) for r in results),
+    )
+
+
+def _deadline(spec: VersusSpec) -> float:
+    return time.monotonic() + spec.timeout_s * (spec.iterations + spec.warmup + 2)
+
+
+def run_byteps(fab: StarFabric, spec: VersusSpec) -> JobRun:
+    """BytePS: scheduler on worker host 0, a server on every host, ``n`` workers (mixed-mode split)."""
+    n, k = spec.workers, spec.cpu_machines
+    procs: list[subprocess.Popen[str]] = []
+    with tempfile.TemporaryDirectory(prefix="cs6") as tmp:
+        path = _write_spec(tmp, spec)
+        base = {**os.environ, "DMLC_NUM_WORKER": str(n), "DMLC_NUM_SERVER": str(n + k),
+                "COMMSCHED_PS_TRANSPORT": "fifo", "COMMSCHED_PS_TIMEOUT": str(spec.timeout_s)}  # fmt: skip
+        try:
+            env = {
+                **base,
+                "DMLC_ROLE": "scheduler",
+                "DMLC_PS_ROOT_URI": fab.host_ip[0],
+                "DMLC_PS_ROOT_PORT": "0",
+            }
+            sched = subprocess.Popen(fab.argv(0, [*PY_PS, "scheduler", fab.host_ip[0]]), env=env,
+                                     stdout=subprocess.PIPE, text=True)  # fmt: skip
+            procs.append(sched)
+            assert sched.stdout is not None
+            base.update(
+                {"DMLC_PS_ROOT_URI": fab.host_ip[0], "DMLC_PS_ROOT_PORT": sched.stdout.readline().strip()}
+            )
+            # hosts 0..n-1 are the workers, n..n+k-1 the CPU machines; CPU servers take indices 0..k-1
+            for index, host in [*((j, n + j) for j in range(k)), *((k + i, i) for i in range(n))]:
+                env = {**base, "DMLC_ROLE": "server", "DMLC_NODE_HOST": fab.host_ip[host]}
+                procs.append(
+                    subprocess.Popen(fab.argv(host, [*PY_VR, "server", str(index)]), env=env, text=True)
+                )
+            workers = []
+            for rank in range(n):
+                env = {**base, "DMLC_ROLE": "worker", "DMLC_WORKER_ID": str(rank),
+                       "DMLC_NODE_HOST": fab.host_ip[rank]}  # fmt: skip
+                workers.append(subprocess.Popen(fab.argv(rank, [*PY_VR, "byteps", path]), env=env,
+                                                stdout=subprocess.PIPE, text=True))  # fmt: skip
+            procs.extend(workers)
+            results = _collect(workers, "byteps", _deadline(spec))
+        finally:
+            _stop(procs)
+    return _job_run("byteps", results, spec.iterations)
+
+
+def run_allreduce(fab: StarFabric, spec: VersusSpec) -> JobRun:
+    """The ring all-reduce of the same tensors among the ``n`` worker hosts (rank 0 holds the store)."""
+    procs: list[subprocess.Popen[str]] = []
+    with tempfile.TemporaryDirectory(prefix="cs6") as tmp:
+        path = _write_spec(tmp, spec)
+        try:
+            first = subprocess.Popen(fab.argv(0, [*PY_VR, "ring", path, "0", fab.host_ip[0]]),
+                                     stdout=subprocess.PIPE, text=True)  # fmt: skip
+            procs.append(first)
+            assert first.stdout is not None
+            port = first.stdout.readline().strip()
+            workers = [first]
+            for rank in range(1, spec.workers):
+                argv = [*PY_VR, "ring", path, str(rank), fab.host_ip[rank], f"{fab.host_ip[0]}:{port}"]
+                workers.append(subprocess.Popen(fab.argv(rank, argv), stdout=subprocess.PIPE, text=True))
+            procs.extend(workers[1:])
+            results = _collect(workers, "allreduce", _deadline(spec))
+        finally:
+            _stop(procs)
+    return _job_run("allreduce", results, spec.iterations)
+
+
+def measure_nic_goodput(fab: StarFabric, *, duration_s: float = 1.5) -> float:
+    """Raw TCP goodput (bits/s) of one flow from host 1 to host 0 (one NIC each way)."""
+    sink = subprocess.Popen(fab.argv(0, [*PY_PS, "sink", fab.host_ip[0], "1", str(duration_s)]),
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    source: list[subprocess.Popen[str]] = []
+    try:
+        assert sink.stdout is not None
+        port = sink.stdout.readline().strip()
+        argv = [*PY_PS, "source", fab.host_ip[0], port, str(duration_s + 0.5)]
+        source.append(subprocess.Popen(fab.argv(1, argv), text=True))
+        out, _ = sink.communicate(timeout=duration_s + 30)
+        return float(json.loads(out.strip().splitlines()[-1])["goodput_bps"])
+    except (subprocess.TimeoutExpired, ValueError, KeyError, IndexError) as exc:
+        raise PSError(f"the goodput probe failed: {exc}") from None
+    finally:
+        _stop([sink, *source])
+
+
+def versus_ring(spec: VersusSpec, *, rate_bps: float, prefix: str = "cs6") -> VersusResult:
+    """Build the star (``n + k`` hosts at ``rate_bps``), measure the goodput, run both jobs."""
+    hosts = spec.workers + spec.cpu_machines
+    with star_fabric(rate_bps, hosts=hosts, prefix=prefix, queue_bytes=QUEUE_BYTES) as fab:
+        goodput = measure_nic_goodput(fab)
+        byteps = run_byteps(fab, spec)
+        allreduce = run_allreduce(fab, spec)
+    return VersusResult(spec=spec, rate_bps=rate_bps, goodput_bps=goodput, byteps=byteps, allreduce=allreduce)
+
+
+# --- process entry points (inside the host namespaces) ---------------------------------------------
+
+
+def _load(path: str) -> VersusSpec:
+    with open(path, encoding="utf-8") as fh:
+        return VersusSpec(**json.load(fh))
+
+
+def _server(index: int) -> None:
+    from commsched.runtime.ps.launch import register_server
+    from commsched.runtime.ps.roles import role_from_env
+    from commsched.runtime.ps.server import Server, run_server
+
+    env = role_from_env()
+    server = Server(num_workers=env.num_workers, host=env.node_host or "0.0.0.0", tos=env.transport.tos)
+    server.start()
+    try:
+        register_server(env, server, index=index)
+    except BaseException:
+        server.stop()
+        raise
+    run_server(server)
+
+
+def _byteps_worker(spec: VersusSpec) -> dict[str, object]:
+    """Push/pull every tensor each iteration, starting at a rank-dependent tensor (see the module doc)."""
+    from commsched.runtime.ps.launch import start_worker
+    from commsched.runtime.ps.roles import role_from_env
+
+    env = role_from_env()
+    layers = spec.layers()
+    worker = start_worker(env, server_map=spec.server_map())
+    rank, t = worker.rank, len(layers)
+    grads = [gradient(spec.seed, rank, i, ly.elements) for i, ly in enumerate(layers)]
+    ref = [sum((gradient(spec.seed, r, i, ly.elements) for r in range(spec.workers)), np.zeros(1, np.float32))
+           for i, ly in enumerate(layers)]  # fmt: skip
+    for ly in layers:  # the same declared keys on every worker, whatever order it sends in
+        worker.client.declare(ly.name)
+    first = rank * t // spec.workers if spec.stagger else 0
+    order = [(first + j) % t for j in range(t)]
+    times: list[float] = []
+    starts: list[float] = []
+    err = 0.0
+    try:
+        origin = time.perf_counter()
+        for it in range(spec.iterations + spec.warmup):
+            t0 = time.perf_counter()
+            handles = [(i, worker.client.push_pull_async(grads[i], name=layers[i].name)) for i in order]
+            outs = [(i, h.wait(env.timeout_s)) for i, h in handles]
+            if it >= spec.warmup:
+                times.append(time.perf_counter() - t0)
+                starts.append(t0 - origin)
+            err = max(err, *(float(np.max(np.abs(out - ref[i]))) for i, out in outs))
+    finally:
+        worker.close()
+    return {"rank": rank, "iteration_s": times, "started_s": starts, "max_abs_error": err}
+
+
+def _ring_worker(spec: VersusSpec, rank: int, host: str, store: str | None) -> dict[str, object]:
+    from commsched.runtime.transport import Options, StoreServer, init
+
+    layers = spec.layers()
+    grads = [gradient(spec.seed, rank, i, ly.elements) for i, ly in enumerate(layers)]
+    flat_ref = np.concatenate(grads)
+    ref = sum((np.concatenate([gradient(spec.seed, r, i, ly.elements) for i, ly in enumerate(layers)])
+               for r in range(spec.workers)), np.zeros(1, np.float32))  # fmt: skip
+    server = StoreServer(host=host) if store is None else None
+    try:
+        if server is not None:
+            print(server.address[1], flush=True)
+            address = server.address
+        else:
+            h, _, p = store.rpartition(":")  # type: ignore[union-attr]
+            address = (h, int(p))
+        opts = Options(host=host, timeout_s=spec.timeout_s, rendezvous_timeout_s=spec.timeout_s)
+        times: list[float] = []
+        starts: list[float] = []
+        err = 0.0
+        with init(job="versus-ring", rank=rank, world_size=spec.workers, store=address, options=opts) as comm:
+            origin = time.perf_counter()
+            for it in range(spec.iterations + spec.warmup):
+                buf = flat_ref.copy()
+                t0 = time.perf_counter()
+                comm.all_reduce(buf)
+                if it >= spec.warmup:
+                    times.append(time.perf_counter() - t0)
+                    starts.append(t0 - origin)
+                err = max(err, float(np.max(np.abs(buf - ref))))
+            comm.all_reduce(np.zeros(1, np.float32))  # nobody leaves while a peer still reads
+    finally:
+        if server is not None:
+            server.close()
+    return {"rank": rank, "iteration_s": times, "started_s": starts, "max_abs_error": err}
+
+
+def main(argv: list[str]) -> int:
+    """Run one process of a comparison; errors print one line on stderr (exit 2 for bad input, else 1)."""
+    try:
+        if argv[:1] == ["server"] and len(argv) == 2:
+            _server(int(argv[1]))
+        elif argv[:1] == ["byteps"] and len(argv) == 2:
+            print(json.dumps(_byteps_worker(_load(argv[1]))))
+        elif argv[:1] == ["ring"] and len(argv) in (4, 5):
+            res = _ring_worker(_load(argv[1]), int(argv[2]), argv[3], argv[4] if len(argv) == 5 else None)
+            print(json.dumps(res))
+        else:
+            raise InputError(" ".join(argv) or "nothing", where="arguments",
+                             expected="server INDEX | byteps SPEC | ring SPEC RANK HOST [STORE]")  # fmt: skip
+    except InputError as exc:
+        print(f"error: {exc.line()}", file=sys.stderr)
+        return 2
+    except CommschedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
