@@ -22,6 +22,7 @@ from commsched.scheduling.memo import Memo
 from commsched.scheduling.state import ClusterState, Decisions
 from commsched.scheduling.traffic import JobTraffic, job_traffic
 from commsched.sim.fast import FastMode
+from commsched.sim.fluid import FluidMode
 from commsched.sim.iteration import Iterations
 from commsched.sim.kernel import EventKernel
 from commsched.sim.pacing import Pacing
@@ -38,7 +39,7 @@ class DecisionApplier:
         The cluster, the communication policy, the hardware classes and the seed it is given.
     runs, running
         The jobs' run state and the indices of the running ones (owned by the job lifecycle).
-    kernel, pacing, fast, iterations
+    kernel, pacing, fast, fluid, iterations
         The engine's parts a decision updates.
     """
 
@@ -54,6 +55,7 @@ class DecisionApplier:
         kernel: EventKernel,
         pacing: Pacing,
         fast: FastMode,
+        fluid: FluidMode,
         iterations: Iterations,
     ) -> None:
         self._topology = topology
@@ -65,6 +67,7 @@ class DecisionApplier:
         self._kernel = kernel
         self._pacing = pacing
         self._fast = fast
+        self._fluid = fluid
         self._iterations = iterations
         self._epoch = 0
         self._memo = Memo()  # pure per-job / per-pair results the policy reuses between decisions
@@ -73,6 +76,7 @@ class DecisionApplier:
     def decide(self) -> None:
         """Ask the policy for decisions on the running jobs and apply them."""
         self._pacing.settle_all(self._running)
+        self._fluid.settle_all()
         state = ClusterState(
             topology=self._topology,
             jobs=tuple(p for i in self._running if (p := self._runs[i].placed) is not None),
@@ -138,8 +142,11 @@ class DecisionApplier:
         now = self._kernel.now
         for i in list(self._running):
             r = self._runs[i]
-            if r.start_s == now and r.iterations_done == 0 and not r.computing and not r.released:
+            fresh = r.start_s == now and r.iterations_done == 0 and not r.computing and not r.released
+            if fresh and not self._fluid.is_fluid(i):
                 self._iterations.start(r, now + r.time_shift_s)
+        kept = {c for c, idxs in self._pacing.components.items() if tuple(idxs) in keep}
+        self._fluid.apply(self._pacing.components, kept)
 
     def _init_job(self, r: JobRun) -> None:
         """Standalone iteration time, intensity and iteration target of a newly started job."""
