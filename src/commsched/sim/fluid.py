@@ -38,9 +38,9 @@ from commsched.sim.kernel import EventKernel
 from commsched.sim.runs import EventKind, JobRun
 
 #: damped fixed-point iterations before a component is left in detail
-_MAX_ROUNDS = 200
+_MAX_ROUNDS = 400
 #: relative change of every ``T_j`` between rounds at which the fixed point is accepted
-_CONVERGED = 1e-6
+_CONVERGED = 1e-5
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -136,19 +136,23 @@ def fluid_periods(
         n_steps += ld.bw_time_s.size
     ej, ec, eu, es = (np.concatenate(x) for x in (e_job, e_col, e_use, e_step))
     bw, sj = np.concatenate(s_bw), np.concatenate(s_job)
+    # the entries of a step are contiguous: per step, the first entry (steps without links have none)
+    has = np.zeros(bw.size, dtype=bool)
+    has[es] = True
+    starts = np.flatnonzero(np.diff(es, prepend=-1))
     latency = np.array([ld.latency_s for ld in loads])
     levels, cls_idx = np.unique(classes, return_inverse=True)
+    # per class level: the jobs of that level and above (lower class number = higher priority)
+    upto = (cls_idx[None, :] <= np.arange(levels.size)[:, None]).astype(np.float64)
     solo = np.maximum(compute_s, overlap * compute_s + latency + np.bincount(sj, bw, minlength=n))
     t = solo.copy()
+    a_step = np.ones(bw.size)
     for _ in range(_MAX_ROUNDS):
         rho = rho_unit / t[:, None]
         # per job: what the jobs of its class and above load on each link, itself excluded
-        per_level = np.zeros((levels.size, links.size))
-        np.add.at(per_level, cls_idx, rho)
-        seen = np.cumsum(per_level, axis=0)[cls_idx] - rho
+        seen = (upto @ rho)[cls_idx] - rho
         free = np.clip(1.0 - seen[ej, ec], 1e-9, 1.0)
-        a_step = np.ones(bw.size)
-        np.minimum.at(a_step, es, np.minimum(1.0, free / eu))
+        a_step[has] = np.minimum.reduceat(np.minimum(1.0, free / eu), starts)
         comm = latency + np.bincount(sj, bw / a_step, minlength=n)
         new = np.maximum(compute_s, overlap * compute_s + comm)
         nxt: NDArray[np.float64] = 0.5 * (t + new)
