@@ -8,7 +8,7 @@ one that it touches is first caught up to the clock.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,7 +19,8 @@ from commsched.intrajob.tiein import effective_overlap
 from commsched.scheduling.intensity import intensity_from_traffic
 from commsched.scheduling.interfaces import PolicyContext, PolicyFn
 from commsched.scheduling.memo import Memo
-from commsched.scheduling.state import ClusterState, Decisions
+from commsched.scheduling.priority import JobFacts
+from commsched.scheduling.state import ClusterState, ConnectionKey, Decisions, PlacedJob
 from commsched.scheduling.traffic import JobTraffic, job_traffic
 from commsched.sim.fast import FastMode
 from commsched.sim.fluid import FluidMode
@@ -89,8 +90,10 @@ class DecisionApplier:
 
     def _apply(self, d: Decisions) -> None:
         own: dict[str, dict[tuple[str, str], int]] = {}
+        own_items: dict[str, list[tuple[ConnectionKey, int]]] = {}
         for k, v in d.routes.items():
             own.setdefault(k.job, {})[(k.src, k.dst)] = v
+            own_items.setdefault(k.job, []).append((k, v))
         # first what the decision changes, with nothing changed yet: a component that a jump moved ahead
         # of the clock and that the decision touches is caught up first, under the regime it extrapolated
         changed: set[int] = set()  # jobs whose routes or phase this decision changes
@@ -106,7 +109,7 @@ class DecisionApplier:
             key = own.get(r.spec.id, no_routes)
             new_tr = None
             if r.next_traffic is None or self._routes_cache.get(i) != key:
-                new_tr = job_traffic(self._topology, r.placed, d.routes)
+                new_tr = self._traffic(r.placed, d.routes, own_items.get(r.spec.id, []))
                 changed.add(i)
             shift = float(d.time_shift_s.get(r.spec.id, 0.0))
             if r.traffic is not None and shift != r.time_shift_s and r.standalone_s > 0:
@@ -147,6 +150,15 @@ class DecisionApplier:
                 self._iterations.start(r, now + r.time_shift_s)
         kept = {c for c, idxs in self._pacing.components.items() if tuple(idxs) in keep}
         self._fluid.apply(self._pacing.components, kept)
+
+    def _traffic(
+        self, placed: PlacedJob, routes: Mapping[ConnectionKey, int], own: list[tuple[ConnectionKey, int]]
+    ) -> JobTraffic:
+        """The job's traffic under its routes: the one the policy projected for its facts, if it did."""
+        facts = self._memo.peek(("facts", placed.id, frozenset(own)))
+        if isinstance(facts, JobFacts) and facts.job is placed:
+            return facts.traffic
+        return job_traffic(self._topology, placed, routes)
 
     def _init_job(self, r: JobRun) -> None:
         """Standalone iteration time, intensity and iteration target of a newly started job."""
