@@ -38,9 +38,12 @@ from commsched.sim.kernel import EventKernel
 from commsched.sim.runs import EventKind, JobRun
 
 #: damped fixed-point iterations before a component is left in detail
-_MAX_ROUNDS = 400
-#: relative change of every ``T_j`` between rounds at which the fixed point is accepted
-_CONVERGED = 1e-5
+_MAX_ROUNDS = 200
+#: largest change of a job's rate under one more application (fraction of its standalone rate) at which
+#: the fixed point is accepted
+_CONVERGED = 1e-4
+#: after ``_MAX_ROUNDS``: the damped iterate is taken if no rate still moves by more than this fraction
+_ACCEPTED = 0.05
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -118,47 +121,66 @@ def fluid_periods(
     n = len(loads)
     if n == 0:
         return np.zeros(0)
-    links = np.unique(np.concatenate([ld.links for ld in loads]))
+    links, inverse = np.unique(np.concatenate([ld.links for ld in loads]), return_inverse=True)
+    n_links = links.size
     cap = capacity_bytes_per_s[links]
-    # rho per unit of 1/T: each job's bytes per iteration as a fraction of the link's capacity
-    rho_unit = np.zeros((n, links.size))
-    e_job, e_col, e_use, e_step, s_bw, s_job = [], [], [], [], [], []
+    levels, cls_idx = np.unique(classes, return_inverse=True)
+    # the (job, link) pairs: rho per unit of 1/T, each job's bytes per iteration over the capacity
+    pj = np.concatenate([np.full(ld.links.size, j, dtype=np.int64) for j, ld in enumerate(loads)])
+    pc = inverse.astype(np.int64)
+    pv = np.concatenate([ld.bytes_per_iter for ld in loads]) / cap[pc]
+    bucket = cls_idx[pj] * n_links + pc  # (class level, link) of every pair
+    # the (job, step, link) entries, grouped by step
+    e_pair, e_use, e_step, s_bw, s_job = [], [], [], [], []
     n_steps = 0
+    offset = 0  # the pairs of a job are contiguous, in the order of its links
     for j, ld in enumerate(loads):
-        col = np.searchsorted(links, ld.links)
-        rho_unit[j, col] = ld.bytes_per_iter / cap[col]
-        e_job.append(np.full(ld.entry_link.size, j, dtype=np.int64))
-        e_col.append(col[ld.entry_link])
+        e_pair.append(offset + ld.entry_link)
+        offset += ld.links.size
         e_use.append(np.maximum(ld.entry_use, 1e-12))
         e_step.append(ld.step_of + n_steps)
         s_bw.append(ld.bw_time_s)
         s_job.append(np.full(ld.bw_time_s.size, j, dtype=np.int64))
         n_steps += ld.bw_time_s.size
-    ej, ec, eu, es = (np.concatenate(x) for x in (e_job, e_col, e_use, e_step))
+    ep, eu, es = (np.concatenate(x) for x in (e_pair, e_use, e_step))
+    e_bucket = cls_idx[pj[ep]] * n_links + pc[ep]
+    e_above = np.where(cls_idx[pj[ep]] > 0, e_bucket - n_links, -1)  # same link, the level above
+    # jobs of the entry's class on its link: max-min within a class gives each at least an equal part
+    e_peers = np.bincount(bucket, minlength=levels.size * n_links)[e_bucket]
     bw, sj = np.concatenate(s_bw), np.concatenate(s_job)
-    # the entries of a step are contiguous: per step, the first entry (steps without links have none)
     has = np.zeros(bw.size, dtype=bool)
     has[es] = True
-    starts = np.flatnonzero(np.diff(es, prepend=-1))
+    starts = np.flatnonzero(np.diff(es, prepend=-1))  # first entry of every step that has links
     latency = np.array([ld.latency_s for ld in loads])
-    levels, cls_idx = np.unique(classes, return_inverse=True)
-    # per class level: the jobs of that level and above (lower class number = higher priority)
-    upto = (cls_idx[None, :] <= np.arange(levels.size)[:, None]).astype(np.float64)
     solo = np.maximum(compute_s, overlap * compute_s + latency + np.bincount(sj, bw, minlength=n))
-    t = solo.copy()
+    # iterate on the rates x = 1 / T (bounded by the standalone rates; a starved job tends to 0)
+    x = 1.0 / solo
     a_step = np.ones(bw.size)
+    beta, last = 0.5, math.inf
     for _ in range(_MAX_ROUNDS):
-        rho = rho_unit / t[:, None]
-        # per job: what the jobs of its class and above load on each link, itself excluded
-        seen = (upto @ rho)[cls_idx] - rho
-        free = np.clip(1.0 - seen[ej, ec], 1e-9, 1.0)
+        rho = pv * x[pj]
+        # per (class level, link): the load of that level and the levels above it
+        upto = np.cumsum(
+            np.bincount(bucket, rho, minlength=levels.size * n_links).reshape(levels.size, n_links), axis=0
+        ).ravel()
+        # what a job finds on a link: that load without its own, and at least an equal part with the
+        # jobs of its class of what the higher classes leave
+        left = 1.0 - np.where(e_above >= 0, upto[e_above], 0.0)
+        free = np.clip(np.maximum(1.0 - (upto[e_bucket] - rho[ep]), left / e_peers), 1e-9, 1.0)
         a_step[has] = np.minimum.reduceat(np.minimum(1.0, free / eu), starts)
         comm = latency + np.bincount(sj, bw / a_step, minlength=n)
-        new = np.maximum(compute_s, overlap * compute_s + comm)
-        nxt: NDArray[np.float64] = 0.5 * (t + new)
-        if np.all(np.abs(nxt - t) <= _CONVERGED * t):
-            return nxt
-        t = nxt
+        new = 1.0 / np.maximum(compute_s, overlap * compute_s + comm)
+        residual = float(np.max(np.abs(new - x) * solo))  # in fractions of the standalone rate
+        if residual <= _CONVERGED:
+            out: NDArray[np.float64] = 1.0 / new
+            return out
+        if residual >= last:
+            beta = max(beta * 0.5, 1.0 / 64)  # oscillating: smaller steps
+        last = residual
+        x = x + beta * (new - x)
+    if last <= _ACCEPTED:  # a slow oscillation of small amplitude: its (damped) middle
+        late: NDArray[np.float64] = 1.0 / x
+        return late
     return None
 
 
