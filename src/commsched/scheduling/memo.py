@@ -60,6 +60,10 @@ class Memo:
         self.hits += 1
         return value
 
+    def peek(self, key: Hashable) -> Any:
+        """The value stored under ``key``, or ``None`` (nothing computed, no hit or miss counted)."""
+        return self._values.get(key)
+
     def __len__(self) -> int:
         return len(self._values)
 

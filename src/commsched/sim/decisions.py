@@ -8,7 +8,7 @@ one that it touches is first caught up to the clock.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,9 +19,11 @@ from commsched.intrajob.tiein import effective_overlap
 from commsched.scheduling.intensity import intensity_from_traffic
 from commsched.scheduling.interfaces import PolicyContext, PolicyFn
 from commsched.scheduling.memo import Memo
-from commsched.scheduling.state import ClusterState, Decisions
+from commsched.scheduling.priority import JobFacts
+from commsched.scheduling.state import ClusterState, ConnectionKey, Decisions, PlacedJob
 from commsched.scheduling.traffic import JobTraffic, job_traffic
 from commsched.sim.fast import FastMode
+from commsched.sim.fluid import FluidMode
 from commsched.sim.iteration import Iterations
 from commsched.sim.kernel import EventKernel
 from commsched.sim.pacing import Pacing
@@ -38,7 +40,7 @@ class DecisionApplier:
         The cluster, the communication policy, the hardware classes and the seed it is given.
     runs, running
         The jobs' run state and the indices of the running ones (owned by the job lifecycle).
-    kernel, pacing, fast, iterations
+    kernel, pacing, fast, fluid, iterations
         The engine's parts a decision updates.
     """
 
@@ -54,6 +56,7 @@ class DecisionApplier:
         kernel: EventKernel,
         pacing: Pacing,
         fast: FastMode,
+        fluid: FluidMode,
         iterations: Iterations,
     ) -> None:
         self._topology = topology
@@ -65,6 +68,7 @@ class DecisionApplier:
         self._kernel = kernel
         self._pacing = pacing
         self._fast = fast
+        self._fluid = fluid
         self._iterations = iterations
         self._epoch = 0
         self._memo = Memo()  # pure per-job / per-pair results the policy reuses between decisions
@@ -73,6 +77,7 @@ class DecisionApplier:
     def decide(self) -> None:
         """Ask the policy for decisions on the running jobs and apply them."""
         self._pacing.settle_all(self._running)
+        self._fluid.settle_all()
         state = ClusterState(
             topology=self._topology,
             jobs=tuple(p for i in self._running if (p := self._runs[i].placed) is not None),
@@ -85,8 +90,10 @@ class DecisionApplier:
 
     def _apply(self, d: Decisions) -> None:
         own: dict[str, dict[tuple[str, str], int]] = {}
+        own_items: dict[str, list[tuple[ConnectionKey, int]]] = {}
         for k, v in d.routes.items():
             own.setdefault(k.job, {})[(k.src, k.dst)] = v
+            own_items.setdefault(k.job, []).append((k, v))
         # first what the decision changes, with nothing changed yet: a component that a jump moved ahead
         # of the clock and that the decision touches is caught up first, under the regime it extrapolated
         changed: set[int] = set()  # jobs whose routes or phase this decision changes
@@ -102,7 +109,7 @@ class DecisionApplier:
             key = own.get(r.spec.id, no_routes)
             new_tr = None
             if r.next_traffic is None or self._routes_cache.get(i) != key:
-                new_tr = job_traffic(self._topology, r.placed, d.routes)
+                new_tr = self._traffic(r.placed, d.routes, own_items.get(r.spec.id, []))
                 changed.add(i)
             shift = float(d.time_shift_s.get(r.spec.id, 0.0))
             if r.traffic is not None and shift != r.time_shift_s and r.standalone_s > 0:
@@ -138,8 +145,20 @@ class DecisionApplier:
         now = self._kernel.now
         for i in list(self._running):
             r = self._runs[i]
-            if r.start_s == now and r.iterations_done == 0 and not r.computing and not r.released:
+            fresh = r.start_s == now and r.iterations_done == 0 and not r.computing and not r.released
+            if fresh and not self._fluid.is_fluid(i):
                 self._iterations.start(r, now + r.time_shift_s)
+        kept = {c for c, idxs in self._pacing.components.items() if tuple(idxs) in keep}
+        self._fluid.apply(self._pacing.components, kept)
+
+    def _traffic(
+        self, placed: PlacedJob, routes: Mapping[ConnectionKey, int], own: list[tuple[ConnectionKey, int]]
+    ) -> JobTraffic:
+        """The job's traffic under its routes: the one the policy projected for its facts, if it did."""
+        facts = self._memo.peek(("facts", placed.id, frozenset(own)))
+        if isinstance(facts, JobFacts) and facts.job is placed:
+            return facts.traffic
+        return job_traffic(self._topology, placed, routes)
 
     def _init_job(self, r: JobRun) -> None:
         """Standalone iteration time, intensity and iteration target of a newly started job."""

@@ -38,6 +38,7 @@ from commsched.scheduling.interfaces import PlacementFn, PolicyFn, QueueOrderFn
 from commsched.sim.accounting import Ledger
 from commsched.sim.decisions import DecisionApplier
 from commsched.sim.fast import FastMode
+from commsched.sim.fluid import FluidMode
 from commsched.sim.iteration import Iterations
 from commsched.sim.kernel import EventKernel
 from commsched.sim.lifecycle import JobLifecycle
@@ -119,6 +120,14 @@ class Simulation:
             jumps=config.mode is Mode.FAST,
             on_finished=self._depart,
         )
+        self._fluid = FluidMode(
+            min_jobs=config.fluid_min_jobs if config.mode is Mode.FAST else 0,
+            runs=self._runs,
+            kernel=self._kernel,
+            ledger=self._ledger,
+            capacity_bytes_per_s=self._pacing.capacity_bytes_per_s,
+            start_detail=self._iterations.start,
+        )
         self._lifecycle = JobLifecycle(
             topology=topology,
             runs=self._runs,
@@ -140,6 +149,7 @@ class Simulation:
             kernel=self._kernel,
             pacing=self._pacing,
             fast=self._fast,
+            fluid=self._fluid,
             iterations=self._iterations,
         )
         self.cluster_gpus = self._lifecycle.cluster_gpus
@@ -154,6 +164,11 @@ class Simulation:
     def events(self) -> int:
         """Events handled so far."""
         return self._kernel.events
+
+    @property
+    def fluid_solves(self) -> int:
+        """Fast mode: fluid steady states solved for large components."""
+        return self._fluid.solves
 
     @property
     def fast_catch_ups(self) -> int:
@@ -190,6 +205,7 @@ class Simulation:
                 break
         kernel.now = end
         self._pacing.settle_all(self._lifecycle.running)
+        self._fluid.settle_all()
         self._record_sample()
         return summarise(
             runs=self._runs,
@@ -205,6 +221,7 @@ class Simulation:
     def _dispatch(self, kind: EventKind, job: int, version: int) -> None:
         if kind == EventKind.SAMPLE:
             self._pacing.settle_all(self._lifecycle.running)
+            self._fluid.settle_all()
             self._record_sample()
             if self._progress is not None:
                 self._progress(self._kernel.now)
@@ -215,7 +232,11 @@ class Simulation:
         r = self._runs[job]
         if r.finished or version != (r.step_version if kind == EventKind.STEP_END else r.version):
             return
-        if kind == EventKind.COMPUTE_END:
+        if self._fluid.is_fluid(job):
+            if kind == EventKind.COMPUTE_END:  # a job run as a fluid completes its last iteration
+                self._fluid.on_finish(r)
+                self._depart(r)
+        elif kind == EventKind.COMPUTE_END:
             self._iterations.on_compute_end(r)
         elif kind == EventKind.RELEASE:
             self._iterations.on_release(r)

@@ -44,6 +44,9 @@ class SimConfig:
     fast_max_history
         Iterations of a component's anchor job after which the fast mode extrapolates with the best
         match it has seen even if no exact period was found.
+    fluid_min_jobs
+        Fast mode: components of at least this many contending jobs run at their fluid (analytic)
+        steady state (:mod:`commsched.sim.fluid`) instead of step by step; 0 never.
     """
 
     horizon_s: float
@@ -54,6 +57,7 @@ class SimConfig:
     fast_tolerance: float = 1e-6
     fast_rel_tolerance: float = 1e-3
     fast_max_history: int = 24
+    fluid_min_jobs: int = 8
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
