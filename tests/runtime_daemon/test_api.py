@@ -152,3 +152,28 @@ def test_hosts_counters_and_history(daemon: tuple[DaemonService, httpx.Client]) 
     assert c.get("/v1/decisions/1").json()["jobs"]["a"]["hosts"] == ["h0", "h4"]
     kinds = [e["kind"] for e in c.get("/v1/events").json()]
     assert kinds[-3:] == ["host-register", "job-start", "job-end"]
+
+
+def test_reads_from_another_host_need_the_token(tmp_path: Path) -> None:
+    import asyncio
+
+    svc = DaemonService(Store(tmp_path / "d.db"), default=CFG)
+    transport = httpx.ASGITransport(app=create_app(svc, token=TOKEN), client=("10.1.2.3", 40000))
+
+    async def codes() -> list[int]:
+        async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as c:
+            out = []
+            for headers in (
+                {},
+                {"Authorization": "Bearer wrong-token"},
+                {"Authorization": "Basic abc"},
+                AUTH,
+            ):
+                for path in ("/v1/decisions/latest", "/v1/jobs"):
+                    out.append((await c.get(path, headers=headers)).status_code)
+            return out
+
+    try:
+        assert asyncio.run(codes()) == [401] * 6 + [200] * 2
+    finally:
+        svc.store.close()
