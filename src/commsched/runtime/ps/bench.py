@@ -73,7 +73,8 @@ def _env(transport: TransportConfig, *, role: str, root: tuple[str, int], spec: 
     return env
 
 
-def _stop(procs: Sequence[subprocess.Popen[str]]) -> None:
+def stop_processes(procs: Sequence[subprocess.Popen[str]]) -> None:
+    """Kill the processes still running and reap them all."""
     for p in procs:
         if p.poll() is None:
             p.kill()
@@ -100,7 +101,7 @@ def measure_goodput(link: ShapedLink | LoopbackLink, *, flows: int, duration_s: 
     except (subprocess.TimeoutExpired, ValueError, KeyError, IndexError) as exc:
         raise PSError(f"the goodput probe failed: {exc}") from None
     finally:
-        _stop([sink, *sources])
+        stop_processes([sink, *sources])
 
 
 def run_job(
@@ -154,7 +155,7 @@ def run_job(
             stop.set()
             if helper is not None:
                 helper.join(30)  # it restores the link's rate: done before the link may go away
-            _stop(procs)
+            stop_processes(procs)
     per_iter = [max(r["iteration_s"][i] for r in results) for i in range(spec.iterations)]
     return JobRun(
         transport=transport.name,

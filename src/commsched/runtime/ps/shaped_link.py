@@ -22,19 +22,20 @@ SERVER_IP = "10.213.0.1"
 WORKER_IP = "10.213.0.2"
 
 
-def _run(argv: Sequence[str]) -> None:
+def run_command(argv: Sequence[str]) -> None:
+    """Run one ``ip``/``tc`` command; :class:`PSError` with its stderr when it fails."""
     res = subprocess.run(list(argv), capture_output=True, text=True, check=False)
     if res.returncode != 0:
         raise PSError(f"{' '.join(argv)} failed: {res.stderr.strip()}")
 
 
-def _burst_bytes(rate_bps: float) -> int:
-    # bits/s -> bytes per millisecond; at least 256 KiB (runtime-notes §12: 1 Gb/s shapes to 99.7 %)
+def burst_bytes(rate_bps: float) -> int:
+    """HTB burst for a rate: 1 ms of it in bytes, at least 256 KiB (1 Gb/s then shapes to 99.7 %)."""
     return max(256 << 10, int(rate_bps / 8 / 1000))
 
 
-def _queue_bytes(rate_bps: float) -> int:
-    # 5 ms of traffic (bits/s -> bytes), at least 256 KiB
+def queue_bytes_for(rate_bps: float) -> int:
+    """Byte limit of a shaped link's queue: 5 ms of traffic at the rate, at least 256 KiB."""
     return max(256 << 10, int(rate_bps / 8 * 0.005))
 
 
@@ -55,9 +56,9 @@ class ShapedLink:
 
     def _shape(self, ns: str, dev: str, rate_bps: float, verb: str) -> None:
         rate = f"{int(rate_bps)}bit"
-        burst = str(_burst_bytes(rate_bps))
+        burst = str(burst_bytes(rate_bps))
         htb = ["htb", "rate", rate, "ceil", rate, "burst", burst, "cburst", burst]
-        _run(self.argv(ns, ["tc", "class", verb, "dev", dev, "parent", "1:", "classid", "1:1", *htb]))
+        run_command(self.argv(ns, ["tc", "class", verb, "dev", dev, "parent", "1:", "classid", "1:1", *htb]))
 
     def set_rate(self, rate_bps: float) -> None:
         """Change both directions' rate in place (``tc class change``)."""
@@ -102,25 +103,26 @@ def shaped_link(rate_bps: float, *, prefix: str = "csp") -> Iterator[ShapedLink]
     created: list[str] = []
     try:
         for ns in (link.server_ns, link.worker_ns):
-            _run(["ip", "netns", "add", ns])
+            run_command(["ip", "netns", "add", ns])
             created.append(ns)
-        _run(["ip", "link", "add", link.server_dev, "netns", link.server_ns, "type", "veth", "peer", "name",
-              link.worker_dev, "netns", link.worker_ns])  # fmt: skip
+        run_command(["ip", "link", "add", link.server_dev, "netns", link.server_ns, "type", "veth",
+                     "peer", "name", link.worker_dev, "netns", link.worker_ns])  # fmt: skip
         for ns, dev, ip in (
             (link.server_ns, link.server_dev, link.server_ip),
             (link.worker_ns, link.worker_dev, link.worker_ip),
         ):
-            _run(link.argv(ns, ["ip", "addr", "add", f"{ip}/24", "dev", dev]))
-            _run(link.argv(ns, ["ip", "link", "set", dev, "up"]))
-            _run(link.argv(ns, ["ip", "link", "set", "lo", "up"]))
-            _run(
+            run_command(link.argv(ns, ["ip", "addr", "add", f"{ip}/24", "dev", dev]))
+            run_command(link.argv(ns, ["ip", "link", "set", dev, "up"]))
+            run_command(link.argv(ns, ["ip", "link", "set", "lo", "up"]))
+            run_command(
                 link.argv(
                     ns, ["tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"]
                 )
             )
             link._shape(ns, dev, rate_bps, "add")
-            leaf = ["bfifo", "limit", str(_queue_bytes(rate_bps))]
-            _run(link.argv(ns, ["tc", "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", *leaf]))
+            leaf = ["bfifo", "limit", str(queue_bytes_for(rate_bps))]
+            qdisc = ["tc", "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", *leaf]
+            run_command(link.argv(ns, qdisc))
         yield link
     finally:
         for ns in reversed(created):

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from commsched.errors import InputError
-from commsched.runtime.ps.shaped_link import _burst_bytes, _queue_bytes, _run, require_root
+from commsched.runtime.ps.shaped_link import burst_bytes, queue_bytes_for, require_root, run_command
 
 SUBNET = "10.214.0"
 MAX_HOSTS = 200
@@ -39,13 +39,13 @@ class StarFabric:
 
 
 def _shape(ns: str, dev: str, rate_bps: float, queue_bytes: int | None) -> None:
-    rate, burst = f"{int(rate_bps)}bit", str(_burst_bytes(rate_bps))
+    rate, burst = f"{int(rate_bps)}bit", str(burst_bytes(rate_bps))
     exe = ["ip", "netns", "exec", ns, "tc"]
-    _run([*exe, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"])
+    run_command([*exe, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"])
     htb = ["htb", "rate", rate, "ceil", rate, "burst", burst, "cburst", burst]
-    _run([*exe, "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", *htb])
-    _run([*exe, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", "bfifo", "limit",
-          str(queue_bytes or _queue_bytes(rate_bps))])  # fmt: skip
+    run_command([*exe, "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", *htb])
+    run_command([*exe, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", "bfifo", "limit",
+          str(queue_bytes or queue_bytes_for(rate_bps))])  # fmt: skip
 
 
 @contextmanager
@@ -75,20 +75,20 @@ def star_fabric(
     hub = ["ip", "netns", "exec", fab.hub_ns]
     try:
         for ns in (fab.hub_ns, *fab.host_ns):
-            _run(["ip", "netns", "add", ns])
+            run_command(["ip", "netns", "add", ns])
             created.append(ns)
-        _run([*hub, "ip", "link", "add", "br0", "type", "bridge"])
-        _run([*hub, "ip", "link", "set", "br0", "up"])
-        _run([*hub, "ip", "link", "set", "lo", "up"])
+        run_command([*hub, "ip", "link", "add", "br0", "type", "bridge"])
+        run_command([*hub, "ip", "link", "set", "br0", "up"])
+        run_command([*hub, "ip", "link", "set", "lo", "up"])
         for i, ns in enumerate(fab.host_ns):
             host_dev, hub_dev = f"{tag}e{i}", f"{tag}p{i}"
-            _run(["ip", "link", "add", host_dev, "netns", ns, "type", "veth", "peer", "name", hub_dev,
+            run_command(["ip", "link", "add", host_dev, "netns", ns, "type", "veth", "peer", "name", hub_dev,
                   "netns", fab.hub_ns])  # fmt: skip
-            _run([*hub, "ip", "link", "set", hub_dev, "master", "br0"])
-            _run([*hub, "ip", "link", "set", hub_dev, "up"])
-            _run(fab.argv(i, ["ip", "addr", "add", f"{fab.host_ip[i]}/24", "dev", host_dev]))
-            _run(fab.argv(i, ["ip", "link", "set", host_dev, "up"]))
-            _run(fab.argv(i, ["ip", "link", "set", "lo", "up"]))
+            run_command([*hub, "ip", "link", "set", hub_dev, "master", "br0"])
+            run_command([*hub, "ip", "link", "set", hub_dev, "up"])
+            run_command(fab.argv(i, ["ip", "addr", "add", f"{fab.host_ip[i]}/24", "dev", host_dev]))
+            run_command(fab.argv(i, ["ip", "link", "set", host_dev, "up"]))
+            run_command(fab.argv(i, ["ip", "link", "set", "lo", "up"]))
             _shape(ns, host_dev, rate_bps, queue_bytes)
             _shape(fab.hub_ns, hub_dev, rate_bps, queue_bytes)
         yield fab

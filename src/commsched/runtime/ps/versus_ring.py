@@ -33,7 +33,7 @@ import numpy as np
 
 from commsched.errors import CommschedError, InputError
 from commsched.intrajob.byteps import byteps_assignment, byteps_times
-from commsched.runtime.ps.bench import JobRun, _stop
+from commsched.runtime.ps.bench import JobRun, stop_processes
 from commsched.runtime.ps.emulate import EmulatedLayer, gradient
 from commsched.runtime.ps.errors import PSError, PSTimeoutError
 from commsched.runtime.ps.keys import PART_BYTES, ServerMap, part_bounds, part_key
@@ -221,7 +221,7 @@ def run_byteps(fab: StarFabric, spec: VersusSpec) -> JobRun:
             procs.extend(workers)
             results = _collect(workers, "byteps", _deadline(spec))
         finally:
-            _stop(procs)
+            stop_processes(procs)
     return _job_run("byteps", results, spec.iterations)
 
 
@@ -243,7 +243,7 @@ def run_allreduce(fab: StarFabric, spec: VersusSpec) -> JobRun:
             procs.extend(workers[1:])
             results = _collect(workers, "allreduce", _deadline(spec))
         finally:
-            _stop(procs)
+            stop_processes(procs)
     return _job_run("allreduce", results, spec.iterations)
 
 
@@ -262,7 +262,7 @@ def measure_nic_goodput(fab: StarFabric, *, duration_s: float = 1.5) -> float:
     except (subprocess.TimeoutExpired, ValueError, KeyError, IndexError) as exc:
         raise PSError(f"the goodput probe failed: {exc}") from None
     finally:
-        _stop([sink, *source])
+        stop_processes([sink, *source])
 
 
 def versus_ring(spec: VersusSpec, *, rate_bps: float, prefix: str = "cs6") -> VersusResult:
