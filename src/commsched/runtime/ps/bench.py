@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from commsched.runtime.ps.emulate import EmulatedLayer
 from commsched.runtime.ps.errors import PSError, PSTimeoutError
@@ -71,6 +72,25 @@ def _env(transport: TransportConfig, *, role: str, root: tuple[str, int], spec: 
     if transport.tos is not None:
         env["COMMSCHED_PS_DSCP"] = str(transport.tos >> 2)
     return env
+
+
+def collect_results(
+    workers: Sequence[subprocess.Popen[str]], what: str, deadline: float
+) -> list[dict[str, Any]]:
+    """Each worker's last printed line as JSON, waiting until ``deadline`` (monotonic seconds).
+
+    Raises :class:`PSTimeoutError` for a worker still running then, :class:`PSError` for one that failed.
+    """
+    out = []
+    for w in workers:
+        try:
+            text, _ = w.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise PSTimeoutError(f"{what}: a worker did not finish in time") from None
+        if w.returncode != 0:
+            raise PSError(f"{what}: a worker exited with status {w.returncode}")
+        out.append(json.loads(text.strip().splitlines()[-1]))
+    return out
 
 
 def stop_processes(procs: Sequence[subprocess.Popen[str]]) -> None:
@@ -141,16 +161,8 @@ def run_job(
             helper = threading.Thread(target=during, args=(stop,), daemon=True) if during else None
             if helper is not None:
                 helper.start()
-            results = []
             deadline = time.monotonic() + spec.timeout_s * (spec.iterations + spec.warmup + 2)
-            for w in workers:
-                try:
-                    out, _ = w.communicate(timeout=max(1.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    raise PSTimeoutError(f"{transport.name}: a worker did not finish in time") from None
-                if w.returncode != 0:
-                    raise PSError(f"{transport.name}: a worker exited with status {w.returncode}")
-                results.append(json.loads(out.strip().splitlines()[-1]))
+            results = collect_results(workers, transport.name, deadline)
         finally:
             stop.set()
             if helper is not None:

@@ -33,9 +33,9 @@ import numpy as np
 
 from commsched.errors import CommschedError, InputError
 from commsched.intrajob.byteps import byteps_assignment, byteps_times
-from commsched.runtime.ps.bench import JobRun, stop_processes
+from commsched.runtime.ps.bench import JobRun, collect_results, stop_processes
 from commsched.runtime.ps.emulate import EmulatedLayer, gradient
-from commsched.runtime.ps.errors import PSError, PSTimeoutError
+from commsched.runtime.ps.errors import PSError
 from commsched.runtime.ps.keys import PART_BYTES, ServerMap, part_bounds, part_key
 from commsched.runtime.ps.star import StarFabric, star_fabric
 
@@ -157,19 +157,6 @@ def _write_spec(tmp: str, spec: VersusSpec) -> str:
     return path
 
 
-def _collect(workers: list[subprocess.Popen[str]], what: str, deadline: float) -> list[dict[str, Any]]:
-    out = []
-    for w in workers:
-        try:
-            text, _ = w.communicate(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            raise PSTimeoutError(f"{what}: a worker did not finish in time") from None
-        if w.returncode != 0:
-            raise PSError(f"{what}: a worker exited with status {w.returncode}")
-        out.append(json.loads(text.strip().splitlines()[-1]))
-    return out
-
-
 def _job_run(name: str, results: list[dict[str, Any]], iterations: int) -> JobRun:
     per_iter = [max(float(r["iteration_s"][i]) for r in results) for i in range(iterations)]
     return JobRun(
@@ -219,7 +206,7 @@ def run_byteps(fab: StarFabric, spec: VersusSpec) -> JobRun:
                 workers.append(subprocess.Popen(fab.argv(rank, [*PY_VR, "byteps", path]), env=env,
                                                 stdout=subprocess.PIPE, text=True))  # fmt: skip
             procs.extend(workers)
-            results = _collect(workers, "byteps", _deadline(spec))
+            results = collect_results(workers, "byteps", _deadline(spec))
         finally:
             stop_processes(procs)
     return _job_run("byteps", results, spec.iterations)
@@ -241,7 +228,7 @@ def run_allreduce(fab: StarFabric, spec: VersusSpec) -> JobRun:
                 argv = [*PY_VR, "ring", path, str(rank), fab.host_ip[rank], f"{fab.host_ip[0]}:{port}"]
                 workers.append(subprocess.Popen(fab.argv(rank, argv), stdout=subprocess.PIPE, text=True))
             procs.extend(workers[1:])
-            results = _collect(workers, "allreduce", _deadline(spec))
+            results = collect_results(workers, "allreduce", _deadline(spec))
         finally:
             stop_processes(procs)
     return _job_run("allreduce", results, spec.iterations)
