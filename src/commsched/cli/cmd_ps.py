@@ -35,12 +35,12 @@ def _transports(text: str) -> list[Any]:
     return [TransportConfig.named(n) for n in names]
 
 
-def _link(loopback: bool, rate_bps: float) -> AbstractContextManager[Any]:
+def _link(loopback: bool, rate_bps: float, workers: int = 1) -> AbstractContextManager[Any]:
     from contextlib import nullcontext
 
     from commsched.runtime.ps.shaped_link import LoopbackLink, shaped_link
 
-    return nullcontext(LoopbackLink()) if loopback else shaped_link(rate_bps)
+    return nullcontext(LoopbackLink()) if loopback else shaped_link(rate_bps, workers=workers)
 
 
 @ps_app.command("bench")
@@ -69,7 +69,7 @@ def bench(
         )
     spec = JobSpec(layers=emulated_layers(profile.layers, byte_scale=byte_scale), num_workers=workers,
                    num_servers=servers, iterations=iterations)  # fmt: skip
-    with _link(loopback, bandwidth_gbps * GBPS) as link:
+    with _link(loopback, bandwidth_gbps * GBPS, workers) as link:
         goodput, results = compare_transports(link, _transports(transports), spec)
     out = {
         "model": model, "bandwidth_gbps": bandwidth_gbps, "workers": workers, "servers": servers,
@@ -127,7 +127,7 @@ def dynamic(
     spec = JobSpec(layers=emulated_layers(profile.layers, byte_scale=byte_scale), num_workers=workers,
                    iterations=iterations)  # fmt: skip
     rates = [f * bandwidth_gbps * GBPS for f in fractions]
-    with shaped_link(rates[0]) as link:
+    with shaped_link(rates[0], workers=workers) as link:
         cmp = dynamic_comparison(link, spec, levels_bps=rates, period_s=period_s)
 
     def runs(pair: Any) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 * ``role``: run the scheduler or server named by the environment (:mod:`commsched.runtime.ps.roles`).
 * ``scheduler HOST``: the scheduler on an ephemeral port of ``HOST`` (the port is printed first).
 * ``emulate SPEC.json``: an emulated training worker (:mod:`commsched.runtime.ps.emulate`); prints JSON.
-* ``sink HOST FLOWS DURATION`` / ``source HOST PORT DURATION``: raw TCP goodput probe.
+* ``sink HOST FLOWS DURATION`` / ``source HOST PORT DURATION [BIND]``: raw TCP goodput probe.
 
 Errors print one line on stderr and exit 1 (2 for bad input).
 """
@@ -63,10 +63,12 @@ def main(argv: list[str]) -> int:
             listener = socket.create_server((argv[1], 0))
             print(listener.getsockname()[1], flush=True)
             print(json.dumps({"goodput_bps": sink(listener, flows=int(argv[2]), duration_s=float(argv[3]))}))
-        elif argv[:1] == ["source"] and len(argv) == 4:
+        elif argv[:1] == ["source"] and len(argv) in (4, 5):
             from commsched.runtime.ps.probe import source
 
-            source((argv[1], int(argv[2])), duration_s=float(argv[3]))
+            source(
+                (argv[1], int(argv[2])), duration_s=float(argv[3]), bind=argv[4] if len(argv) == 5 else None
+            )
         else:
             raise InputError(
                 " ".join(argv) or "nothing", where="arguments", expected="role | emulate SPEC | sink | source"

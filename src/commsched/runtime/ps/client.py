@@ -75,12 +75,18 @@ class _Tensor:
     parts: list[_Part] = field(default_factory=list)
 
 
-def connect(address: tuple[str, int], *, timeout_s: float, tos: int | None = None) -> socket.socket:
-    """Connect to ``address``, retrying until ``timeout_s`` (roles may start in any order)."""
+def connect(
+    address: tuple[str, int], *, timeout_s: float, tos: int | None = None, source: str | None = None
+) -> socket.socket:
+    """Connect to ``address`` (from address ``source``), retrying until ``timeout_s`` (roles may start
+    in any order)."""
     deadline = time.monotonic() + timeout_s
+    bind = (source, 0) if source else None
     while True:
         try:
-            sock = socket.create_connection(address, timeout=max(0.1, deadline - time.monotonic()))
+            sock = socket.create_connection(
+                address, timeout=max(0.1, deadline - time.monotonic()), source_address=bind
+            )
             break
         except OSError as exc:
             if time.monotonic() >= deadline:
@@ -110,6 +116,8 @@ class PSClient:
         Part -> server assignment (default: BytePS's djb2 hash over ``len(servers)``).
     timeout_s
         Connection timeout.
+    source
+        This worker's own address (``DMLC_NODE_HOST``): its connections leave from it.
     """
 
     def __init__(
@@ -121,6 +129,7 @@ class PSClient:
         transport: TransportConfig,
         server_map: ServerMap | None = None,
         timeout_s: float = 30.0,
+        source: str | None = None,
     ) -> None:
         self.rank = rank
         self.num_workers = num_workers
@@ -136,7 +145,7 @@ class PSClient:
         self.failure: str | None = None
         self._closing = False
         self.events: list[dict[str, object]] = []
-        self._socks = [connect(a, timeout_s=timeout_s, tos=transport.tos) for a in servers]
+        self._socks = [connect(a, timeout_s=timeout_s, tos=transport.tos, source=source) for a in servers]
         for s in self._socks:
             if transport.name == "mercury":
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, MERCURY_SNDBUF_BYTES)

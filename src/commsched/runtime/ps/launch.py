@@ -139,6 +139,7 @@ def start_worker(env: RoleEnv, *, server_map: ServerMap | None = None) -> Worker
         transport=env.transport,
         server_map=smap,
         timeout_s=env.timeout_s,
+        source=None if env.colocated else env.node_host,
     )
     return Worker(env=env, client=client, rank=a.rank, background=background, server=server)
 

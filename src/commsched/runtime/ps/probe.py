@@ -45,12 +45,12 @@ def sink(listener: socket.socket, *, flows: int, duration_s: float, warmup_s: fl
     return got * 8 / (t1 - t0)
 
 
-def source(address: tuple[str, int], *, duration_s: float) -> int:
-    """Send to ``address`` for ``duration_s`` seconds; return the bytes sent."""
+def source(address: tuple[str, int], *, duration_s: float, bind: str | None = None) -> int:
+    """Send to ``address`` (from address ``bind``) for ``duration_s`` seconds; return the bytes sent."""
     payload = memoryview(bytearray(CHUNK))
     sent = 0
     end = time.monotonic() + duration_s
-    with socket.create_connection(address, timeout=10) as s:
+    with socket.create_connection(address, timeout=10, source_address=(bind, 0) if bind else None) as s:
         try:
             while time.monotonic() < end:
                 s.sendall(payload)

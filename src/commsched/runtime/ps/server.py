@@ -3,7 +3,12 @@
 One receive thread per worker connection reads framed messages (:mod:`commsched.runtime.ps.wire`)
 and hands them to the summation thread that owns the key. Pushes are acknowledged at once, pulls are
 answered when the part is complete, Mercury packets come back summed to every worker as soon as all
-copies are in. A malformed message whose framing is intact is answered with an ``ERROR`` naming the
+copies are in. A part-mode connection has its own writer thread: summation threads only queue their
+replies, acknowledgements go ahead of queued pull data (which leaves in slices of
+:data:`DATA_SLICE_BYTES` through a bounded socket buffer), so a worker's credit comes back when its push
+arrives, not after the megabytes of pull replies queued before it, and a slow downlink to one worker
+never holds up another worker's pushes. A malformed message whose framing is intact is answered with
+an ``ERROR`` naming the
 key and dropped (no state changes); a lost framing, a truncated message or a worker that vanishes
 without saying goodbye fails the job: every other worker gets an ``ERROR`` naming the worker, so no
 one waits forever and no partial sum is ever returned.
@@ -14,7 +19,8 @@ from __future__ import annotations
 import queue
 import socket
 import threading
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 
 from commsched.runtime.ps import wire
 from commsched.runtime.ps.client import MERCURY_SNDBUF_BYTES
@@ -23,12 +29,27 @@ from commsched.runtime.ps.summation import Summation
 from commsched.runtime.ps.wire import Header, Kind
 
 _STOP = None
+#: pull data leaves a part-mode connection in slices of this size, so an acknowledgement waits
+#: behind at most one slice plus the socket buffer
+DATA_SLICE_BYTES = 256 << 10
+#: send buffer of a part-mode connection (the kernel doubles it): what an acknowledgement waits
+#: behind in the kernel, a few milliseconds at 1 Gb/s
+PART_SNDBUF_BYTES = 256 << 10
+#: how long :meth:`Server.stop` lets writer threads flush what is queued (an ERROR, last replies)
+FLUSH_S = 2.0
 
 
 @dataclass(slots=True)
 class _Conn:
+    """A worker's connection; part-mode ones send through a writer thread (``urgent`` first)."""
+
     sock: socket.socket
     lock: threading.Lock
+    cv: threading.Condition | None = None
+    urgent: deque[tuple[bytes, bytes | memoryview | None]] = field(default_factory=deque)
+    data: deque[tuple[bytes, bytes | memoryview | None]] = field(default_factory=deque)
+    closing: bool = False
+    writer: threading.Thread | None = None
 
 
 class Server:
@@ -109,6 +130,14 @@ class Server:
                 q.put(_STOP)
             with self._lock:
                 conns = list(self._conns.values())
+            for c in conns:  # writers flush what is queued (an ERROR above all), then end
+                if c.cv is not None:
+                    with c.cv:
+                        c.closing = True
+                        c.cv.notify()
+            for c in conns:
+                if c.writer is not None and c.writer.is_alive():
+                    c.writer.join(FLUSH_S)
             for c in conns:
                 c.sock.close()
 
@@ -130,14 +159,23 @@ class Server:
         if hdr.kind != Kind.HELLO or n != self.num_workers or not 0 <= rank < n:
             reason = f"expected HELLO from one of {self.num_workers} workers, got {hdr.kind.name} {rank}/{n}"
             raise ProtocolError(reason)
-        if hdr.priority == 1:
-            # a Mercury worker: a bounded reply queue, so that summed packets leave in completion
-            # (priority) order rather than behind megabytes of earlier ones
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, MERCURY_SNDBUF_BYTES)
+        packets = hdr.priority == 1
+        # a Mercury worker: a bounded reply queue, so that summed packets leave in completion
+        # (priority) order rather than behind megabytes of earlier ones; a part-mode worker: a
+        # bounded kernel queue behind which acknowledgements wait
+        sock.setsockopt(
+            socket.SOL_SOCKET, socket.SO_SNDBUF, MERCURY_SNDBUF_BYTES if packets else PART_SNDBUF_BYTES
+        )
+        conn = _Conn(sock=sock, lock=threading.Lock())
+        if not packets:
+            conn.cv = threading.Condition(conn.lock)
+            conn.writer = threading.Thread(target=self._writer, args=(conn,), daemon=True)
         with self._lock:
             if rank in self._conns:
                 raise ProtocolError(f"worker {rank} connected twice")
-            self._conns[rank] = _Conn(sock=sock, lock=threading.Lock())
+            self._conns[rank] = conn
+        if conn.writer is not None:
+            conn.writer.start()
         return rank
 
     def _serve(self, sock: socket.socket) -> None:
@@ -197,9 +235,35 @@ class Server:
             self._send(c, wire.encode(Kind.ERROR, length=len(reason.encode())), reason.encode())
         self.done.set()
 
-    def _send(self, conn: _Conn, header: bytes, payload: bytes | memoryview | None = None) -> None:
+    def _send(
+        self, conn: _Conn, header: bytes, payload: bytes | memoryview | None = None, *, urgent: bool = True
+    ) -> None:
+        """Send now (Mercury connection) or queue for the writer (``urgent``: ahead of pull data)."""
+        if conn.cv is not None:
+            with conn.cv:
+                (conn.urgent if urgent else conn.data).append((header, payload))
+                conn.cv.notify()
+            return
         try:
             with conn.lock:
+                wire.send_message(conn.sock, header, payload)
+        except OSError:
+            pass  # the peer is gone; its own receive thread reports it
+
+    def _writer(self, conn: _Conn) -> None:
+        """Drain a part-mode connection's queues: every urgent message before each data slice."""
+        assert conn.cv is not None
+        try:
+            while True:
+                with conn.cv:
+                    while not (conn.urgent or conn.data or conn.closing):
+                        conn.cv.wait()
+                    if conn.urgent:
+                        header, payload = conn.urgent.popleft()
+                    elif conn.data:
+                        header, payload = conn.data.popleft()
+                    else:
+                        return
                 wire.send_message(conn.sock, header, payload)
         except OSError:
             pass  # the peer is gone; its own receive thread reports it
@@ -207,9 +271,13 @@ class Server:
     # -- summation threads --------------------------------------------------------------------
     def _reply(self, worker: int, key: int, offset: int, dtype: int, data: bytes) -> None:
         conn = self._conns.get(worker)
-        if conn is not None:
-            hdr = wire.encode(Kind.DATA, key=key, offset=offset, length=len(data), dtype=dtype)
-            self._send(conn, hdr, data)
+        if conn is None:
+            return
+        view = memoryview(data)
+        for lo in range(0, len(data), DATA_SLICE_BYTES):
+            piece = view[lo : lo + DATA_SLICE_BYTES]
+            hdr = wire.encode(Kind.DATA, key=key, offset=offset + lo, length=len(piece), dtype=dtype)
+            self._send(conn, hdr, piece, urgent=False)
 
     def _engine(self, index: int, q: queue.SimpleQueue[tuple[int, Header, bytearray] | None]) -> None:
         while (item := q.get()) is not None:

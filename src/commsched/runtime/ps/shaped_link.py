@@ -1,9 +1,14 @@
 """A shaped link between two network namespaces (servers on one side, workers on the other).
 
 Two namespaces ``<prefix><pid>a`` (servers) and ``<prefix><pid>b`` (workers) joined by one veth pair;
-each end's egress goes through an HTB class at the requested rate with ``burst = 1 ms x rate`` and a
-byte-limited ``bfifo`` leaf (bounded queues), as runtime-notes §12 measured to shape within a few per
-cent. :meth:`ShapedLink.set_rate` changes the rate in place (``tc class change``). Everything is
+each end's egress goes through an HTB class at the requested rate with ``burst = 1 ms x rate`` and
+byte-limited ``bfifo`` leaves (bounded queues), as runtime-notes §12 measured to shape within a few
+per cent. Each worker has its own address in the worker namespace (``DMLC_NODE_HOST``; its
+connections leave from it) and its own leaf in each direction (``u32`` on source / destination
+address) at ``rate / workers`` that may borrow up to the whole rate: the workers share the link
+max-min fairly, as the models assume (one FIFO leaf for all of them splits it unevenly, measured up to
+10 % between two workers within an iteration, and every part then completes at the slower worker's
+pace). :meth:`ShapedLink.set_rate` changes the rate in place (``tc class change``). Everything is
 removed in ``finally`` (deleting a namespace deletes its veth end and qdiscs). Needs root.
 """
 
@@ -20,6 +25,10 @@ from commsched.runtime.ps.errors import PSError
 
 SERVER_IP = "10.213.0.1"
 WORKER_IP = "10.213.0.2"
+#: most workers a shaped link gives their own address and leaf (10.213.0.2 ...)
+MAX_WORKERS = 64
+#: HTB quantum of the leaves (bytes): at least one GSO super-packet of a veth
+LEAF_QUANTUM_BYTES = 200_000
 
 
 def run_command(argv: Sequence[str]) -> None:
@@ -39,9 +48,20 @@ def queue_bytes_for(rate_bps: float) -> int:
     return max(256 << 10, int(rate_bps / 8 * 0.005))
 
 
+def worker_ips(workers: int) -> tuple[str, ...]:
+    """The worker namespace's addresses, one per worker.
+
+    Examples
+    --------
+    >>> worker_ips(2)
+    ('10.213.0.2', '10.213.0.3')
+    """
+    return tuple(f"10.213.0.{2 + i}" for i in range(workers))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ShapedLink:
-    """A live shaped link; ``server_ns``/``worker_ns`` hold ``server_ip``/``worker_ip``."""
+    """A live shaped link; ``server_ns`` holds ``server_ip``, ``worker_ns`` the ``worker_ips``."""
 
     server_ns: str
     worker_ns: str
@@ -49,16 +69,28 @@ class ShapedLink:
     worker_dev: str
     server_ip: str = SERVER_IP
     worker_ip: str = WORKER_IP
+    worker_ips: tuple[str, ...] = (WORKER_IP,)
 
     def argv(self, ns: str, argv: Sequence[str]) -> list[str]:
         """``argv`` run inside namespace ``ns``."""
         return ["ip", "netns", "exec", ns, *argv]
 
+    def _class(
+        self, ns: str, dev: str, verb: str, parent: str, classid: str, rate: float, ceil: float
+    ) -> None:
+        burst = str(burst_bytes(ceil))
+        htb = ["htb", "rate", f"{int(rate)}bit", "ceil", f"{int(ceil)}bit", "burst", burst, "cburst", burst]
+        if classid != "1:1":
+            htb += ["quantum", str(LEAF_QUANTUM_BYTES)]
+        run_command(
+            self.argv(ns, ["tc", "class", verb, "dev", dev, "parent", parent, "classid", classid, *htb])
+        )
+
     def _shape(self, ns: str, dev: str, rate_bps: float, verb: str) -> None:
-        rate = f"{int(rate_bps)}bit"
-        burst = str(burst_bytes(rate_bps))
-        htb = ["htb", "rate", rate, "ceil", rate, "burst", burst, "cburst", burst]
-        run_command(self.argv(ns, ["tc", "class", verb, "dev", dev, "parent", "1:", "classid", "1:1", *htb]))
+        self._class(ns, dev, verb, "1:", "1:1", rate_bps, rate_bps)
+        share = rate_bps / len(self.worker_ips)
+        for i in range(len(self.worker_ips)):
+            self._class(ns, dev, verb, "1:1", f"1:{10 + i}", share, rate_bps)
 
     def set_rate(self, rate_bps: float) -> None:
         """Change both directions' rate in place (``tc class change``)."""
@@ -74,6 +106,7 @@ class LoopbackLink:
     worker_ns: str = ""
     server_ip: str = "127.0.0.1"
     worker_ip: str = "127.0.0.1"
+    worker_ips: tuple[str, ...] = ("127.0.0.1",)
 
     def argv(self, ns: str, argv: Sequence[str]) -> list[str]:
         return list(argv)
@@ -89,8 +122,11 @@ def require_root() -> None:
 
 
 @contextmanager
-def shaped_link(rate_bps: float, *, prefix: str = "csp") -> Iterator[ShapedLink]:
+def shaped_link(rate_bps: float, *, prefix: str = "csp", workers: int = 1) -> Iterator[ShapedLink]:
     """Create the namespace pair shaped at ``rate_bps`` each way; remove it on exit (also on failure).
+
+    ``workers`` addresses and leaves are made on the worker side (traffic of other addresses goes to
+    the first worker's leaf).
 
     Examples
     --------
@@ -98,8 +134,12 @@ def shaped_link(rate_bps: float, *, prefix: str = "csp") -> Iterator[ShapedLink]
     ...     subprocess.run(link.argv(link.worker_ns, ["ping", "-c1", link.server_ip]))
     """
     require_root()
+    if not 1 <= workers <= MAX_WORKERS:
+        raise PSError(f"a shaped link for {workers} workers: expected 1..{MAX_WORKERS}")
     tag = f"{prefix}{os.getpid()}"
-    link = ShapedLink(server_ns=f"{tag}a", worker_ns=f"{tag}b", server_dev=f"{tag}x", worker_dev=f"{tag}y")
+    ips = worker_ips(workers)
+    link = ShapedLink(server_ns=f"{tag}a", worker_ns=f"{tag}b", server_dev=f"{tag}x", worker_dev=f"{tag}y",
+                      worker_ip=ips[0], worker_ips=ips)  # fmt: skip
     created: list[str] = []
     try:
         for ns in (link.server_ns, link.worker_ns):
@@ -107,22 +147,23 @@ def shaped_link(rate_bps: float, *, prefix: str = "csp") -> Iterator[ShapedLink]
             created.append(ns)
         run_command(["ip", "link", "add", link.server_dev, "netns", link.server_ns, "type", "veth",
                      "peer", "name", link.worker_dev, "netns", link.worker_ns])  # fmt: skip
-        for ns, dev, ip in (
-            (link.server_ns, link.server_dev, link.server_ip),
-            (link.worker_ns, link.worker_dev, link.worker_ip),
-        ):
-            run_command(link.argv(ns, ["ip", "addr", "add", f"{ip}/24", "dev", dev]))
+        sides = ((link.server_ns, link.server_dev, (link.server_ip,), "dst"),
+                 (link.worker_ns, link.worker_dev, ips, "src"))  # fmt: skip
+        for ns, dev, own, match in sides:
+            for ip in own:
+                run_command(link.argv(ns, ["ip", "addr", "add", f"{ip}/24", "dev", dev]))
             run_command(link.argv(ns, ["ip", "link", "set", dev, "up"]))
             run_command(link.argv(ns, ["ip", "link", "set", "lo", "up"]))
-            run_command(
-                link.argv(
-                    ns, ["tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"]
-                )
-            )
+            run_command(link.argv(ns, ["tc", "qdisc", "add", "dev", dev, "root", "handle", "1:",
+                                       "htb", "default", "10"]))  # fmt: skip
             link._shape(ns, dev, rate_bps, "add")
-            leaf = ["bfifo", "limit", str(queue_bytes_for(rate_bps))]
-            qdisc = ["tc", "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", *leaf]
-            run_command(link.argv(ns, qdisc))
+            for i, ip in enumerate(ips):
+                leaf = ["bfifo", "limit", str(queue_bytes_for(rate_bps))]
+                run_command(link.argv(ns, ["tc", "qdisc", "add", "dev", dev, "parent", f"1:{10 + i}",
+                                           "handle", f"{10 + i}:", *leaf]))  # fmt: skip
+                flt = ["tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
+                       "u32", "match", "ip", match, f"{ip}/32", "flowid", f"1:{10 + i}"]  # fmt: skip
+                run_command(link.argv(ns, flt))
         yield link
     finally:
         for ns in reversed(created):
