@@ -2,9 +2,11 @@
 
 A tensor is declared once (``declared_key`` in declaration order, as BytePS does; every worker must
 declare the same names in the same order), cut into parts keyed ``declared_key << 16 | part``, each
-part sent to the server the :class:`~commsched.runtime.ps.keys.ServerMap` gives. One sender thread
-drives the :class:`~commsched.runtime.ps.transports.SendQueue`; one receiver thread per server
-collects acknowledgements (credit) and summed data. Part transports push a part (acknowledged at
+part sent to the server the :class:`~commsched.runtime.ps.keys.ServerMap` gives. Each server
+connection has its own :class:`~commsched.runtime.ps.transports.SendQueue` and sender thread (a
+congested server never holds up the parts bound for another, as ps-lite's per-peer queues behave;
+ByteScheduler's credit is shared by all of them), and its own receiver thread collecting
+acknowledgements (credit) and summed data. Part transports push a part (acknowledged at
 once) and then pull it (answered when all workers pushed); Mercury sends fused push-pull packets.
 """
 
@@ -22,7 +24,7 @@ import numpy.typing as npt
 from commsched.runtime.ps import wire
 from commsched.runtime.ps.errors import ProtocolError, PSError, PSTimeoutError
 from commsched.runtime.ps.keys import ServerMap, part_bounds, part_key
-from commsched.runtime.ps.transports import SendQueue, TransportConfig
+from commsched.runtime.ps.transports import Credit, SendQueue, TransportConfig
 from commsched.runtime.ps.wire import DTYPES, Kind
 
 Array = npt.NDArray[np.floating]
@@ -136,7 +138,8 @@ class PSClient:
         self.transport = transport
         self.server_map = server_map or ServerMap(num_servers=len(servers))
         self._cv = threading.Condition()
-        self._queue = SendQueue(transport)
+        self._credit = Credit()
+        self._queues = [SendQueue(transport, credit=self._credit) for _ in servers]
         self._parts: list[_Part] = []  # index = chunk.tensor id in the send queue
         self._by_key: dict[int, _Part] = {}
         self._inited: set[int] = set()
@@ -151,7 +154,10 @@ class PSClient:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, MERCURY_SNDBUF_BYTES)
             packets = int(transport.name == "mercury")  # the server bounds its reply queue for packets
             s.sendall(wire.encode(Kind.HELLO, key=rank, offset=num_workers, priority=packets))
-        self._threads = [threading.Thread(target=self._sender, daemon=True)]
+        self._senders = [
+            threading.Thread(target=self._sender, args=(i,), daemon=True) for i in range(len(servers))
+        ]
+        self._threads = [*self._senders]
         self._threads += [
             threading.Thread(target=self._receiver, args=(i,), daemon=True) for i in range(len(servers))
         ]
@@ -197,7 +203,7 @@ class PSClient:
                 )
                 tensor.parts.append(part)
                 self._by_key[k] = part
-                self._queue.add(tensor=len(self._parts), size=hi - lo, priority=priority)
+                self._queues[part.server].add(tensor=len(self._parts), size=hi - lo, priority=priority)
                 self._parts.append(part)
             self._cv.notify_all()
         return handle
@@ -218,7 +224,8 @@ class PSClient:
                 s.shutdown(socket.SHUT_WR)
             except OSError:
                 pass
-        self._threads[0].join(timeout=5)
+        for t in self._senders:
+            t.join(timeout=5)
         for s in self._socks:
             s.close()
 
@@ -274,16 +281,17 @@ class PSClient:
         self._inflight.pop(tensor.name, None)
         h.event.set()
 
-    def _sender(self) -> None:
+    def _sender(self, index: int) -> None:
         mercury = self.transport.name == "mercury"
+        queue = self._queues[index]
         try:
             while True:
                 with self._cv:
-                    while not self._closing and self.failure is None and not self._queue.ready():
+                    while not self._closing and self.failure is None and not queue.ready():
                         self._cv.wait()
                     if self._closing or self.failure is not None:
                         return
-                    chunk = self._queue.pop()
+                    chunk = queue.pop()
                     part = self._parts[chunk.tensor]
                     if part.tensor.handle.t_first_send is None:
                         part.tensor.handle.t_first_send = time.perf_counter()
@@ -329,7 +337,7 @@ class PSClient:
                     with self._cv:
                         part = self._by_key.get(hdr.key)
                         if part is not None and self.transport.name == "bytescheduler":
-                            self._queue.outstanding -= len(part.src)
+                            self._credit.outstanding -= len(part.src)
                         self._cv.notify_all()
                 else:
                     raise ProtocolError(f"unexpected {hdr.kind.name} from server {index}")

@@ -9,7 +9,8 @@
   queue (a newly ready front tensor preempts a back one at the next packet), push and pull fused.
 
 Priority 0 is the most urgent (the layer closest to the input). A :class:`SendQueue` is plain state;
-the client's sender thread drives it under its lock.
+the client keeps one per server connection, each driven by its own sender thread under the client's
+lock; ByteScheduler's credit is the worker's, one :class:`Credit` shared by all its queues.
 """
 
 from __future__ import annotations
@@ -91,6 +92,13 @@ class _Stream:
 
 
 @dataclass(slots=True)
+class Credit:
+    """Unacknowledged bytes of one worker (ByteScheduler's credit in use), shared by its queues."""
+
+    outstanding: int = 0
+
+
+@dataclass(slots=True)
 class SendQueue:
     """What to send next under a transport's rule (not thread-safe; the caller holds a lock).
 
@@ -108,7 +116,7 @@ class SendQueue:
     """
 
     config: TransportConfig
-    outstanding: int = 0
+    credit: Credit = field(default_factory=Credit)
     _heap: list[tuple[int, int, _Stream]] = field(default_factory=list)
     _fifo: deque[_Stream] = field(default_factory=deque)
     _seq: int = 0
@@ -136,10 +144,10 @@ class SendQueue:
         head = self._head()
         if head is None:
             return False
-        if self.config.name != "bytescheduler" or self.outstanding == 0:
+        if self.config.name != "bytescheduler" or self.credit.outstanding == 0:
             return True
         nbytes = min(head.unit - head.sent % head.unit, head.size - head.sent)
-        return self.outstanding + nbytes <= self.config.credit_bytes
+        return self.credit.outstanding + nbytes <= self.config.credit_bytes
 
     def pop(self) -> Chunk:
         """The next chunk: up to the end of the current unit (part, partition or packet)."""
@@ -155,5 +163,5 @@ class SendQueue:
             else:
                 heapq.heappop(self._heap)
         if self.config.name == "bytescheduler":
-            self.outstanding += nbytes
+            self.credit.outstanding += nbytes
         return chunk

@@ -34,7 +34,7 @@ import numpy as np
 from commsched.errors import CommschedError, InputError
 from commsched.intrajob.byteps import byteps_assignment, byteps_times
 from commsched.runtime.ps.bench import JobRun, collect_results, stop_processes
-from commsched.runtime.ps.emulate import EmulatedLayer, gradient
+from commsched.runtime.ps.emulate import BARRIER, EmulatedLayer, gradient
 from commsched.runtime.ps.errors import PSError
 from commsched.runtime.ps.keys import PART_BYTES, ServerMap, part_bounds, part_key
 from commsched.runtime.ps.star import StarFabric, star_fabric
@@ -308,6 +308,8 @@ def _byteps_worker(spec: VersusSpec) -> dict[str, object]:
     try:
         origin = time.perf_counter()
         for it in range(spec.iterations + spec.warmup):
+            if it:  # every iteration starts on all workers together (see commsched.runtime.ps.emulate)
+                worker.client.push_pull(np.zeros(1, np.float32), name=BARRIER, timeout_s=env.timeout_s)
             t0 = time.perf_counter()
             handles = [(i, worker.client.push_pull_async(grads[i], name=layers[i].name)) for i in order]
             outs = [(i, h.wait(env.timeout_s)) for i, h in handles]
