@@ -47,3 +47,25 @@ def test_cleanup_after_a_failure_halfway() -> None:
         name = link.worker_ns
         raise RuntimeError("boom")
     assert name not in _netns()
+
+
+@needs_root
+@pytest.mark.slow
+def test_each_worker_has_its_own_address_and_leaf() -> None:
+    with shaped_link(100e6, workers=2, prefix="cst") as link:
+        assert link.worker_ips == ("10.213.0.2", "10.213.0.3")
+        for ns, dev in ((link.server_ns, link.server_dev), (link.worker_ns, link.worker_dev)):
+            classes = subprocess.run(link.argv(ns, ["tc", "class", "show", "dev", dev]),
+                                     capture_output=True, text=True, check=True).stdout  # fmt: skip
+            assert "1:10" in classes and "1:11" in classes
+            filters = subprocess.run(link.argv(ns, ["tc", "filter", "show", "dev", dev]),
+                                     capture_output=True, text=True, check=True).stdout  # fmt: skip
+            assert "flowid 1:10" in filters and "flowid 1:11" in filters
+        # one flow per worker address, both directions at once: each direction still delivers the
+        # rate less TCP/IP headers (the leaves borrow up to it), not one worker's share of it
+        g = measure_goodput(link, flows=2, duration_s=1.0, both_ways=True)
+        link.set_rate(50e6)
+        g2 = measure_goodput(link, flows=2, duration_s=1.0)
+    assert 0.8 * 100e6 < g < 1.0 * 100e6
+    assert 0.8 * 50e6 < g2 < 1.0 * 50e6
+    assert link.server_ns not in _netns()

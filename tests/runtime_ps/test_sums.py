@@ -92,3 +92,25 @@ def test_mixed_mode_split_sums_and_shares(small_config: Callable[[str], Transpor
         np.testing.assert_allclose(out[0][i], data[0][i] + data[1][i], rtol=1e-6)
     assert sum(loads) == 2 * sum(SIZES) * 4
     assert loads[0] + loads[1] > 0  # the CPU servers take part
+
+
+@pytest.mark.parametrize("transport", ["fifo", "bytescheduler"])
+def test_parts_larger_than_a_reply_slice(transport: str) -> None:
+    """Pull data leaves in DATA_SLICE_BYTES slices: parts of several slices, odd tails, two servers."""
+    from commsched.runtime.ps.server import DATA_SLICE_BYTES
+
+    part = 3 * DATA_SLICE_BYTES + 12  # bytes: three whole slices and a tail
+    cfg = TransportConfig(name=transport, partition_bytes=part, credit_bytes=2 * part)
+    rng = np.random.default_rng(7)
+    sizes = (part // 4 * 3 + 5, DATA_SLICE_BYTES // 4 + 1)  # elements: several parts; one slice + 1
+    data = [[rng.standard_normal(n).astype(np.float32) for n in sizes] for _ in range(2)]
+
+    def body(c: PSClient) -> list[np.ndarray]:
+        hs = [c.push_pull_async(d, name=f"big{i}", priority=i) for i, d in enumerate(data[c.rank])]
+        return [h.wait(20) for h in hs]
+
+    with servers(2, 2) as srv:
+        out = run_workers(srv, 2, cfg, body)
+    for r in range(2):
+        for i, got in enumerate(out[r]):
+            np.testing.assert_allclose(got, data[0][i] + data[1][i], rtol=1e-6, atol=1e-6)
