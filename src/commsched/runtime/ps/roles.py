@@ -2,7 +2,8 @@
 
 ``DMLC_ROLE`` (scheduler | server | worker), ``DMLC_PS_ROOT_URI``/``DMLC_PS_ROOT_PORT`` (the scheduler),
 ``DMLC_NUM_WORKER``, ``DMLC_NUM_SERVER``, ``DMLC_WORKER_ID`` (optional), ``DMLC_NODE_HOST`` (the address a
-server announces; default: the one it reaches the scheduler from), ``BYTEPS_LOCAL_RANK``.
+server announces, default: the one it reaches the scheduler from; the address a worker's connections
+to the servers leave from), ``BYTEPS_LOCAL_RANK``.
 Without ``DMLC_ROLE``, ``torchrun``'s ``RANK``/``WORLD_SIZE``/``LOCAL_RANK``/``MASTER_ADDR``/``MASTER_PORT``
 make every process a worker with a co-located server (BytePS's co-located arrangement); rank 0 also
 runs the scheduler on ``MASTER_PORT + 1`` (``MASTER_PORT`` itself stays free for ``torch.distributed``).
