@@ -1,0 +1,111 @@
+"""BytePS on the ``ps versus-ring`` star under max-min fair sharing: a fluid estimate of one iteration.
+
+``commsched byteps`` (``byteps_times``) takes the busiest NIC's bytes at full rate, i.e. a schedule
+that keeps that NIC busy in both directions for the whole iteration. TCP shares each NIC max-min
+among its flows instead. This script replays one BytePS iteration as fluid flows under max-min
+sharing (progressive filling every millisecond): every worker pushes each server its share of the
+model, and each server's replies to a worker can only carry parts that all workers have pushed
+(the co-located worker's own push is local). The shares are the mixed-mode hash's real split of the
+same tensors (:class:`commsched.runtime.ps.versus_ring.VersusSpec`).
+
+Run: ``.venv/bin/python benchmarks/byteps_maxmin.py [--workers 4 --cpu-machines 2 --mbytes 16
+--goodput-gbps 0.1914]`` (0.1914 Gb/s: the goodput ``ps versus-ring`` measures at 0.2 Gb/s).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+import numpy as np
+
+from commsched.intrajob.byteps import byteps_assignment, byteps_times
+from commsched.runtime.ps.versus_ring import VersusSpec
+
+DT_S = 1e-3
+
+
+@dataclass(frozen=True, slots=True)
+class Flow:
+    src: int
+    dst: int
+    nbytes: float
+    pull: bool
+    server: int
+
+
+def _flows(n: int, k: int, model_bytes: float, shares: list[float]) -> list[Flow]:
+    """Hosts 0..n-1 are workers (server k+i co-located on worker i), n..n+k-1 the CPU machines."""
+    host_of = [n + j for j in range(k)] + list(range(n))  # server index -> host
+    out = []
+    for s, share in enumerate(shares):
+        h = host_of[s]
+        for w in range(n):
+            if w != h:
+                out.append(Flow(w, h, model_bytes * share, False, h))
+                out.append(Flow(h, w, model_bytes * share, True, h))
+    return out
+
+
+def _maxmin(flows: list[Flow], caps: np.ndarray, capacity: float, hosts: int) -> np.ndarray:
+    """Max-min rates of ``flows`` (each at most ``caps``) on every host's uplink and downlink."""
+    rate = np.zeros(len(flows))
+    frozen = caps <= 0
+    links = [np.array([f.src == h for f in flows]) for h in range(hosts)]
+    links += [np.array([f.dst == h for f in flows]) for h in range(hosts)]
+    left = np.full(len(links), capacity)
+    while not frozen.all():
+        live = ~frozen
+        fair = [left[i] / (m & live).sum() for i, m in enumerate(links) if (m & live).any()]
+        inc = min([*fair, float((caps - rate)[live].min())])
+        rate[live] += inc
+        for i, m in enumerate(links):
+            left[i] -= inc * (m & live).sum()
+            if left[i] <= 1e-6 * capacity:
+                frozen |= m
+        frozen |= rate >= caps - 1e-9
+    return rate
+
+
+def iteration_s(n: int, k: int, model_bytes: float, shares: list[float], capacity: float) -> float:
+    """Seconds until every push and pull of one iteration is done under max-min sharing."""
+    flows = _flows(n, k, model_bytes, shares)
+    size = np.array([f.nbytes for f in flows])
+    sent = np.zeros(len(flows))
+    pushes = {h: [i for i, f in enumerate(flows) if not f.pull and f.server == h] for h in range(n + k)}
+    t = 0.0
+    while (sent < size - 1).any():
+        caps = np.where(sent < size - 1, np.inf, 0.0)
+        for i, f in enumerate(flows):
+            if f.pull:  # only parts every worker has pushed can come back
+                done = min(sent[j] / size[j] for j in pushes[f.server])
+                caps[i] = max(0.0, done * size[i] - sent[i]) / DT_S
+        sent = np.minimum(size, sent + _maxmin(flows, caps, capacity, n + k) * DT_S)
+        t += DT_S
+    return t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--cpu-machines", type=int, default=2)
+    ap.add_argument("--mbytes", type=float, default=16.0)
+    ap.add_argument("--tensors", type=int, default=200)
+    ap.add_argument("--goodput-gbps", type=float, default=0.1914)
+    a = ap.parse_args()
+    spec = VersusSpec(workers=a.workers, cpu_machines=a.cpu_machines, model_bytes=int(a.mbytes * 1e6),
+                      tensors=a.tensors)  # fmt: skip
+    capacity = a.goodput_gbps * 1e9 / 8
+    t_mm = iteration_s(a.workers, a.cpu_machines, spec.model_bytes, spec.shares(), capacity)
+    times = byteps_times(
+        byteps_assignment(gpu_machines=a.workers, cpu_machines=a.cpu_machines, model_bytes=spec.model_bytes),
+        bandwidth_bps=a.goodput_gbps * 1e9,
+    )
+    print(f"BytePS iteration, max-min fluid: {t_mm:.3f} s; busiest-NIC model (commsched byteps): "
+          f"{times.byteps_s:.3f} s; ring all-reduce model: {times.allreduce_s:.3f} s")  # fmt: skip
+    print(f"speed-up over the ring: max-min {times.allreduce_s / t_mm:.3f}, "
+          f"busiest-NIC model {times.speedup_vs_allreduce:.3f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
