@@ -101,7 +101,11 @@ def dynamic(
     levels: str = typer.Option("1,0.316,0.1", "--levels", help="Levels as fractions of the first."),
     period_s: float = typer.Option(3.0, "--period-s", help="Seconds between rate changes."),
     workers: int = typer.Option(2, "--workers", min=1),
-    byte_scale: float = typer.Option(0.125, "--byte-scale", help="Gradient bytes x this."),
+    byte_scale: float = typer.Option(
+        0.02,
+        "--byte-scale",
+        help="Gradient bytes x this (0.02: compute-bound at the first level, where the tuned knobs matter).",
+    ),
     iterations: int = typer.Option(8, "--iterations", min=1),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
