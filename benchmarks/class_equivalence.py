@@ -38,6 +38,7 @@ from commsched.scheduling.policies import communication_plans, contention_matrix
 from commsched.scheduling.priority import job_facts
 from commsched.scheduling.state import ClusterState, Decisions
 from commsched.sim import decisions as sim_decisions
+from commsched.sim import fluid as sim_fluid
 from commsched.sim import pacing as sim_pacing
 from commsched.sim.engine import SimJob, Simulation
 from commsched.sim.rates import max_min_rates_coo
@@ -93,7 +94,7 @@ def main() -> None:
     plans = communication_plans()
     everything = np.ones(len(sc.topology.links), dtype=bool)
     st: Counter[str] = Counter()
-    worst = {"rel": 0.0}
+    worst: dict[str, float] = {"rel": 0.0}
     alt: dict[JobId, int] = {}  # the other policy's classes at the latest decision
     now_classes: dict[JobId, int] = {}  # the applied policy's classes at the latest decision
     prev: dict[str, dict[JobId, int]] = {PSPA: {}, FULL: {}}
@@ -208,6 +209,38 @@ def main() -> None:
             st["components reset by a class change, order kept"] += int(kept)
         return keep
 
+    # and every fluid steady state (fast mode, large components) is also solved under the other classes
+    original_enter = sim_fluid.FluidMode._enter
+
+    def enter(self: sim_fluid.FluidMode, idxs: list[int], now: float) -> bool:
+        runs = [self._runs[i] for i in idxs]
+        traffics = [r.next_traffic or r.traffic for r in runs]
+        if all(t is not None for t in traffics):
+            loads = [self._load(t) for t in traffics if t is not None]
+            args = {
+                "loads": loads,
+                "compute_s": np.array([r.spec.profile.compute_s for r in runs]),
+                "overlap": np.array([r.overlap for r in runs]),
+                "capacity_bytes_per_s": self._cap,
+            }
+            t1 = sim_fluid.fluid_periods(**args, classes=np.array([r.priority_class for r in runs]))
+            t2 = sim_fluid.fluid_periods(**args, classes=np.array([alt.get(r.spec.id, 0) for r in runs]))
+            st["fluid solves"] += 1
+            if (t1 is None) != (t2 is None):
+                st["fluid solves converging under one class map only"] += 1
+            elif t1 is not None and t2 is not None:
+                rel = float(np.max(np.abs(t1 - t2) / np.maximum(t1, t2)))
+                worst["fluid"] = max(worst.get("fluid", 0.0), rel)
+                st["fluid solves with a different period"] += int(rel > 1e-9)
+            same = [(r.spec.id, q.spec.id) for k, r in enumerate(runs) for q in runs[k + 1 :]]
+            st["fluid same-class pairs sharing a link"] += sum(
+                1
+                for a, b in same
+                if now_classes[a] == now_classes[b] and ((a, b) in pairs or (b, a) in pairs)
+            )
+        return original_enter(self, idxs, now)
+
+    sim_fluid.FluidMode._enter = enter  # type: ignore[method-assign]
     sim_pacing.Pacing.reallocate = reallocate  # type: ignore[method-assign]
     sim_decisions.DecisionApplier._untouched = untouched  # type: ignore[method-assign]
     mode = Mode(args.mode or sc.mode)
@@ -230,6 +263,8 @@ def main() -> None:
     for k, v in st.items():
         print(f"  {k}: {v}")
     print(f"  largest relative pace difference: {worst['rel']:.3g}")
+    if "fluid" in worst:
+        print(f"  largest relative fluid period difference: {worst['fluid']:.3g}")
 
 
 if __name__ == "__main__":
