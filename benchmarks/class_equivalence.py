@@ -75,6 +75,7 @@ def main() -> None:
     ap.add_argument("--jitter-s", type=float, default=0.0)
     ap.add_argument("--jitter-seed", type=int, default=1)
     ap.add_argument("--mode", choices=("fast", "exact"), default=None, help="override the scenario's mode")
+    ap.add_argument("--fluid-min-jobs", type=int, default=None, help="override SimConfig.fluid_min_jobs")
     ap.add_argument("--dump", type=int, default=0, help="print the first DUMP allocations that differ")
     args = ap.parse_args()
     sc = resolve_scenario(args.scenario)
@@ -143,7 +144,7 @@ def main() -> None:
 
     # instrument the engine: every rate allocation is also computed under the other policy's classes
     original_reallocate = sim_pacing.Pacing.reallocate
-    seen: dict[tuple[Any, ...], float] = {}
+    seen: dict[tuple[Any, ...], tuple[float, str]] = {}
 
     def reallocate(self: sim_pacing.Pacing, comp: int) -> None:
         members = [self._runs[i] for i in self.components.get(comp, ()) if self._runs[i].active]
@@ -151,8 +152,8 @@ def main() -> None:
             for r in members:
                 self.settle(r)
             key = tuple((id(r.traffic), r.step, r.priority_class, alt.get(r.spec.id, 0)) for r in members)
-            rel = seen.get(key)
-            if rel is None:
+            hit = seen.get(key)
+            if hit is None:
                 rows, cols, vals = [], [], []
                 for k, r in enumerate(members):
                     assert r.traffic is not None
@@ -170,12 +171,30 @@ def main() -> None:
                 p1 = max_min_rates_coo(**coo, classes=np.array([r.priority_class for r in members]))
                 p2 = max_min_rates_coo(**coo, classes=np.array([alt.get(r.spec.id, 0) for r in members]))
                 rel = float(np.max(np.abs(p1 - p2) / np.maximum(np.maximum(p1, p2), 1e-300)))
-                seen[key] = rel
+                # Crux's aim: intensity-weighted bytes per second (GPU work the transfers unblock)
+                rate = np.array(
+                    [
+                        r.intensity * float(np.sum(s.bytes_per_rep)) / s.max_flow_bytes
+                        for r in members
+                        if r.traffic is not None
+                        for s in (r.traffic.steps[r.step],)
+                    ]
+                )
+                w_full, w_pspa = (rate @ p1, rate @ p2) if args.run == FULL else (rate @ p2, rate @ p1)
+                side = (
+                    "more"
+                    if w_full > w_pspa * (1 + 1e-9)
+                    else "less"
+                    if w_pspa > w_full * (1 + 1e-9)
+                    else "as"
+                )
+                seen[key] = hit = (rel, side)
                 st["distinct allocations"] += 1
                 st["distinct allocations with a different pace"] += int(rel > 1e-9)
                 if rel > 1e-9:
                     why = _why(members, pairs)
                     st[f"differing allocations: {why}"] += 1
+                    st[f"differing allocations, {FULL} moving {side} intensity-weighted bytes"] += 1
                     if st["distinct allocations with a different pace"] <= args.dump:
                         print(f"t={self._kernel.now:.1f} s: {why}; paces {p1.tolist()} / {p2.tolist()}")
                         for r in members:
@@ -183,8 +202,11 @@ def main() -> None:
                                 f"  {r.spec.id} class {r.priority_class}/{alt.get(r.spec.id, 0)} "
                                 f"stale route {r.traffic is not r.next_traffic}"
                             )
+            rel, side = hit
             st["allocations"] += 1
             st["allocations with a different pace"] += int(rel > 1e-9)
+            if rel > 1e-9:
+                st[f"allocations with a different pace, {FULL} moving {side} intensity-weighted bytes"] += 1
             worst["rel"] = max(worst["rel"], rel)
         original_reallocate(self, comp)
 
@@ -249,7 +271,13 @@ def main() -> None:
         jobs=[SimJob(spec=j.spec, gpus=j.gpu_ids) for j in sc.jobs],
         policy=policy,
         placement=placement_registry().get(sc.placement, where="placement"),
-        config=SimConfig(horizon_s=sc.horizon_s, mode=mode, seed=sc.seed, warmup_s=sc.warmup_s),
+        config=SimConfig(
+            horizon_s=sc.horizon_s,
+            mode=mode,
+            seed=sc.seed,
+            warmup_s=sc.warmup_s,
+            **({} if args.fluid_min_jobs is None else {"fluid_min_jobs": args.fluid_min_jobs}),
+        ),
         policy_name=args.run,
         priority_levels=sc.priority_levels,
         backfill=sc.backfill,

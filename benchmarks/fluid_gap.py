@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import functools
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -35,7 +35,7 @@ from commsched.io.scenario import Scenario
 from commsched.io.shipped import resolve_scenario
 from commsched.sim import decisions as sim_decisions
 from commsched.sim import fluid as sim_fluid
-from commsched.sim.records import Mode, SimConfig, SimResult
+from commsched.sim.records import JobResult, Mode, SimConfig, SimResult
 
 #: per decision: its time and, per running job, (id, GPUs, whole iterations done)
 Digest = tuple[float, tuple[tuple[str, tuple[str, ...], int], ...]]
@@ -47,8 +47,15 @@ class Trace:
 
     digests: list[Digest] = field(default_factory=list)
     fluid: Counter[str] = field(default_factory=Counter)
-    fluid_job_s: float = 0.0
-    last: tuple[float, int] = (0.0, 0)  # the latest decision's time and number of fluid jobs
+    #: per job: seconds run as a fluid
+    fluid_s: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    last: tuple[float, tuple[str, ...]] = (0.0, ())  # the latest decision's time and fluid jobs
+
+    def fluid_until(self, now: float, jobs: tuple[str, ...]) -> None:
+        t0, before = self.last
+        for j in before:
+            self.fluid_s[j] += now - t0
+        self.last = (now, jobs)
 
 
 def _replay(sc: Scenario, policy: str, fluid_min_jobs: int, at_once: bool) -> tuple[SimResult, Trace]:
@@ -64,9 +71,7 @@ def _replay(sc: Scenario, policy: str, fluid_min_jobs: int, at_once: bool) -> tu
         def run(self: sim_decisions.DecisionApplier) -> None:
             orig(self)
             now, fl = self._kernel.now, self._fluid
-            t0, n0 = trace.last
-            trace.fluid_job_s += (now - t0) * n0
-            trace.last = (now, len(fl.state))
+            trace.fluid_until(now, tuple(str(self._runs[i].spec.id) for i in fl.state))
             jobs = []
             for i in self._running:
                 r = self._runs[i]
@@ -131,8 +136,7 @@ def _replay(sc: Scenario, policy: str, fluid_min_jobs: int, at_once: bool) -> tu
     finally:
         for (owner, name), fn in originals.items():
             setattr(owner, name, fn)
-    t0, n0 = trace.last
-    trace.fluid_job_s += (res.sim_time_s - t0) * n0
+    trace.fluid_until(res.sim_time_s, ())
     return res, trace
 
 
@@ -159,6 +163,33 @@ def _first_difference(a: list[Digest], b: list[Digest]) -> str:
     return "none: every decision saw the same jobs at the same progress"
 
 
+def _attribute(
+    sc: Scenario, a: tuple[SimResult, Trace], b: tuple[SimResult, Trace], names: list[str], top: int
+) -> None:
+    """The jobs that make the gap: busy GPU-hours gained or lost, and the hours each ran as a fluid."""
+    topo = sc.topology
+    scale = topo.n_gpus * sc.horizon_s / 100.0  # GPU-seconds per utilisation point
+    by_b = {j.id: j for j in b[0].jobs}
+    pairs = sorted(((j, by_b[j.id]) for j in a[0].jobs), key=lambda p: p[1].busy_gpu_s - p[0].busy_gpu_s)
+
+    def tors(j: JobResult) -> int:
+        return len({topo.host_of(g).tors for g in j.placement})
+
+    def line(x: JobResult, y: JobResult) -> str:
+        return (
+            f"    {x.id} {x.gpus:4d} GPUs: {(y.busy_gpu_s - x.busy_gpu_s) / scale:+.2f} points; ToRs "
+            f"{tors(x)}/{tors(y)}, start {x.start_s or 0:.0f}/{y.start_s or 0:.0f} s, as a fluid "
+            f"{a[1].fluid_s[x.id] / 3600:.1f}/{b[1].fluid_s[y.id] / 3600:.1f} h"
+        )
+
+    print(f"  largest losers and gainers ({names[0]}/{names[1]}):")
+    for x, y in pairs[:top] + pairs[::-1][:top]:
+        print(line(x, y))
+    ever = {j for j in by_b if a[1].fluid_s[j] > 0 or b[1].fluid_s[j] > 0}
+    moved = sum(y.busy_gpu_s - x.busy_gpu_s for x, y in pairs if x.id in ever) / scale
+    print(f"  jobs run as a fluid in either replay: {len(ever)}, {moved:+.2f} points of the gap")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("scenario")
@@ -168,6 +199,7 @@ def main() -> None:
     )
     ap.add_argument("--routes-at-once", action="store_true", help="experiment: steps in flight move at once")
     ap.add_argument("--hours", type=float, default=None, help="only jobs arriving in the first hours")
+    ap.add_argument("--top", type=int, default=5, help="jobs listed among the largest losers and gainers")
     ap.add_argument("--jitter-s", type=float, default=0.0)
     ap.add_argument("--jitter-seed", type=int, default=1)
     args = ap.parse_args()
@@ -208,8 +240,10 @@ def main() -> None:
         fl = ", ".join(f"{k} {v}" for k, v in sorted(trace.fluid.items()))
         print(
             f"  {name}: {cpu:.0f} CPU-s, {sum(j.finished for j in res.jobs)} finished; "
-            f"{trace.fluid_job_s / 3600:.0f} job-hours as a fluid; {fl or 'no fluid'}"
+            f"{sum(trace.fluid_s.values()) / 3600:.0f} job-hours as a fluid; {fl or 'no fluid'}"
         )
+    if not same:
+        _attribute(sc, runs[0][1:3], runs[1][1:3], names, args.top)
 
 
 if __name__ == "__main__":
