@@ -14,8 +14,14 @@ place where the engine's rates can depend on more than the order of the jobs sha
 decided routes; with them gone, two policies whose classes order every such pair alike must give the
 same replay, fluid or not.
 
+``--dag-with-routes-in-flight`` is the other experiment: the routes stay as the engine models them,
+but the compression's contention DAG (``policies_common.contention_matrix``) gets, for every job, the
+links of its routes before the decision as well as those the decision gives it, read from the engine
+(a step may still be in flight on them; a policy sees only ``ClusterState``, which does not carry them).
+
 Run: ``.venv/bin/python benchmarks/fluid_gap.py crux-fig23-clos-4agg [--fluid-min-jobs 8]
-[--routes-at-once] [--jitter-s 1 --jitter-seed N]`` (see docs/fig23-gaps.md).
+[--routes-at-once | --dag-with-routes-in-flight] [--jitter-s 1 --jitter-seed N]`` (see
+docs/fig23-gaps.md).
 """
 
 from __future__ import annotations
@@ -24,15 +30,18 @@ import argparse
 import functools
 import time
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from commsched.catalog import placement_registry, policy_registry
 from commsched.experiments import runner
 from commsched.io.scenario import Scenario
 from commsched.io.shipped import resolve_scenario
+from commsched.scheduling import policies_common
 from commsched.sim import decisions as sim_decisions
 from commsched.sim import fluid as sim_fluid
 from commsched.sim.records import JobResult, Mode, SimConfig, SimResult
@@ -50,6 +59,8 @@ class Trace:
     #: per job: seconds run as a fluid
     fluid_s: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     last: tuple[float, tuple[str, ...]] = (0.0, ())  # the latest decision's time and fluid jobs
+    #: at a decision: the links of each job's routes before it (where a step may be in flight)
+    in_flight: dict[str, NDArray[np.int64]] = field(default_factory=dict)
 
     def fluid_until(self, now: float, jobs: tuple[str, ...]) -> None:
         t0, before = self.last
@@ -58,7 +69,33 @@ class Trace:
         self.last = (now, jobs)
 
 
-def _replay(sc: Scenario, policy: str, fluid_min_jobs: int, at_once: bool) -> tuple[SimResult, Trace]:
+def _with_routes_in_flight(in_flight: dict[str, NDArray[np.int64]]) -> Any:
+    """``contention_matrix`` over each job's network links under the decided routes and under the
+    routes of its step in flight (read from the engine at the decision: what a policy cannot see)."""
+
+    def make(orig: Any) -> Any:
+        def run(topology: Any, facts: Sequence[Any], network: NDArray[np.bool_]) -> NDArray[np.bool_]:
+            sets = []
+            for f in facts:
+                ids = f.traffic.link_ids.astype(np.int64)
+                old = in_flight.get(str(f.job.id))
+                u = np.union1d(ids, old) if old is not None else ids
+                sets.append(u[network[u]])
+            n = len(facts)
+            share = np.zeros((n, n), dtype=bool)
+            for i in range(n):
+                for k in range(i + 1, n):
+                    share[i, k] = share[k, i] = bool(np.intersect1d(sets[i], sets[k]).size)
+            return share
+
+        return run
+
+    return make
+
+
+def _replay(
+    sc: Scenario, policy: str, fluid_min_jobs: int, at_once: bool, dag_in_flight: bool
+) -> tuple[SimResult, Trace]:
     """One fast-mode replay, instrumented (the engine's methods are wrapped for this run only)."""
     trace = Trace()
     originals: dict[tuple[Any, str], Any] = {}
@@ -69,6 +106,14 @@ def _replay(sc: Scenario, policy: str, fluid_min_jobs: int, at_once: bool) -> tu
 
     def decide(orig: Any) -> Any:
         def run(self: sim_decisions.DecisionApplier) -> None:
+            trace.in_flight.clear()
+            for i in self._running:
+                r = self._runs[i]
+                # a step may be in flight on these routes now or once a component ahead of the clock
+                # is caught up (a policy sees neither)
+                now_routes = [t.link_ids for t in (r.traffic, r.next_traffic) if t is not None]
+                if now_routes:
+                    trace.in_flight[str(r.spec.id)] = np.unique(np.concatenate(now_routes)).astype(np.int64)
             orig(self)
             now, fl = self._kernel.now, self._fluid
             trace.fluid_until(now, tuple(str(self._runs[i].spec.id) for i in fl.state))
@@ -123,6 +168,8 @@ def _replay(sc: Scenario, policy: str, fluid_min_jobs: int, at_once: bool) -> tu
     wrap(sim_fluid.FluidMode, "_leave", leave)
     if at_once:
         wrap(sim_decisions.DecisionApplier, "_rebuild_components", rebuild)
+    if dag_in_flight:
+        wrap(policies_common, "contention_matrix", _with_routes_in_flight(trace.in_flight))
     wrap(runner, "SimConfig", lambda cls: functools.partial(cls, fluid_min_jobs=fluid_min_jobs))
     try:
         bundle = policy_registry().get(policy, where="policy")
@@ -198,6 +245,11 @@ def main() -> None:
         "--fluid-min-jobs", type=int, default=SimConfig(horizon_s=1.0).fluid_min_jobs, help="0: no fluid"
     )
     ap.add_argument("--routes-at-once", action="store_true", help="experiment: steps in flight move at once")
+    ap.add_argument(
+        "--dag-with-routes-in-flight",
+        action="store_true",
+        help="experiment: the compression's DAG also has the pairs sharing a link through a step in flight",
+    )
     ap.add_argument("--hours", type=float, default=None, help="only jobs arriving in the first hours")
     ap.add_argument("--top", type=int, default=5, help="jobs listed among the largest losers and gainers")
     ap.add_argument("--jitter-s", type=float, default=0.0)
@@ -222,7 +274,9 @@ def main() -> None:
     runs = []
     for name in names:
         c0 = time.process_time()
-        res, trace = _replay(sc, name, args.fluid_min_jobs, args.routes_at_once)
+        res, trace = _replay(
+            sc, name, args.fluid_min_jobs, args.routes_at_once, args.dag_with_routes_in_flight
+        )
         runs.append((name, res, trace, time.process_time() - c0))
     (na, ra, ta, _), (nb, rb, tb, _) = runs
     same = [(x.id, x.start_s, x.busy_gpu_s, x.end_s) for x in ra.jobs] == [
@@ -231,7 +285,8 @@ def main() -> None:
     jitter = f", jitter {args.jitter_s:g} s seed {args.jitter_seed}" if args.jitter_s > 0 else ""
     print(
         f"{sc.name} ({len(sc.jobs)} jobs, {sc.horizon_s / 3600:g} h{jitter}), fluid_min_jobs "
-        f"{args.fluid_min_jobs}{', routes at once' if args.routes_at_once else ''}: {na} "
+        f"{args.fluid_min_jobs}{', routes at once' if args.routes_at_once else ''}"
+        f"{', DAG with the routes in flight' if args.dag_with_routes_in_flight else ''}: {na} "
         f"{ra.gpu_utilization:.4f}, {nb} {rb.gpu_utilization:.4f}, gap "
         f"{100 * (rb.gpu_utilization - ra.gpu_utilization):+.2f} points; identical job by job: {same}"
     )
