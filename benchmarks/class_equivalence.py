@@ -15,9 +15,14 @@ both plans for the same cluster state and policy context: ``crux-ps-pa`` (one cl
 * engine components (several jobs sharing links) that a decision resets in fast mode (the periodic
   regime is dropped and searched again) only because class numbers changed, while the order of their
   jobs among themselves did not.
+* of the allocations that differ, how many move more, as many or fewer intensity-weighted bytes per
+  second (``sum_j I_j x rate_j``, what Crux's ranking maximises) under ``crux-full``'s classes;
+* every fluid steady state (fast mode, components of ``fluid_min_jobs`` jobs or more) solved again
+  under the other policy's classes: how many give some job another period, and how many pairs of
+  jobs of one class sharing a link the fluid components hold.
 
 Run: ``.venv/bin/python benchmarks/class_equivalence.py crux-fig23-clos-4agg [--run crux-full]
-[--hours 6] [--jitter-s 1 --jitter-seed 1]`` (see docs/fig23-gaps.md).
+[--hours 6] [--jitter-s 1 --jitter-seed 1] [--fluid-min-jobs 0]`` (see docs/fig23-gaps.md).
 """
 
 from __future__ import annotations
