@@ -15,9 +15,14 @@ both plans for the same cluster state and policy context: ``crux-ps-pa`` (one cl
 * engine components (several jobs sharing links) that a decision resets in fast mode (the periodic
   regime is dropped and searched again) only because class numbers changed, while the order of their
   jobs among themselves did not.
+* of the allocations that differ, how many move more, as many or fewer intensity-weighted bytes per
+  second (``sum_j I_j x rate_j``, what Crux's ranking maximises) under ``crux-full``'s classes;
+* every fluid steady state (fast mode, components of ``fluid_min_jobs`` jobs or more) solved again
+  under the other policy's classes: how many give some job another period, and how many pairs of
+  jobs of one class sharing a link the fluid components hold.
 
 Run: ``.venv/bin/python benchmarks/class_equivalence.py crux-fig23-clos-4agg [--run crux-full]
-[--hours 6] [--jitter-s 1 --jitter-seed 1]`` (see docs/fig23-gaps.md).
+[--hours 6] [--jitter-s 1 --jitter-seed 1] [--fluid-min-jobs 0]`` (see docs/fig23-gaps.md).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from commsched.scheduling.policies import communication_plans, contention_matrix
 from commsched.scheduling.priority import job_facts
 from commsched.scheduling.state import ClusterState, Decisions
 from commsched.sim import decisions as sim_decisions
+from commsched.sim import fluid as sim_fluid
 from commsched.sim import pacing as sim_pacing
 from commsched.sim.engine import SimJob, Simulation
 from commsched.sim.rates import max_min_rates_coo
@@ -74,6 +80,7 @@ def main() -> None:
     ap.add_argument("--jitter-s", type=float, default=0.0)
     ap.add_argument("--jitter-seed", type=int, default=1)
     ap.add_argument("--mode", choices=("fast", "exact"), default=None, help="override the scenario's mode")
+    ap.add_argument("--fluid-min-jobs", type=int, default=None, help="override SimConfig.fluid_min_jobs")
     ap.add_argument("--dump", type=int, default=0, help="print the first DUMP allocations that differ")
     args = ap.parse_args()
     sc = resolve_scenario(args.scenario)
@@ -93,7 +100,7 @@ def main() -> None:
     plans = communication_plans()
     everything = np.ones(len(sc.topology.links), dtype=bool)
     st: Counter[str] = Counter()
-    worst = {"rel": 0.0}
+    worst: dict[str, float] = {"rel": 0.0}
     alt: dict[JobId, int] = {}  # the other policy's classes at the latest decision
     now_classes: dict[JobId, int] = {}  # the applied policy's classes at the latest decision
     prev: dict[str, dict[JobId, int]] = {PSPA: {}, FULL: {}}
@@ -142,7 +149,7 @@ def main() -> None:
 
     # instrument the engine: every rate allocation is also computed under the other policy's classes
     original_reallocate = sim_pacing.Pacing.reallocate
-    seen: dict[tuple[Any, ...], float] = {}
+    seen: dict[tuple[Any, ...], tuple[float, str]] = {}
 
     def reallocate(self: sim_pacing.Pacing, comp: int) -> None:
         members = [self._runs[i] for i in self.components.get(comp, ()) if self._runs[i].active]
@@ -150,8 +157,8 @@ def main() -> None:
             for r in members:
                 self.settle(r)
             key = tuple((id(r.traffic), r.step, r.priority_class, alt.get(r.spec.id, 0)) for r in members)
-            rel = seen.get(key)
-            if rel is None:
+            hit = seen.get(key)
+            if hit is None:
                 rows, cols, vals = [], [], []
                 for k, r in enumerate(members):
                     assert r.traffic is not None
@@ -169,12 +176,30 @@ def main() -> None:
                 p1 = max_min_rates_coo(**coo, classes=np.array([r.priority_class for r in members]))
                 p2 = max_min_rates_coo(**coo, classes=np.array([alt.get(r.spec.id, 0) for r in members]))
                 rel = float(np.max(np.abs(p1 - p2) / np.maximum(np.maximum(p1, p2), 1e-300)))
-                seen[key] = rel
+                # Crux's aim: intensity-weighted bytes per second (GPU work the transfers unblock)
+                rate = np.array(
+                    [
+                        r.intensity * float(np.sum(s.bytes_per_rep)) / s.max_flow_bytes
+                        for r in members
+                        if r.traffic is not None
+                        for s in (r.traffic.steps[r.step],)
+                    ]
+                )
+                w_full, w_pspa = (rate @ p1, rate @ p2) if args.run == FULL else (rate @ p2, rate @ p1)
+                side = (
+                    "more"
+                    if w_full > w_pspa * (1 + 1e-9)
+                    else "less"
+                    if w_pspa > w_full * (1 + 1e-9)
+                    else "as"
+                )
+                seen[key] = hit = (rel, side)
                 st["distinct allocations"] += 1
                 st["distinct allocations with a different pace"] += int(rel > 1e-9)
                 if rel > 1e-9:
                     why = _why(members, pairs)
                     st[f"differing allocations: {why}"] += 1
+                    st[f"differing allocations, {FULL} moving {side} intensity-weighted bytes"] += 1
                     if st["distinct allocations with a different pace"] <= args.dump:
                         print(f"t={self._kernel.now:.1f} s: {why}; paces {p1.tolist()} / {p2.tolist()}")
                         for r in members:
@@ -182,8 +207,11 @@ def main() -> None:
                                 f"  {r.spec.id} class {r.priority_class}/{alt.get(r.spec.id, 0)} "
                                 f"stale route {r.traffic is not r.next_traffic}"
                             )
+            rel, side = hit
             st["allocations"] += 1
             st["allocations with a different pace"] += int(rel > 1e-9)
+            if rel > 1e-9:
+                st[f"allocations with a different pace, {FULL} moving {side} intensity-weighted bytes"] += 1
             worst["rel"] = max(worst["rel"], rel)
         original_reallocate(self, comp)
 
@@ -208,6 +236,38 @@ def main() -> None:
             st["components reset by a class change, order kept"] += int(kept)
         return keep
 
+    # and every fluid steady state (fast mode, large components) is also solved under the other classes
+    original_enter = sim_fluid.FluidMode._enter
+
+    def enter(self: sim_fluid.FluidMode, idxs: list[int], now: float) -> bool:
+        runs = [self._runs[i] for i in idxs]
+        traffics = [r.next_traffic or r.traffic for r in runs]
+        if all(t is not None for t in traffics):
+            loads = [self._load(t) for t in traffics if t is not None]
+            args = {
+                "loads": loads,
+                "compute_s": np.array([r.spec.profile.compute_s for r in runs]),
+                "overlap": np.array([r.overlap for r in runs]),
+                "capacity_bytes_per_s": self._cap,
+            }
+            t1 = sim_fluid.fluid_periods(**args, classes=np.array([r.priority_class for r in runs]))
+            t2 = sim_fluid.fluid_periods(**args, classes=np.array([alt.get(r.spec.id, 0) for r in runs]))
+            st["fluid solves"] += 1
+            if (t1 is None) != (t2 is None):
+                st["fluid solves converging under one class map only"] += 1
+            elif t1 is not None and t2 is not None:
+                rel = float(np.max(np.abs(t1 - t2) / np.maximum(t1, t2)))
+                worst["fluid"] = max(worst.get("fluid", 0.0), rel)
+                st["fluid solves with a different period"] += int(rel > 1e-9)
+            same = [(r.spec.id, q.spec.id) for k, r in enumerate(runs) for q in runs[k + 1 :]]
+            st["fluid same-class pairs sharing a link"] += sum(
+                1
+                for a, b in same
+                if now_classes[a] == now_classes[b] and ((a, b) in pairs or (b, a) in pairs)
+            )
+        return original_enter(self, idxs, now)
+
+    sim_fluid.FluidMode._enter = enter  # type: ignore[method-assign]
     sim_pacing.Pacing.reallocate = reallocate  # type: ignore[method-assign]
     sim_decisions.DecisionApplier._untouched = untouched  # type: ignore[method-assign]
     mode = Mode(args.mode or sc.mode)
@@ -216,7 +276,13 @@ def main() -> None:
         jobs=[SimJob(spec=j.spec, gpus=j.gpu_ids) for j in sc.jobs],
         policy=policy,
         placement=placement_registry().get(sc.placement, where="placement"),
-        config=SimConfig(horizon_s=sc.horizon_s, mode=mode, seed=sc.seed, warmup_s=sc.warmup_s),
+        config=SimConfig(
+            horizon_s=sc.horizon_s,
+            mode=mode,
+            seed=sc.seed,
+            warmup_s=sc.warmup_s,
+            **({} if args.fluid_min_jobs is None else {"fluid_min_jobs": args.fluid_min_jobs}),
+        ),
         policy_name=args.run,
         priority_levels=sc.priority_levels,
         backfill=sc.backfill,
@@ -230,6 +296,8 @@ def main() -> None:
     for k, v in st.items():
         print(f"  {k}: {v}")
     print(f"  largest relative pace difference: {worst['rel']:.3g}")
+    if "fluid" in worst:
+        print(f"  largest relative fluid period difference: {worst['fluid']:.3g}")
 
 
 if __name__ == "__main__":
