@@ -172,7 +172,8 @@ def check_decisions(
 
 
 def check_compression(state: ClusterState, decisions: Decisions) -> list[str]:
-    """Problems of the class compression: ranked jobs that contend must keep their order (A14).
+    """Problems of the class compression: ranked jobs that contend must keep their order (A14), also
+    where they share a link only through a step still in flight (``state.in_flight_links``).
 
     Examples
     --------
@@ -190,7 +191,7 @@ def check_compression(state: ClusterState, decisions: Decisions) -> list[str]:
     topo = state.topology
     network = network_link_mask(topo)
     facts = [job_facts(topo, j, decisions.routes, network) for j in state.jobs]
-    share = contention_matrix(topo, facts, network)
+    share = contention_matrix(topo, facts, network, state.in_flight_links)
     out = []
     jobs = state.jobs
     for a, b in itertools.combinations(range(len(jobs)), 2):

@@ -132,12 +132,27 @@ def _solo_facts(state: ClusterState, c: _Ctx, settings: PathSettings) -> list[Jo
 
 
 def contention_matrix(
-    topology: Topology, facts: Sequence[JobFacts], network: NDArray[np.bool_]
+    topology: Topology,
+    facts: Sequence[JobFacts],
+    network: NDArray[np.bool_],
+    in_flight: Mapping[JobId, tuple[int, ...]] | None = None,
 ) -> NDArray[np.bool_]:
-    """``sharing[a, b]``: jobs ``a`` and ``b`` (in ``facts`` order) share a network link (crux-spec §4.3)."""
+    """``sharing[a, b]``: jobs ``a`` and ``b`` (in ``facts`` order) share a network link (crux-spec §4.3).
+
+    A job's links are those of its decided routes and, with ``in_flight``, those it may still be on
+    from the previous decision (a step in flight finishes on its old routes): a pair that shares a
+    link only during that transition is still ordered.
+    """
     n = len(facts)
-    rows = [np.full(int(network[f.traffic.link_ids].sum()), i) for i, f in enumerate(facts)]
-    cols = [f.traffic.link_ids[network[f.traffic.link_ids]] for f in facts]
+    links = []
+    for f in facts:
+        ids = f.traffic.link_ids
+        old = in_flight.get(f.job.id) if in_flight else None
+        if old:
+            ids = np.union1d(ids, np.asarray(old, dtype=ids.dtype))
+        links.append(ids[network[ids]])
+    rows = [np.full(ids.size, i) for i, ids in enumerate(links)]
+    cols = links
     if n == 0 or not any(r.size for r in rows):
         return np.zeros((n, n), dtype=bool)
     inc = sparse.csr_matrix(
@@ -164,7 +179,7 @@ def _classes(
         return {jid: r for r, jid in enumerate(ranking.order)}
     by_id = {f.job.id: f for f in facts}
     ranked = [by_id[jid] for jid in ranking.order]
-    share = contention_matrix(state.topology, ranked, network)
+    share = contention_matrix(state.topology, ranked, network, state.in_flight_links)
     inten = np.array([f.intensity.value for f in ranked], dtype=np.float64)
     comp = compress(share, inten, state.priority_levels)
     return {jid: int(level) for jid, level in zip(ranking.order, comp.levels, strict=True)}

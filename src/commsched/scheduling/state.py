@@ -63,7 +63,8 @@ class PlacedJob:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClusterState:
-    """The cluster as the deciders see it: topology, running jobs, available priority levels.
+    """The cluster as the deciders see it: topology, running jobs, available priority levels, and the
+    links each job's traffic may still be on from the previous decision.
 
     Examples
     --------
@@ -78,6 +79,10 @@ class ClusterState:
     topology: Topology
     jobs: tuple[PlacedJob, ...]
     priority_levels: int = 8
+    #: per running job, the links (indices into ``topology.links``) of the routes in force before this
+    #: decision: a step in flight finishes on them, so a job may still share them with another after
+    #: the decision moves it (empty: the decider knows of none)
+    in_flight_links: Mapping[JobId, tuple[int, ...]] = field(default_factory=lambda: MappingProxyType({}))
 
     def job(self, job_id: JobId) -> PlacedJob:
         for j in self.jobs:

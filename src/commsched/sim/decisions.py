@@ -29,6 +29,7 @@ from commsched.sim.kernel import EventKernel
 from commsched.sim.pacing import Pacing
 from commsched.sim.runs import JobRun
 from commsched.topology import Topology
+from commsched.workload import JobId
 
 
 class DecisionApplier:
@@ -82,11 +83,22 @@ class DecisionApplier:
             topology=self._topology,
             jobs=tuple(p for i in self._running if (p := self._runs[i].placed) is not None),
             priority_levels=self._priority_levels,
+            in_flight_links=self._in_flight_links(),
         )
         ctx = PolicyContext(seed=self._seed, now_s=self._kernel.now, epoch=self._epoch, memo=self._memo)
         self._epoch += 1
         decisions = self._policy(state, ctx)
         self._apply(decisions)
+
+    def _in_flight_links(self) -> dict[JobId, tuple[int, ...]]:
+        """Per running job, the links of its step in flight and of the routes in force now."""
+        out: dict[JobId, tuple[int, ...]] = {}
+        for i in self._running:
+            r = self._runs[i]
+            routes = [t.link_ids for t in (r.traffic, r.next_traffic) if t is not None]
+            if routes:
+                out[r.spec.id] = tuple(np.unique(np.concatenate(routes)).tolist())
+        return out
 
     def _apply(self, d: Decisions) -> None:
         own: dict[str, dict[tuple[str, str], int]] = {}
