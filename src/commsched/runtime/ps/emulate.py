@@ -9,8 +9,8 @@ reference sum and report the largest absolute error of what came back.
 Between iterations (outside the measured time) each worker checks the sums and then meets the others
 at a one-element ``push_pull`` barrier, so every iteration starts on all workers together, as the
 model assumes: the check of ~35 M elements takes a worker 0.1-0.5 s on a busy host, and a worker
-that starts late holds up every part's completion for all of them (measured: iteration-start skews
-of up to 0.5 s and iterations up to 30 % slower without the barrier).
+that starts late holds up every part's completion for all of them (measured without the barrier:
+iteration starts up to 0.5 s apart).
 """
 
 from __future__ import annotations

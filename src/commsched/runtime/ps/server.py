@@ -5,13 +5,14 @@ and hands them to the summation thread that owns the key. Pushes are acknowledge
 answered when the part is complete, Mercury packets come back summed to every worker as soon as all
 copies are in. A part-mode connection has its own writer thread: summation threads only queue their
 replies, acknowledgements go ahead of queued pull data (which leaves in slices of
-:data:`DATA_SLICE_BYTES` through a bounded socket buffer), so a worker's credit comes back when its push
-arrives, not after the megabytes of pull replies queued before it, and a slow downlink to one worker
-never holds up another worker's pushes. A malformed message whose framing is intact is answered with
-an ``ERROR`` naming the
-key and dropped (no state changes); a lost framing, a truncated message or a worker that vanishes
-without saying goodbye fails the job: every other worker gets an ``ERROR`` naming the worker, so no
-one waits forever and no partial sum is ever returned.
+:data:`DATA_SLICE_BYTES` through a bounded socket buffer), so a worker's credit comes back when its
+push arrives, not after the megabytes of pull replies queued before it, and a slow downlink to one
+worker never holds up another worker's pushes.
+
+A malformed message whose framing is intact is answered with an ``ERROR`` naming the key and dropped
+(no state changes); a lost framing, a truncated message or a worker that vanishes without saying
+goodbye fails the job: every other worker gets an ``ERROR`` naming the worker, so no one waits
+forever and no partial sum is ever returned.
 """
 
 from __future__ import annotations
