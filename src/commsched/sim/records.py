@@ -57,7 +57,7 @@ class SimConfig:
     fast_tolerance: float = 1e-6
     fast_rel_tolerance: float = 1e-3
     fast_max_history: int = 24
-    fluid_min_jobs: int = 8
+    fluid_min_jobs: int = 10
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
