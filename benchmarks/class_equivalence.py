@@ -31,13 +31,11 @@ import argparse
 import time
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from commsched.catalog import placement_registry
-from commsched.io.shipped import resolve_scenario
 from commsched.scheduling.interfaces import PolicyContext
 from commsched.scheduling.policies import communication_plans, contention_matrix
 from commsched.scheduling.priority import job_facts
@@ -49,6 +47,7 @@ from commsched.sim.engine import SimJob, Simulation
 from commsched.sim.rates import max_min_rates_coo
 from commsched.sim.records import Mode, SimConfig
 from commsched.workload import JobId
+from fig23_gaps import windowed_scenario  # the same window and jitter (run from benchmarks/)
 
 PSPA, FULL = "crux-ps-pa", "crux-full"
 
@@ -83,19 +82,7 @@ def main() -> None:
     ap.add_argument("--fluid-min-jobs", type=int, default=None, help="override SimConfig.fluid_min_jobs")
     ap.add_argument("--dump", type=int, default=0, help="print the first DUMP allocations that differ")
     args = ap.parse_args()
-    sc = resolve_scenario(args.scenario)
-    if args.hours is not None:
-        window = args.hours * 3600.0
-        sc = replace(sc, jobs=tuple(j for j in sc.jobs if j.spec.arrival_s < window), horizon_s=window)
-    if args.jitter_s > 0:
-        delays = np.random.default_rng(args.jitter_seed).uniform(0.0, args.jitter_s, size=len(sc.jobs))
-        sc = replace(
-            sc,
-            jobs=tuple(
-                replace(j, spec=replace(j.spec, arrival_s=j.spec.arrival_s + float(dt)))
-                for j, dt in zip(sc.jobs, delays, strict=True)
-            ),
-        )
+    sc = windowed_scenario(args.scenario, args.hours, args.jitter_s, args.jitter_seed)
     other = FULL if args.run == PSPA else PSPA
     plans = communication_plans()
     everything = np.ones(len(sc.topology.links), dtype=bool)

@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 from commsched.experiments.compare import LossDistribution, compare, throughput_loss
+from commsched.io.scenario import Scenario
 from commsched.io.shipped import resolve_scenario
 from commsched.sim.records import JobResult
 from commsched.topology import Topology
@@ -42,6 +43,23 @@ def _line(topo: Topology, a: JobResult, b: JobResult) -> str:
     )
 
 
+def windowed_scenario(name: str, hours: float | None, jitter_s: float, jitter_seed: int) -> Scenario:
+    """The shipped scenario ``name``, cut to jobs arriving in the first ``hours`` (all with None),
+    every arrival delayed by a uniform draw in ``[0, jitter_s)`` (the replay's sensitivity)."""
+    sc = resolve_scenario(name)
+    if hours is not None:
+        window = hours * 3600.0
+        sc = replace(sc, jobs=tuple(j for j in sc.jobs if j.spec.arrival_s < window), horizon_s=window)
+    if jitter_s > 0:
+        delays = np.random.default_rng(jitter_seed).uniform(0.0, jitter_s, size=len(sc.jobs))
+        jobs = tuple(
+            replace(j, spec=replace(j.spec, arrival_s=j.spec.arrival_s + float(dt)))
+            for j, dt in zip(sc.jobs, delays, strict=True)
+        )
+        sc = replace(sc, jobs=jobs)
+    return sc
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("scenario")
@@ -58,18 +76,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--top", type=int, default=8)
     args = ap.parse_args()
-    sc = resolve_scenario(args.scenario)
-    if args.hours is not None:
-        window = args.hours * 3600.0
-        sc = replace(sc, jobs=tuple(j for j in sc.jobs if j.spec.arrival_s < window), horizon_s=window)
-    if args.jitter_s > 0:
-        rng = np.random.default_rng(args.jitter_seed)
-        delays = rng.uniform(0.0, args.jitter_s, size=len(sc.jobs))
-        jobs = tuple(
-            replace(j, spec=replace(j.spec, arrival_s=j.spec.arrival_s + float(dt)))
-            for j, dt in zip(sc.jobs, delays, strict=True)
-        )
-        sc = replace(sc, jobs=jobs)
+    sc = windowed_scenario(args.scenario, args.hours, args.jitter_s, args.jitter_seed)
     cmp = compare(sc, (args.a, args.b), workers=args.workers)
     ra, rb = cmp.results
     topo = sc.topology

@@ -31,7 +31,7 @@ import functools
 import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,11 +40,11 @@ from numpy.typing import NDArray
 from commsched.catalog import placement_registry, policy_registry
 from commsched.experiments import runner
 from commsched.io.scenario import Scenario
-from commsched.io.shipped import resolve_scenario
 from commsched.scheduling import policies_common
 from commsched.sim import decisions as sim_decisions
 from commsched.sim import fluid as sim_fluid
 from commsched.sim.records import JobResult, Mode, SimConfig, SimResult
+from fig23_gaps import windowed_scenario  # the same window and jitter (run from benchmarks/)
 
 #: per decision: its time and, per running job, (id, GPUs, whole iterations done)
 Digest = tuple[float, tuple[tuple[str, tuple[str, ...], int], ...]]
@@ -255,19 +255,7 @@ def main() -> None:
     ap.add_argument("--jitter-s", type=float, default=0.0)
     ap.add_argument("--jitter-seed", type=int, default=1)
     args = ap.parse_args()
-    sc = resolve_scenario(args.scenario)
-    if args.hours is not None:
-        window = args.hours * 3600.0
-        sc = replace(sc, jobs=tuple(j for j in sc.jobs if j.spec.arrival_s < window), horizon_s=window)
-    if args.jitter_s > 0:
-        delays = np.random.default_rng(args.jitter_seed).uniform(0.0, args.jitter_s, size=len(sc.jobs))
-        sc = replace(
-            sc,
-            jobs=tuple(
-                replace(j, spec=replace(j.spec, arrival_s=j.spec.arrival_s + float(dt)))
-                for j, dt in zip(sc.jobs, delays, strict=True)
-            ),
-        )
+    sc = windowed_scenario(args.scenario, args.hours, args.jitter_s, args.jitter_seed)
     names = [p.strip() for p in args.policies.split(",")]
     if len(names) != 2:
         ap.error("--policies takes exactly two names")
