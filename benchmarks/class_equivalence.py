@@ -146,17 +146,11 @@ def main() -> None:
             key = tuple((id(r.traffic), r.step, r.priority_class, alt.get(r.spec.id, 0)) for r in members)
             hit = seen.get(key)
             if hit is None:
-                rows, cols, vals = [], [], []
-                for k, r in enumerate(members):
-                    assert r.traffic is not None
-                    s = r.traffic.steps[r.step]
-                    rows.append(np.full(s.links.size, k))
-                    cols.append(s.links)
-                    vals.append(s.share)
+                rows, cols, vals = sim_pacing.step_coo(members)
                 coo = {
-                    "rows": np.concatenate(rows),
-                    "cols": np.concatenate(cols),
-                    "vals": np.concatenate(vals),
+                    "rows": rows,
+                    "cols": cols,
+                    "vals": vals,
                     "n_groups": len(members),
                     "capacity": self.capacity_bytes_per_s,
                 }

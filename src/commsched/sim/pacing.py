@@ -26,6 +26,18 @@ from commsched.sim.runs import EventKind, JobRun
 _PACE_CACHE_MAX = 200_000
 
 
+def step_coo(members: Sequence[JobRun]) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """The current steps of ``members`` as COO (member row, link, share) for ``max_min_rates_coo``."""
+    rows, cols, vals = [], [], []
+    for k, r in enumerate(members):
+        assert r.traffic is not None
+        s = r.traffic.steps[r.step]
+        rows.append(np.full(s.links.size, k))
+        cols.append(s.links)
+        vals.append(s.share)
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+
+
 class Pacing:
     """Owns the components of contending jobs, the link capacities in bytes/s and the pace cache.
 
@@ -110,17 +122,11 @@ class Pacing:
         key = tuple((id(r.traffic), r.step, r.priority_class) for r in members)
         hit = self._pace_cache.get(key)
         if hit is None:
-            rows, cols, vals = [], [], []
-            for k, r in enumerate(members):
-                assert r.traffic is not None
-                s = r.traffic.steps[r.step]
-                rows.append(np.full(s.links.size, k))
-                cols.append(s.links)
-                vals.append(s.share)
+            rows, cols, vals = step_coo(members)
             paces = max_min_rates_coo(
-                rows=np.concatenate(rows),
-                cols=np.concatenate(cols),
-                vals=np.concatenate(vals),
+                rows=rows,
+                cols=cols,
+                vals=vals,
                 n_groups=len(members),
                 capacity=self.capacity_bytes_per_s,
                 classes=np.array([r.priority_class for r in members], dtype=np.int64),

@@ -15,7 +15,8 @@ import socket
 import sys
 from dataclasses import asdict
 
-from commsched.errors import CommschedError, InputError
+from commsched.errors import InputError
+from commsched.runtime.ps.errors import process_exit_code
 
 
 def _emulate(path: str) -> None:
@@ -39,7 +40,7 @@ def _emulate(path: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    try:
+    def run() -> None:
         if argv[:1] == ["role"]:
             from commsched.runtime.ps.launch import run_role
             from commsched.runtime.ps.roles import role_from_env
@@ -73,13 +74,8 @@ def main(argv: list[str]) -> int:
             raise InputError(
                 " ".join(argv) or "nothing", where="arguments", expected="role | emulate SPEC | sink | source"
             )
-    except InputError as exc:
-        print(f"error: {exc.line()}", file=sys.stderr)
-        return 2
-    except CommschedError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+
+    return process_exit_code(run)
 
 
 if __name__ == "__main__":

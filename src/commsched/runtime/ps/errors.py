@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from commsched.errors import CommschedError
+import sys
+from collections.abc import Callable
+
+from commsched.errors import CommschedError, InputError
 
 
 class PSError(CommschedError):
@@ -15,3 +18,16 @@ class PSTimeoutError(PSError):
 
 class ProtocolError(PSError):
     """A malformed or truncated message on the data path; the message is rejected, nothing is summed."""
+
+
+def process_exit_code(body: Callable[[], None]) -> int:
+    """Run a runtime process's ``body``; an error prints one line on stderr (exit 2 for bad input, else 1)."""
+    try:
+        body()
+    except InputError as exc:
+        print(f"error: {exc.line()}", file=sys.stderr)
+        return 2
+    except CommschedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -31,11 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from commsched.errors import CommschedError, InputError
+from commsched.errors import InputError
 from commsched.intrajob.byteps import byteps_assignment, byteps_times
 from commsched.runtime.ps.bench import JobRun, collect_results, stop_processes
 from commsched.runtime.ps.emulate import BARRIER, EmulatedLayer, gradient
-from commsched.runtime.ps.errors import PSError
+from commsched.runtime.ps.errors import PSError, process_exit_code
 from commsched.runtime.ps.keys import PART_BYTES, ServerMap, part_bounds, part_key
 from commsched.runtime.ps.star import StarFabric, star_fabric
 
@@ -361,7 +361,8 @@ def _ring_worker(spec: VersusSpec, rank: int, host: str, store: str | None) -> d
 
 def main(argv: list[str]) -> int:
     """Run one process of a comparison; errors print one line on stderr (exit 2 for bad input, else 1)."""
-    try:
+
+    def run() -> None:
         if argv[:1] == ["server"] and len(argv) == 2:
             _server(int(argv[1]))
         elif argv[:1] == ["byteps"] and len(argv) == 2:
@@ -372,13 +373,8 @@ def main(argv: list[str]) -> int:
         else:
             raise InputError(" ".join(argv) or "nothing", where="arguments",
                              expected="server INDEX | byteps SPEC | ring SPEC RANK HOST [STORE]")  # fmt: skip
-    except InputError as exc:
-        print(f"error: {exc.line()}", file=sys.stderr)
-        return 2
-    except CommschedError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+
+    return process_exit_code(run)
 
 
 if __name__ == "__main__":
