@@ -38,6 +38,8 @@ DATA_SLICE_BYTES = 256 << 10
 PART_SNDBUF_BYTES = 256 << 10
 #: how long :meth:`Server.stop` lets writer threads flush what is queued (an ERROR, last replies)
 FLUSH_S = 2.0
+#: summed Mercury packets a receive thread holds before it sends them (it also sends before it waits)
+OUTBOX_BYTES = 256 << 10
 
 
 @dataclass(slots=True)
@@ -51,6 +53,30 @@ class _Conn:
     data: deque[tuple[bytes, bytes | memoryview | None]] = field(default_factory=deque)
     closing: bool = False
     writer: threading.Thread | None = None
+
+
+class _Outbox:
+    """Summed Mercury packets one receive thread owes the workers, sent in one batch per worker."""
+
+    __slots__ = ("messages", "nbytes")
+
+    def __init__(self) -> None:
+        self.messages: dict[int, tuple[_Conn, list[tuple[bytes, bytes | memoryview | None]]]] = {}
+        self.nbytes = 0
+
+    def add(self, conns: list[_Conn], header: bytes, payload: bytes) -> None:
+        for c in conns:
+            self.messages.setdefault(id(c), (c, []))[1].append((header, payload))
+        self.nbytes += len(payload)
+
+    def flush(self) -> None:
+        batches, self.messages, self.nbytes = list(self.messages.values()), {}, 0
+        for conn, msgs in batches:
+            try:
+                with conn.lock:
+                    wire.send_messages(conn.sock, msgs)
+            except OSError:
+                pass  # the peer is gone; its own receive thread reports it
 
 
 class Server:
@@ -154,8 +180,10 @@ class Server:
                 sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, self._tos)
             self._spawn(self._serve, sock)
 
-    def _hello(self, sock: socket.socket) -> int:
-        hdr, _ = wire.recv_message(sock)
+    def _hello(self, reader: wire.Reader) -> int:
+        sock = reader.sock
+        hdr = reader.header()
+        reader.payload(hdr.length)
         rank, n = hdr.key, hdr.offset
         if hdr.kind != Kind.HELLO or n != self.num_workers or not 0 <= rank < n:
             reason = f"expected HELLO from one of {self.num_workers} workers, got {hdr.kind.name} {rank}/{n}"
@@ -181,21 +209,24 @@ class Server:
 
     def _serve(self, sock: socket.socket) -> None:
         rank = -1
+        outbox = _Outbox()
         try:
-            rank = self._hello(sock)
-            raw = bytearray(wire.HEADER_BYTES)
-            scratch = bytearray(1 << 16)  # Mercury packets are summed from here, in place
+            reader = wire.Reader(sock)
+            rank = self._hello(reader)
+            # summed Mercury packets leave in batches: before this thread blocks for more input, or
+            # when a batch is full (one sendmsg per worker instead of one per packet and worker)
+            reader.before_recv = outbox.flush
             while True:
-                wire.recv_exact(sock, memoryview(raw))
-                hdr = wire.decode(raw)
-                if hdr.kind == Kind.PUSHPULL and hdr.length <= len(scratch):
-                    view = memoryview(scratch)[: hdr.length]
-                    wire.recv_exact(sock, view)
-                    self._apply_checked(self._thread_of(hdr), rank, hdr, view)
+                hdr = reader.header()
+                if hdr.kind == Kind.PUSHPULL and hdr.length <= reader.size:
+                    # a Mercury packet is summed straight from the receive buffer, on arrival
+                    self._apply_checked(self._thread_of(hdr), rank, hdr, reader.take(hdr.length), outbox)
+                    if outbox.nbytes >= OUTBOX_BYTES:
+                        outbox.flush()
                     continue
-                payload = bytearray(hdr.length)
-                wire.recv_exact(sock, memoryview(payload))
+                payload = reader.payload(hdr.length)
                 if hdr.kind == Kind.BYE:
+                    outbox.flush()
                     self._bye(rank)
                     return
                 if hdr.kind not in (Kind.INIT, Kind.PUSH, Kind.PULL, Kind.PUSHPULL):
@@ -203,13 +234,15 @@ class Server:
                 t = self._thread_of(hdr)
                 if hdr.kind in (Kind.INIT, Kind.PUSHPULL):
                     # declarations and Mercury packets are summed as they arrive (no thread hand-off)
-                    self._apply_checked(t, rank, hdr, payload)
+                    self._apply_checked(t, rank, hdr, payload, outbox)
                 else:
                     self._queues[t].put((rank, hdr, payload))
         except (ProtocolError, OSError) as exc:
             if not self.done.is_set():
                 who = f"worker {rank}" if rank >= 0 else "a connecting peer"
                 self._fail(rank, f"{who} failed: {exc}")
+        finally:
+            outbox.messages.clear()
 
     def _thread_of(self, hdr: Header) -> int:
         with self._lock:
@@ -284,17 +317,31 @@ class Server:
         while (item := q.get()) is not None:
             self._apply_checked(index, *item)
 
-    def _apply_checked(self, index: int, rank: int, hdr: Header, payload: bytearray | memoryview) -> None:
+    def _apply_checked(
+        self,
+        index: int,
+        rank: int,
+        hdr: Header,
+        payload: bytearray | memoryview,
+        outbox: _Outbox | None = None,
+    ) -> None:
         try:
             with self._sum_locks[index]:
-                self._apply(self._sums[index], rank, hdr, payload)
+                self._apply(self._sums[index], rank, hdr, payload, outbox)
         except ProtocolError as exc:
             reason = f"rejected {hdr.kind.name} of key {hdr.key} from worker {rank}: {exc}".encode()
             conn = self._conns.get(rank)
             if conn is not None:
                 self._send(conn, wire.encode(Kind.ERROR, key=hdr.key, length=len(reason)), reason)
 
-    def _apply(self, summ: Summation, rank: int, hdr: Header, payload: bytearray | memoryview) -> None:
+    def _apply(
+        self,
+        summ: Summation,
+        rank: int,
+        hdr: Header,
+        payload: bytearray | memoryview,
+        outbox: _Outbox | None = None,
+    ) -> None:
         if hdr.kind == Kind.INIT:
             summ.declare(key=hdr.key, nbytes=hdr.offset, dtype=hdr.dtype)
         elif hdr.kind == Kind.PUSH:
@@ -311,8 +358,11 @@ class Server:
                 )
                 with self._lock:
                     conns = list(self._conns.values())
-                for c in conns:
-                    self._send(c, out, done)
+                if outbox is None or any(c.cv is not None for c in conns):
+                    for c in conns:
+                        self._send(c, out, done)
+                else:  # a snapshot: the accumulator may take the next round before the batch leaves
+                    outbox.add(conns, out, bytes(done))
 
 
 def run_server(server: Server, *, timeout_s: float | None = None) -> None:

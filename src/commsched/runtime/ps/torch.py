@@ -179,11 +179,17 @@ class _DistributedOptimizer:
     _ps_names: dict[torch.Tensor, tuple[str, int]]
     _ps_handles: dict[torch.Tensor, Handle]
 
+    _ps_outs: dict[torch.Tensor, np.ndarray[Any, Any]]
+
     def _ps_hook(self, p: torch.Tensor) -> None:
         name, prio = self._ps_names[p]
         assert p.grad is not None  # the hook runs after accumulation
-        self._ps_handles[p] = push_pull_async(
-            p.grad, average=True, name=name, priority=prio, context=self._ps_ctx
+        src = _numpy(p.grad)
+        out = self._ps_outs.get(p)
+        if out is None or out.shape != src.shape or out.dtype != src.dtype:  # one result buffer a parameter
+            out = self._ps_outs[p] = np.empty_like(src)
+        self._ps_handles[p] = self._ps_ctx.client.push_pull_async(
+            src, name=name, priority=prio, average=True, out=out
         )
 
     def synchronize(self) -> None:
@@ -227,6 +233,7 @@ def DistributedOptimizer(
     dist._ps_ctx = ctx
     dist._ps_handles = {}
     dist._ps_names = {}
+    dist._ps_outs = {}
     for name in sorted(n for n, _ in named):  # BytePS declares sorted names
         ctx.client.declare(f"Gradient.{name}")
     for name, p in named:
