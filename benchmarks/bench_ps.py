@@ -4,7 +4,9 @@
    gradient; the target is >= 8 GB/s. Reference in the same run: a plain ``np.copyto`` of 64 MiB.
 2. Mercury transport on loopback: 2 workers + 1 server processes, one 100 MB tensor, goodput per
    worker (bytes pushed per second; the same bytes come back summed); reference in the same run: raw
-   TCP goodput per flow with two flows on loopback. Target: >= 8 Gb/s per worker.
+   TCP goodput per flow with two flows on loopback, and raw TCP in the same pattern (two client
+   processes each send 100 MB to one server process that sends them straight back). Target: >= 8
+   Gb/s per worker.
 
 Run: ``.venv/bin/python benchmarks/bench_ps.py [--repeat 3]``. Prints medians (the box is shared).
 """
@@ -13,9 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
+import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -63,6 +68,62 @@ def raw_tcp_gbps(flows: int = 2, duration_s: float = 1.5) -> float:
     return float(json.loads(out.strip().splitlines()[-1])["goodput_bps"]) / flows / 1e9
 
 
+def _echo_server(listener: socket.socket, clients: int) -> None:
+    """Send every byte each client sends straight back (one thread per client, 1 MiB reads)."""
+
+    def serve(conn: socket.socket) -> None:
+        buf = memoryview(bytearray(1 << 20))
+        with conn:
+            while k := conn.recv_into(buf):
+                conn.sendall(buf[:k])
+
+    conns = [listener.accept()[0] for _ in range(clients)]
+    threads = [threading.Thread(target=serve, args=(c,)) for c in conns]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def _echo_client(port: int, nbytes: int, rounds: int, out: mp.Queue) -> None:  # type: ignore[type-arg]
+    """Send ``nbytes`` and receive them back ``rounds`` times; put the Gb/s of each round."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    src = memoryview(bytearray(nbytes))
+    dst = memoryview(bytearray(1 << 20))
+    rates = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        sender = threading.Thread(target=sock.sendall, args=(src,))
+        sender.start()
+        got = 0
+        while got < nbytes:
+            got += sock.recv_into(dst)
+        sender.join()
+        rates.append(nbytes * 8 / (time.perf_counter() - t0) / 1e9)
+    sock.close()
+    out.put(rates)
+
+
+def echo_gbps(nbytes: int = 100_000_000, clients: int = 2, rounds: int = 3) -> float:
+    """Raw TCP in Mercury's traffic pattern: ``clients`` processes each send ``nbytes`` to one server
+    process that sends them straight back (no framing, no sums); Gb/s per client, median round.
+    The most any parameter server could move per worker on this host."""
+    ctx = mp.get_context("fork")
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    out: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
+    server = ctx.Process(target=_echo_server, args=(listener, clients))
+    server.start()
+    procs = [ctx.Process(target=_echo_client, args=(port, nbytes, rounds, out)) for _ in range(clients)]
+    for p in procs:
+        p.start()
+    rates = [r for _ in procs for r in out.get(timeout=120)]
+    for p in [*procs, server]:
+        p.join(30)
+    listener.close()
+    return statistics.median(rates)
+
+
 def mercury_gbps(model_bytes: int = 100_000_000) -> list[float]:
     """Mercury goodput per worker (Gb/s) per iteration: 2 workers + 1 server processes on loopback."""
     spec = JobSpec(layers=(EmulatedLayer(name="model", elements=model_bytes // 4, fp_s=0.0, bp_s=0.0),),
@@ -81,14 +142,16 @@ def main() -> None:
     c_med = statistics.median(y for _, y in sums)
     print(f"summation fp32, 64 MiB parts: {s_med:.1f} GB/s per core (target 8; np.copyto {c_med:.1f} GB/s; "
           f"ratio {s_med / c_med:.2f})")  # fmt: skip
-    merc, raw = [], []
+    merc, raw, echo = [], [], []
     for _ in range(args.repeat):
         raw.append(raw_tcp_gbps())
+        echo.append(echo_gbps())
         merc.extend(mercury_gbps())
-    m_med, r_med = statistics.median(merc), statistics.median(raw)
+    m_med, r_med, e_med = statistics.median(merc), statistics.median(raw), statistics.median(echo)
     print(
         f"mercury loopback 2 workers + 1 server, 100 MB: {m_med:.2f} Gb/s per worker (target 8); "
-        f"raw TCP {r_med:.2f} Gb/s per flow; ratio {m_med / r_med:.2f}"
+        f"raw TCP {r_med:.2f} Gb/s per flow (ratio {m_med / r_med:.2f}); raw TCP echo through one "
+        f"server process, 2 clients: {e_med:.2f} Gb/s per client (ratio {m_med / e_med:.2f})"
     )
 
 
