@@ -6,7 +6,8 @@
   first while the unacknowledged bytes stay within ``credit_bytes`` (one partition is always allowed
   when nothing is outstanding), as :func:`commsched.intrajob.partitioned.partitioned_push` models it.
 * ``mercury`` — Mercury: ~30 KB packets, one FIFO per tensor, always the highest-priority non-empty
-  queue (a newly ready front tensor preempts a back one at the next packet), push and pull fused.
+  queue (a newly ready front tensor preempts a back one at the next packet; the client sends
+  packets in batches of up to 256 KB, so on the wire at the next batch), push and pull fused.
 
 Priority 0 is the most urgent (the layer closest to the input). A :class:`SendQueue` is plain state;
 the client keeps one per server connection, each driven by its own sender thread under the client's
