@@ -364,7 +364,7 @@ class PSClient:
                     continue
                 payload = reader.payload(hdr.length)
                 if hdr.kind == Kind.ERROR:
-                    self._fail(f"server {index}: {payload.decode(errors='replace')}")
+                    self._fail(f"server {index}: {bytes(payload).decode(errors='replace')}")
                     if hdr.key == 0:
                         return
                 elif hdr.kind == Kind.ACK:

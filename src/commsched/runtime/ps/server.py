@@ -110,7 +110,7 @@ class Server:
             self._listener.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
         self._conns: dict[int, _Conn] = {}
         self._lock = threading.Lock()
-        self._queues: list[queue.SimpleQueue[tuple[int, Header, bytearray] | None]] = [
+        self._queues: list[queue.SimpleQueue[tuple[int, Header, memoryview] | None]] = [
             queue.SimpleQueue() for _ in range(max(1, threads))
         ]
         self._thread_bytes = [0] * len(self._queues)
@@ -313,7 +313,7 @@ class Server:
             hdr = wire.encode(Kind.DATA, key=key, offset=offset + lo, length=len(piece), dtype=dtype)
             self._send(conn, hdr, piece, urgent=False)
 
-    def _engine(self, index: int, q: queue.SimpleQueue[tuple[int, Header, bytearray] | None]) -> None:
+    def _engine(self, index: int, q: queue.SimpleQueue[tuple[int, Header, memoryview] | None]) -> None:
         while (item := q.get()) is not None:
             self._apply_checked(index, *item)
 
@@ -322,7 +322,7 @@ class Server:
         index: int,
         rank: int,
         hdr: Header,
-        payload: bytearray | memoryview,
+        payload: memoryview,
         outbox: _Outbox | None = None,
     ) -> None:
         try:
@@ -339,7 +339,7 @@ class Server:
         summ: Summation,
         rank: int,
         hdr: Header,
-        payload: bytearray | memoryview,
+        payload: memoryview,
         outbox: _Outbox | None = None,
     ) -> None:
         if hdr.kind == Kind.INIT:

@@ -181,12 +181,22 @@ class Reader:
                 self.before_recv()
             recv_exact(self.sock, dst[n:])
 
-    def payload(self, length: int) -> bytearray:
-        """The next ``length`` bytes as a new buffer (a payload that outlives the next read)."""
-        out = bytearray(length)
+    def payload(self, length: int) -> memoryview:
+        """The next ``length`` bytes in a new buffer (:func:`new_buffer`; it outlives the next read)."""
+        out = new_buffer(length)
         if length:
-            self.read_into(memoryview(out))
+            self.read_into(out)
         return out
+
+
+def new_buffer(nbytes: int) -> memoryview:
+    """A writable ``nbytes`` buffer for a payload.
+
+    NumPy's memory rather than a ``bytearray``: it is not zero-filled first (the payload overwrites
+    it), and NumPy asks for huge pages for large arrays, which the sums then read faster (64 MiB
+    adds: 8.5 against 7.8 GB/s from ordinary pages, measured on the project's VM).
+    """
+    return np.empty(nbytes, np.uint8).data
 
 
 def send_message(sock: socket.socket, header: bytes, payload: bytes | memoryview | None = None) -> None:
