@@ -106,7 +106,12 @@ def dynamic(
         "--byte-scale",
         help="Gradient bytes x this (0.02: compute-bound at the first level, where the tuned knobs matter).",
     ),
-    iterations: int = typer.Option(8, "--iterations", min=1),
+    iterations: int = typer.Option(
+        16,
+        "--iterations",
+        min=1,
+        help="Iterations per dynamic run (16 cover the default 9-s cycle of levels about twice).",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """ByteScheduler (tuned at the first level) against Mercury while the link rate changes.
