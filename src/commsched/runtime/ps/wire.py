@@ -112,17 +112,6 @@ def recv_exact(sock: socket.socket, buf: memoryview) -> None:
         got += k
 
 
-def recv_message(sock: socket.socket) -> tuple[Header, bytearray]:
-    """Read one header and its payload (the payload is read fully before anything acts on it)."""
-    raw = bytearray(HEADER_BYTES)
-    recv_exact(sock, memoryview(raw))
-    hdr = decode(raw)
-    payload = bytearray(hdr.length)
-    if hdr.length:
-        recv_exact(sock, memoryview(payload))
-    return hdr, payload
-
-
 class Reader:
     """Buffered reads of framed messages from one socket: one ``recv`` takes every message already
     queued (up to ``size`` bytes), so a stream of ~30 KB packets costs a system call per batch, not
