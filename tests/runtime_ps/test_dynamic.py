@@ -41,7 +41,7 @@ def _cpu_starved() -> bool:
 @needs_root
 @pytest.mark.slow
 @pytest.mark.skipif(_cpu_starved(), reason="load average above the core count: iteration times would "
-                    "measure CPU contention (Mercury handles every 30 KB packet in Python), not the link")  # fmt: skip
+                    "measure CPU contention (Python handles every packet), not the link")  # fmt: skip
 def test_dynamic_runs_follow_the_rate_schedule_with_exact_sums() -> None:
     """VGG-16 x0.02 bytes, 2 workers: compute-bound at 1 Gb/s (tuned there), communication-bound below.
 

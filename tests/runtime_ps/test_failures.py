@@ -66,15 +66,18 @@ def test_malformed_message_is_rejected_and_other_keys_stay_right(
             bad = [wire.encode(Kind.PUSH, key=0, offset=8, length=4096) + b"\1" * 4096,
                    wire.encode(Kind.PUSH, key=99, offset=0, length=8) + b"\1" * 8,
                    wire.encode(Kind.PUSH, key=0, offset=0, length=8) + b"\1" * 8]  # fmt: skip
+            replies = wire.Reader(rogue)
             for msg in bad:
                 rogue.sendall(msg)
-                hdr, reason = wire.recv_message(rogue)
+                hdr = replies.header()
+                reason = bytes(replies.payload(hdr.length))
                 assert hdr.kind == Kind.ERROR and b"rejected PUSH" in reason
             ones = np.ones(1024, np.float32)
             rogue.sendall(wire.encode(Kind.PUSH, key=0, offset=0, length=4096) + ones.tobytes())
             rogue.sendall(wire.encode(Kind.PULL, key=0))
-            assert wire.recv_message(rogue)[0].kind == Kind.ACK
-            hdr, data = wire.recv_message(rogue)
+            assert replies.header().kind == Kind.ACK
+            hdr = replies.header()
+            data = replies.payload(hdr.length)
             assert hdr.kind == Kind.DATA
             np.testing.assert_array_equal(np.frombuffer(data, np.float32), x + 1)
             np.testing.assert_array_equal(h.wait(5), x + 1)

@@ -130,7 +130,9 @@ def test_priorities_follow_layer_position() -> None:
         def declare(self, name: str) -> int:
             return 0
 
-        def push_pull_async(self, array: Any, *, name: str, priority: int, average: bool, out: Any = None) -> Any:
+        def push_pull_async(
+            self, array: Any, *, name: str, priority: int, average: bool, out: Any = None
+        ) -> Any:
             captured.append((name, priority))
             raise RuntimeError("recorded")
 
