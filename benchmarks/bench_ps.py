@@ -154,7 +154,8 @@ def main() -> None:
         merc.extend(mercury_gbps())
     m_med, r_med, e_med = statistics.median(merc), statistics.median(raw), statistics.median(echo)
     print(
-        f"mercury loopback 2 workers + 1 server, 100 MB: {m_med:.2f} Gb/s per worker (target 8); "
+        f"mercury loopback 2 workers + 1 server, 100 MB: {m_med:.2f} Gb/s per worker pushed, the same "
+        f"summed back ({2 * m_med:.2f} Gb/s both ways; target 8); "
         f"raw TCP {r_med:.2f} Gb/s per flow (ratio {m_med / r_med:.2f}); raw TCP echo through one "
         f"server process, 2 clients: {e_med:.2f} Gb/s per client (ratio {m_med / e_med:.2f})"
     )
