@@ -103,7 +103,8 @@ def share_pacing(
         One NIC's TCP goodput, bits/s.
     headroom
         Factor on every rate (1: the NIC's goodput exactly shared out; more lets a flow that fell
-        behind catch up, at the price of queueing).
+        behind catch up, at the price of queueing: on the ``ps versus-ring`` star 1.05 and 1.1 made
+        BytePS's iteration 3 % and 8 % slower than 1).
 
     Examples
     --------

@@ -10,10 +10,9 @@
 * **all-reduce**: :mod:`commsched.runtime`'s ring all-reduce among the ``n`` worker hosts (the CPU
   hosts idle).
 
-With ``VersusSpec(pacing=True)`` every BytePS connection that crosses a NIC is paced to its share of
-the NIC's bytes (:mod:`commsched.runtime.ps.pacing`), the schedule ``commsched byteps`` assumes.
-
-Before the jobs one raw TCP flow between two worker hosts measures the NIC goodput; the model's
+With ``VersusSpec(pacing=True)`` (the default) every BytePS connection that crosses a NIC is paced to
+its share of the NIC's bytes (:mod:`commsched.runtime.ps.pacing`), the schedule ``commsched byteps``
+assumes. Before the jobs one raw TCP flow between two worker hosts measures the NIC goodput; the model's
 speed-up (``commsched byteps``: ``(n^2+kn-2k)/n^2``) and its times at that goodput stand beside the
 measured medians. Every returned sum is checked against the NumPy sum of all workers' gradients.
 
@@ -68,6 +67,8 @@ class VersusSpec:
     #: pace every BytePS connection by its share of its NICs' bytes (:mod:`commsched.runtime.ps.pacing`);
     #: measured at n=4, k=2, 16 MB: 0.88 s per iteration against 1.16 s unpaced at 0.2 Gb/s
     pacing: bool = True
+    #: factor on every pacing rate (:func:`commsched.runtime.ps.pacing.share_pacing`; 1 measured best)
+    pacing_headroom: float = 1.0
 
     def __post_init__(self) -> None:
         if self.workers < 2 or self.cpu_machines < 1:
@@ -117,7 +118,7 @@ class VersusSpec:
         if not self.pacing:
             return None
         return share_pacing(self.shares(), workers=self.workers, cpu_machines=self.cpu_machines,
-                            goodput_bps=goodput_bps)  # fmt: skip
+                            goodput_bps=goodput_bps, headroom=self.pacing_headroom)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -280,17 +281,11 @@ def versus_ring(spec: VersusSpec, *, rate_bps: float, prefix: str = "cs6") -> Ve
 # --- process entry points (inside the host namespaces) ---------------------------------------------
 
 
-def _load(path: str) -> VersusSpec:
+def _load(path: str) -> tuple[VersusSpec, float]:
+    """The spec and the NIC goodput measured before the job (bits/s; the pacing rates are shares of it)."""
     with open(path, encoding="utf-8") as fh:
-        return VersusSpec(**json.load(fh)["spec"])
-
-
-def _load_plan(path: str) -> tuple[VersusSpec, SharePacing | None]:
-    """The BytePS job's spec and, when it paces, the rates at the goodput measured before it."""
-    with open(path, encoding="utf-8") as fh:
-        goodput_bps = float(json.load(fh)["goodput_bps"])
-    spec = _load(path)
-    return spec, spec.pacing_plan(goodput_bps)
+        raw = json.load(fh)
+    return VersusSpec(**raw["spec"]), float(raw["goodput_bps"])
 
 
 def _server(index: int, plan: SharePacing | None) -> None:
@@ -393,11 +388,13 @@ def main(argv: list[str]) -> int:
 
     def run() -> None:
         if argv[:1] == ["server"] and len(argv) == 3:
-            _server(int(argv[1]), _load_plan(argv[2])[1])
+            spec, goodput_bps = _load(argv[2])
+            _server(int(argv[1]), spec.pacing_plan(goodput_bps))
         elif argv[:1] == ["byteps"] and len(argv) == 2:
-            print(json.dumps(_byteps_worker(*_load_plan(argv[1]))))
+            spec, goodput_bps = _load(argv[1])
+            print(json.dumps(_byteps_worker(spec, spec.pacing_plan(goodput_bps))))
         elif argv[:1] == ["ring"] and len(argv) in (4, 5):
-            res = _ring_worker(_load(argv[1]), int(argv[2]), argv[3], argv[4] if len(argv) == 5 else None)
+            res = _ring_worker(_load(argv[1])[0], int(argv[2]), argv[3], argv[4] if len(argv) == 5 else None)
             print(json.dumps(res))
         else:
             expected = "server INDEX SPEC | byteps SPEC | ring SPEC RANK HOST [STORE]"
