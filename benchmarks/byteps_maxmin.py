@@ -6,7 +6,9 @@ among its flows instead. This script replays one BytePS iteration as fluid flows
 sharing (progressive filling every millisecond): every worker pushes each server its share of the
 model, and each server's replies to a worker can only carry parts that all workers have pushed
 (the co-located worker's own push is local). The shares are the mixed-mode hash's real split of the
-same tensors (:class:`commsched.runtime.ps.versus_ring.VersusSpec`).
+same tensors (:class:`commsched.runtime.ps.versus_ring.VersusSpec`). It also replays the iteration with
+every flow held to its pacing rate (``ps versus-ring --pace-by-share``,
+:func:`commsched.runtime.ps.pacing.share_pacing`), the schedule ``commsched byteps`` assumes.
 
 Run: ``.venv/bin/python benchmarks/byteps_maxmin.py [--workers 4 --cpu-machines 2 --mbytes 16
 --goodput-gbps 0.1914]`` (0.1914 Gb/s: the goodput ``ps versus-ring`` measures at 0.2 Gb/s).
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from commsched.intrajob.byteps import byteps_assignment, byteps_times
+from commsched.runtime.ps.pacing import SharePacing, share_pacing
 from commsched.runtime.ps.versus_ring import VersusSpec
 
 DT_S = 1e-3
@@ -32,9 +35,10 @@ class Flow:
     nbytes: float
     pull: bool
     server: int
+    pace: float  # bytes/s the flow is paced to (inf: not paced)
 
 
-def _flows(n: int, k: int, model_bytes: float, shares: list[float]) -> list[Flow]:
+def _flows(n: int, k: int, model_bytes: float, shares: list[float], plan: SharePacing | None) -> list[Flow]:
     """Hosts 0..n-1 are workers (server k+i co-located on worker i), n..n+k-1 the CPU machines."""
     host_of = [n + j for j in range(k)] + list(range(n))  # server index -> host
     out = []
@@ -42,8 +46,10 @@ def _flows(n: int, k: int, model_bytes: float, shares: list[float]) -> list[Flow
         h = host_of[s]
         for w in range(n):
             if w != h:
-                out.append(Flow(w, h, model_bytes * share, False, h))
-                out.append(Flow(h, w, model_bytes * share, True, h))
+                push = (plan.push_bytes_s[w][s] if plan else None) or np.inf
+                reply = (plan.reply_bytes_s[s][w] if plan else None) or np.inf
+                out.append(Flow(w, h, model_bytes * share, False, h, push))
+                out.append(Flow(h, w, model_bytes * share, True, h, reply))
     return out
 
 
@@ -67,19 +73,24 @@ def _maxmin(flows: list[Flow], caps: np.ndarray, capacity: float, hosts: int) ->
     return rate
 
 
-def iteration_s(n: int, k: int, model_bytes: float, shares: list[float], capacity: float) -> float:
-    """Seconds until every push and pull of one iteration is done under max-min sharing."""
-    flows = _flows(n, k, model_bytes, shares)
+def iteration_s(
+    n: int, k: int, model_bytes: float, shares: list[float], capacity: float, *, paced: bool = False
+) -> float:
+    """Seconds until every push and pull of one iteration is done under max-min sharing (``paced``:
+    every flow at most its pacing rate at NIC goodput ``capacity`` bytes/s)."""
+    plan = share_pacing(shares, workers=n, cpu_machines=k, goodput_bps=capacity * 8) if paced else None
+    flows = _flows(n, k, model_bytes, shares, plan)
     size = np.array([f.nbytes for f in flows])
+    pace = np.array([f.pace for f in flows])
     sent = np.zeros(len(flows))
     pushes = {h: [i for i, f in enumerate(flows) if not f.pull and f.server == h] for h in range(n + k)}
     t = 0.0
     while (sent < size - 1).any():
-        caps = np.where(sent < size - 1, np.inf, 0.0)
+        caps = np.where(sent < size - 1, pace, 0.0)
         for i, f in enumerate(flows):
             if f.pull:  # only parts every worker has pushed can come back
                 done = min(sent[j] / size[j] for j in pushes[f.server])
-                caps[i] = max(0.0, done * size[i] - sent[i]) / DT_S
+                caps[i] = min(caps[i], max(0.0, done * size[i] - sent[i]) / DT_S)
         sent = np.minimum(size, sent + _maxmin(flows, caps, capacity, n + k) * DT_S)
         t += DT_S
     return t
@@ -97,13 +108,16 @@ def main() -> None:
                       tensors=a.tensors)  # fmt: skip
     capacity = a.goodput_gbps * 1e9 / 8
     t_mm = iteration_s(a.workers, a.cpu_machines, spec.model_bytes, spec.shares(), capacity)
+    t_paced = iteration_s(a.workers, a.cpu_machines, spec.model_bytes, spec.shares(), capacity, paced=True)
     times = byteps_times(
         byteps_assignment(gpu_machines=a.workers, cpu_machines=a.cpu_machines, model_bytes=spec.model_bytes),
         bandwidth_bps=a.goodput_gbps * 1e9,
     )
-    print(f"BytePS iteration, max-min fluid: {t_mm:.3f} s; busiest-NIC model (commsched byteps): "
-          f"{times.byteps_s:.3f} s; ring all-reduce model: {times.allreduce_s:.3f} s")  # fmt: skip
+    print(f"BytePS iteration, max-min fluid: {t_mm:.3f} s; paced by share: {t_paced:.3f} s; "
+          f"busiest-NIC model (commsched byteps): {times.byteps_s:.3f} s; "
+          f"ring all-reduce model: {times.allreduce_s:.3f} s")  # fmt: skip
     print(f"speed-up over the ring: max-min {times.allreduce_s / t_mm:.3f}, "
+          f"paced {times.allreduce_s / t_paced:.3f}, "
           f"busiest-NIC model {times.speedup_vs_allreduce:.3f}")  # fmt: skip
 
 

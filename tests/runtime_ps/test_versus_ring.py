@@ -21,8 +21,9 @@ JOB_RATE_BPS = 2e8  # 0.2 Gb/s, 16 MB: the NICs, not the Python transport, bound
 #: how far the all-reduce's median may sit above its model at the measured goodput (Python ring on a
 #: shared 2-core box: measured 12-32 % above)
 ALLREDUCE_TOLERANCE = 0.4
-# BytePS's speed-up over the ring is a figure to reach, not a test: `commsched ps versus-ring --json`
-# prints it beside `commsched byteps`'s (measured 0.83-1.09 against 1.25, docs/runtime-ps.md)
+#: how far BytePS's median (paced by share, the default) may sit above its model: measured 9-22 %
+#: above (unpaced: 42-51 %, docs/runtime-ps.md)
+BYTEPS_TOLERANCE = 0.3
 
 
 def test_spec_split_and_model_speedup() -> None:
@@ -88,6 +89,15 @@ def test_both_jobs_sum_exactly_and_the_ring_meets_its_model(measured: VersusResu
     assert 0.85 * JOB_RATE_BPS < measured.goodput_bps <= 1.02 * JOB_RATE_BPS
     model = measured.summary()["allreduce"]["predicted_iteration_s"]  # type: ignore[index]
     assert model * 0.9 < measured.allreduce.median_s < model * (1 + ALLREDUCE_TOLERANCE)
+
+
+@pytest.mark.slow
+def test_paced_byteps_meets_its_model_and_beats_the_ring(measured: VersusResult) -> None:
+    assert measured.spec.pacing and measured.summary()["paced"] is True
+    model = measured.summary()["byteps"]["predicted_iteration_s"]  # type: ignore[index]
+    assert model * 0.9 < measured.byteps.median_s < model * (1 + BYTEPS_TOLERANCE)
+    # the direction of `commsched byteps`'s speed-up (1.25 at n=4, k=2; measured 1.14-1.55 paced)
+    assert measured.measured_speedup > 1.0
 
 
 def test_cli_rejects_a_bad_shape_in_one_line() -> None:

@@ -194,19 +194,22 @@ def versus_ring_cmd(
     tensors: int = typer.Option(200, "--tensors", min=1, help="Equal tensors the model is cut into."),
     iterations: int = typer.Option(5, "--iterations", min=1),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    pace: bool = typer.Option(
+        True, "--pace-by-share/--no-pace-by-share", help="Pace each BytePS connection by its NIC byte share."
+    ),
 ) -> None:
     """BytePS with k CPU machines against the ring all-reduce on the same hosts (root), with the model."""
     from commsched.runtime.ps.versus_ring import VersusSpec, versus_ring
 
     spec = VersusSpec(workers=workers, cpu_machines=cpu_machines, model_bytes=round(mbytes * 1e6),
-                      tensors=tensors, iterations=iterations)  # fmt: skip
+                      tensors=tensors, iterations=iterations, pacing=pace)  # fmt: skip
     out: dict[str, Any] = versus_ring(spec, rate_bps=bandwidth_gbps * GBPS).summary()
     if json_out:
         print_json(out)
         return
     console = stdout_console()
     console.print(f"n={workers} k={cpu_machines}, {mbytes:g} MB, NIC goodput {out['goodput_gbps']:.3f} Gb/s, "
-                  f"CPU servers' share {out['cpu_share']:.3f}")  # fmt: skip
+                  f"CPU servers' share {out['cpu_share']:.3f}, paced by share: {out['paced']}")  # fmt: skip
     for name in ("byteps", "allreduce"):
         r = out[name]
         console.print(f"{name:10s} median {r['median_iteration_s']:.3f} s "

@@ -24,6 +24,7 @@ import numpy.typing as npt
 from commsched.runtime.ps import wire
 from commsched.runtime.ps.errors import ProtocolError, PSError, PSTimeoutError
 from commsched.runtime.ps.keys import ServerMap, part_bounds, part_key
+from commsched.runtime.ps.pacing import pace_socket
 from commsched.runtime.ps.transports import Credit, SendQueue, TransportConfig
 from commsched.runtime.ps.wire import DTYPES, Kind
 
@@ -122,6 +123,9 @@ class PSClient:
         Connection timeout.
     source
         This worker's own address (``DMLC_NODE_HOST``): its connections leave from it.
+    pacing_bytes_s
+        Per server index, the rate (bytes/s) its connection is paced to (``SO_MAX_PACING_RATE``,
+        :mod:`commsched.runtime.ps.pacing`); ``None`` (or an entry ``None``): not paced.
     """
 
     def __init__(
@@ -134,7 +138,10 @@ class PSClient:
         server_map: ServerMap | None = None,
         timeout_s: float = 30.0,
         source: str | None = None,
+        pacing_bytes_s: Sequence[float | None] | None = None,
     ) -> None:
+        if pacing_bytes_s is not None and len(pacing_bytes_s) != len(servers):
+            raise PSError(f"{len(pacing_bytes_s)} pacing rates for {len(servers)} servers")
         self.rank = rank
         self.num_workers = num_workers
         self.transport = transport
@@ -151,7 +158,8 @@ class PSClient:
         self._closing = False
         self.events: list[dict[str, object]] = []
         self._socks = [connect(a, timeout_s=timeout_s, tos=transport.tos, source=source) for a in servers]
-        for s in self._socks:
+        for s, rate in zip(self._socks, pacing_bytes_s or [None] * len(servers), strict=True):
+            pace_socket(s, rate)
             if transport.name == "mercury":
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, MERCURY_SNDBUF_BYTES)
             packets = int(transport.name == "mercury")  # the server bounds its reply queue for packets

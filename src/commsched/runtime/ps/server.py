@@ -21,11 +21,13 @@ import queue
 import socket
 import threading
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from commsched.runtime.ps import wire
 from commsched.runtime.ps.client import MERCURY_SNDBUF_BYTES
 from commsched.runtime.ps.errors import ProtocolError, PSError
+from commsched.runtime.ps.pacing import pace_socket
 from commsched.runtime.ps.summation import Summation
 from commsched.runtime.ps.wire import Header, Kind
 
@@ -92,6 +94,9 @@ class Server:
         Summation threads (BytePS's ``BYTEPS_SERVER_ENGINE_THREAD``).
     tos
         ``IP_TOS`` byte for the replies (DSCP << 2), or ``None``.
+    pacing_bytes_s
+        Worker rank -> the rate (bytes/s) the connection to that worker is paced to after its
+        ``HELLO`` (``SO_MAX_PACING_RATE``, :mod:`commsched.runtime.ps.pacing`); absent: not paced.
     """
 
     def __init__(
@@ -102,9 +107,14 @@ class Server:
         port: int = 0,
         threads: int = 2,
         tos: int | None = None,
+        pacing_bytes_s: Mapping[int, float | None] | None = None,
     ) -> None:
         self.num_workers = num_workers
         self._tos = tos
+        self._pacing = dict(pacing_bytes_s or {})
+        with socket.socket() as probe:  # a refused rate fails here, not in a connection's thread
+            for rate in self._pacing.values():
+                pace_socket(probe, rate)
         self._listener = socket.create_server((host, port))
         if tos is not None:
             self._listener.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
@@ -195,6 +205,7 @@ class Server:
         sock.setsockopt(
             socket.SOL_SOCKET, socket.SO_SNDBUF, MERCURY_SNDBUF_BYTES if packets else PART_SNDBUF_BYTES
         )
+        pace_socket(sock, self._pacing.get(rank))
         conn = _Conn(sock=sock, lock=threading.Lock())
         if not packets:
             conn.cv = threading.Condition(conn.lock)
