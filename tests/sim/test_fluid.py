@@ -8,12 +8,11 @@ import pytest
 from commsched.scheduling.basic import static_policy
 from commsched.scheduling.placement import pack
 from commsched.scheduling.traffic import JobTraffic, StepLoad
-from commsched.sim.engine import SimJob, Simulation
+from commsched.sim.engine import Simulation
 from commsched.sim.fluid import fluid_load, fluid_periods
 from commsched.sim.records import Mode, SimConfig, SimResult
 
-from .helpers import job
-from .scenarios import small_clos
+from .scenarios import small_clos, spread_jobs
 
 CAP = np.array([1.0, 2.0])
 
@@ -67,29 +66,10 @@ def test_average_loads_fit_the_links() -> None:
     assert np.all(load <= CAP * (1 + 1e-3))
 
 
-def _spread_jobs(seed: int) -> list[SimJob]:
-    """12 four-GPU jobs, each on four hosts: they share NICs and ToR links and form large components."""
-    rng = np.random.default_rng(seed)
-    return [
-        job(
-            f"j{k}",
-            compute_s=float(rng.uniform(0.05, 0.3)),
-            comm_bytes=float(rng.uniform(0.05e9, 0.5e9)),
-            gpus=4,
-            overlap=float(rng.choice([0.5, 1.0])),
-            priority=int(rng.integers(0, 3)),
-            iterations=int(rng.integers(100, 400)),
-            arrival_s=float(rng.uniform(0, 60.0)),
-            gpu_ids=[f"h{(k + 5 * i) % 16}/gpu{k % 8}" for i in range(4)],
-        )
-        for k in range(12)
-    ]
-
-
 def _run(mode: Mode, fluid_min_jobs: int, seed: int) -> tuple[SimResult, Simulation]:
     sim = Simulation(
         topology=small_clos(),
-        jobs=_spread_jobs(seed),
+        jobs=spread_jobs(seed),
         policy=static_policy,
         placement=pack,
         config=SimConfig(horizon_s=1e6, mode=mode, seed=seed, fluid_min_jobs=fluid_min_jobs),

@@ -18,12 +18,11 @@ from commsched.scheduling.interfaces import PolicyContext, PolicyFn
 from commsched.scheduling.placement import pack
 from commsched.scheduling.state import ClusterState, Decisions
 from commsched.scheduling.traffic import JobTraffic, StepLoad, job_traffic
-from commsched.sim.engine import SimJob, Simulation
+from commsched.sim.engine import Simulation
 from commsched.sim.fluid import fluid_load, fluid_periods
 from commsched.sim.records import Mode, SimConfig, SimResult
 
-from .helpers import job
-from .scenarios import small_clos
+from .scenarios import small_clos, spread_jobs
 
 
 def _levels(rank: list[int], links: list[set[int]]) -> list[int]:
@@ -87,25 +86,6 @@ def test_fluid_periods_depend_on_the_order_of_link_sharing_jobs_only(seed: int) 
     assert not np.allclose(periods([-r for r in rank]), unique, rtol=1e-6)
 
 
-def _jobs() -> list[SimJob]:
-    """12 four-GPU jobs, each on four hosts, arriving over a minute: large components through NICs and
-    ToR uplinks, many decisions that renumber classes."""
-    rng = np.random.default_rng(7)
-    return [
-        job(
-            f"j{k}",
-            compute_s=float(rng.uniform(0.05, 0.3)),
-            comm_bytes=float(rng.uniform(0.05e9, 0.5e9)),
-            gpus=4,
-            overlap=float(rng.choice([0.5, 1.0])),
-            iterations=int(rng.integers(100, 300)),
-            arrival_s=float(rng.uniform(0, 60.0)),
-            gpu_ids=[f"h{(k + 5 * i) % 16}/gpu{k % 8}" for i in range(4)],
-        )
-        for k in range(12)
-    ]
-
-
 def _ranked(compress: bool, rank: dict[str, int], merged: list[int] | None = None) -> PolicyFn:
     """ECMP routes (fixed per job) and classes from a fixed ranking: unique among the running jobs, or
     compressed to levels of the jobs sharing links and renumbered at every decision (``merged`` gets,
@@ -131,7 +111,7 @@ def _ranked(compress: bool, rank: dict[str, int], merged: list[int] | None = Non
 def _replay(policy: PolicyFn, fluid_min_jobs: int) -> tuple[SimResult, Simulation]:
     sim = Simulation(
         topology=small_clos(),
-        jobs=_jobs(),
+        jobs=spread_jobs(7, priorities=False, max_iterations=300),  # many decisions renumber classes
         policy=policy,
         placement=pack,
         config=SimConfig(horizon_s=1e6, mode=Mode.FAST, seed=3, fluid_min_jobs=fluid_min_jobs),
