@@ -49,7 +49,7 @@ def test_compression_that_separates_sharing_pairs_keeps_every_rate(
     capacity = rng.uniform(1.0, 10.0, size=links)
     share = _sharing(inc.astype(np.int64))  # groups 0..n-1 are in rank order
     comp = componentwise_compression(
-        share, rng.uniform(0.1, 5.0, size=groups), levels, rng=np.random.default_rng(seed + 1)
+        share, rng.uniform(0.1, 5.0, size=groups), levels, seed=seed + 1, ids=[f"j{i}" for i in range(groups)]
     )
     lv = np.array(comp.levels)
     a, b = np.nonzero(np.triu(share, 1))

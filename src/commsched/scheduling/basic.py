@@ -16,11 +16,14 @@ def static_policy(state: ClusterState, ctx: PolicyContext) -> Decisions:
     """
     top = state.priority_levels - 1
     classes = {j.id: min(j.spec.priority or 0, top) for j in state.jobs}
-    return Decisions(routes=ecmp_routes(state, seed=ctx.seed), classes=MappingProxyType(classes))
+    return Decisions(
+        routes=ecmp_routes(state, seed=ctx.seed, memo=ctx.memo), classes=MappingProxyType(classes)
+    )
 
 
 def fair_policy(state: ClusterState, ctx: PolicyContext) -> Decisions:
     """Every job in one class (max-min fair sharing everywhere), ECMP routes."""
     return Decisions(
-        routes=ecmp_routes(state, seed=ctx.seed), classes=MappingProxyType({j.id: 0 for j in state.jobs})
+        routes=ecmp_routes(state, seed=ctx.seed, memo=ctx.memo),
+        classes=MappingProxyType({j.id: 0 for j in state.jobs}),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -56,7 +57,9 @@ class PlacementRequest:
 
     topology: Topology
     job: JobSpec
-    free_gpus: frozenset[NodeId]
+    #: the free GPUs: any set; the simulator hands a live index
+    #: (:class:`~commsched.scheduling.freegpus.FreeGpus`) that placements may query directly
+    free_gpus: AbstractSet[NodeId]
     running: tuple[PlacedJob, ...] = ()
     now_s: float = 0.0
 

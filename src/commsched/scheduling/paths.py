@@ -114,11 +114,18 @@ class Flow:
 
 
 class PathTable:
-    """Candidate-path link arrays per NIC pair, built once per decision (a per-call cache, no global)."""
+    """Candidate-path link arrays per NIC pair, built once per decision (a per-call cache, no global).
+
+    It also holds the inverse link capacities (s/byte) the greedy selection scores with, and a zeroed
+    scratch array of link loads that a pass without a trail borrows and zeroes again where it wrote, so
+    that a pass costs what its jobs' flows touch, not the size of the cluster.
+    """
 
     def __init__(self, topology: Topology) -> None:
         self.topology = topology
         self._cache: dict[tuple[NodeId, NodeId], NDArray[np.int64]] = {}
+        self.inv_cap_bytes: NDArray[np.float64] = 8.0 / topology.capacity_bps  # bits/s -> s per byte
+        self.scratch: NDArray[np.float64] = np.zeros(topology.capacity_bps.size)
 
     def candidates(self, src_nic: NodeId, dst_nic: NodeId) -> NDArray[np.int64]:
         key = (src_nic, dst_nic)
@@ -284,20 +291,36 @@ def greedy_routes(
     ----------
     Crux §4.1 ("the least congested path from all available options at that moment"); crux-spec §2.
     """
-    cap_bytes = table.topology.capacity_bps / 8.0  # bits/s -> bytes/s
+    n_links = table.inv_cap_bytes.size
     start = 0
     keys = [(job.id, weights.get(job.id)) for job, _ in jobs]
     if trail is not None:
         while start < min(len(keys), len(trail.keys)) and trail.keys[start] == keys[start]:
             start += 1
         trail.truncate(start)
-    load = trail.load_after(start, cap_bytes.size) if trail is not None else np.zeros(cap_bytes.size)
-    state = _Load(load=load, inv_cap=1.0 / cap_bytes, log=[] if trail is not None else None)
+        state = _Load(load=trail.load_after(start, n_links), inv_cap=table.inv_cap_bytes, log=[])
+        return _greedy_pass(state, jobs[start:], keys[start:], settings, trail)
+    state = _Load(load=table.scratch, inv_cap=table.inv_cap_bytes, log=[])
+    try:
+        return _greedy_pass(state, jobs, keys, settings, None)
+    finally:  # give the scratch array back zeroed
+        for adds in state.log or ():
+            table.scratch[adds[0]] = 0.0
+
+
+def _greedy_pass(
+    state: _Load,
+    jobs: Sequence[tuple[PlacedJob, Sequence[Flow]]],
+    keys: Sequence[tuple[JobId, FlowWeight | None]],
+    settings: PathSettings,
+    trail: GreedyTrail | None,
+) -> MappingProxyType[ConnectionKey, int]:
+    """The greedy pass over ``jobs`` from the loads in ``state`` (see :func:`greedy_routes`)."""
     out: dict[ConnectionKey, int] = {}
     if trail is not None:
         for done in trail.routes:
             out.update(done)
-    for key, (job, flows) in zip(keys[start:], jobs[start:], strict=True):
+    for key, (job, flows) in zip(keys, jobs, strict=True):
         mine: dict[ConnectionKey, int] = {}
         weight = key[1] or FlowWeight(per_flow=1.0)
         pinned = [f for f in flows if f.keys[0] in job.pinned_routes]

@@ -6,19 +6,9 @@ now; the simulator queues the job FIFO).
 
 from __future__ import annotations
 
-from collections import defaultdict
-
+from commsched.scheduling.freegpus import FreeGpus, free_index
 from commsched.scheduling.interfaces import Allocation, PlacementRequest
-from commsched.topology import Host, NodeId
-
-
-def _free_by_host(req: PlacementRequest) -> list[tuple[Host, list[NodeId]]]:
-    out = []
-    for h in req.topology.hosts:
-        free = [g for g in h.gpus if g in req.free_gpus]
-        if free:
-            out.append((h, free))
-    return out
+from commsched.topology import NodeId
 
 
 def pack(req: PlacementRequest) -> Allocation | None:
@@ -36,34 +26,31 @@ def pack(req: PlacementRequest) -> Allocation | None:
 
 
 def pack_gpus(req: PlacementRequest) -> tuple[NodeId, ...] | None:
-    """The GPUs :func:`pack` would give, or ``None``."""
+    """The GPUs :func:`pack` would give, or ``None`` (read from the free-GPU index: no scan of the GPUs)."""
     n = req.job.gpus
-    by_host = _free_by_host(req)
-    if sum(len(f) for _, f in by_host) < n:
+    free = free_index(req)
+    if len(free) < n:
         return None
-    single = [(len(f), h.id, f) for h, f in by_host if len(f) >= n]
-    if single:
-        _, _, free = min(single)
-        return tuple(free[:n])
-    by_tor: dict[str, list[tuple[Host, list[NodeId]]]] = defaultdict(list)
-    for h, f in by_host:
-        by_tor[str(h.tors[0]) if h.tors else ""].append((h, f))
-    fits = [
-        (sum(len(f) for _, f in hs), tor) for tor, hs in by_tor.items() if sum(len(f) for _, f in hs) >= n
+    h = free.best_fit_host(n)
+    if h >= 0:
+        return free.host_free(h)[:n]
+    groups = [
+        (free.group_count(g), free.groups[g], g) for g in range(len(free.groups)) if free.group_count(g) > 0
     ]
+    fits = [x for x in groups if x[0] >= n]
     if fits:
-        _, tor = min(fits)
-        return _take(by_tor[tor], n)
-    tors = sorted(by_tor.items(), key=lambda kv: (-sum(len(f) for _, f in kv[1]), kv[0]))
-    return _take([hf for _, hs in tors for hf in hs], n)
+        return _take(free, free.group_hosts[min(fits)[2]], n)
+    ordered = sorted(groups, key=lambda x: (-x[0], x[1]))
+    return _take(free, [h for _, _, g in ordered for h in free.group_hosts[g]], n)
 
 
-def _take(hosts: list[tuple[Host, list[NodeId]]], n: int) -> tuple[NodeId, ...]:
+def _take(free: FreeGpus, hosts: list[int], n: int) -> tuple[NodeId, ...]:
+    """``n`` GPUs from ``hosts``, the hosts with the most free GPUs first, returned in ``hosts`` order."""
+    hosts = [h for h in hosts if free.host_count(h) > 0]
     chosen: list[NodeId] = []
-    for _, free in sorted(hosts, key=lambda hf: -len(hf[1])):
-        take = free[: n - len(chosen)]
-        chosen.extend(take)
+    for h in sorted(hosts, key=lambda h: -free.host_count(h)):
+        chosen.extend(free.host_free(h)[: n - len(chosen)])
         if len(chosen) == n:
             break
-    order = {g: i for i, g in enumerate(g for h, _ in hosts for g in h.gpus)}
+    order = {g: i for i, g in enumerate(g for h in hosts for g in free.hosts[h].gpus)}
     return tuple(sorted(chosen, key=lambda g: order.get(g, 0)))

@@ -47,7 +47,7 @@ __all__ = [
 def sincronia_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
     """ECMP paths, Sincronia BSSI ranking (weight 1), Sincronia-style split to K levels."""
     c = _Ctx.of(state, ctx.memo)
-    routes = ecmp_routes(state, seed=ctx.seed)
+    routes = ecmp_routes(state, seed=ctx.seed, memo=ctx.memo)
     facts = _facts(state, c, routes)
     ranking = sincronia_ranking(state.topology, facts)
     return _plan(routes, ranking, _classes(state, ranking, facts, sincronia_compression, c.network), facts)
@@ -56,7 +56,7 @@ def sincronia_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
 def varys_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
     """ECMP paths, Varys SEBF ranking, Varys-style split to K levels."""
     c = _Ctx.of(state, ctx.memo)
-    routes = ecmp_routes(state, seed=ctx.seed)
+    routes = ecmp_routes(state, seed=ctx.seed, memo=ctx.memo)
     facts = _facts(state, c, routes)
     ranking = varys_ranking(state.topology, facts)
     return _plan(routes, ranking, _classes(state, ranking, facts, varys_compression, c.network), facts)
@@ -115,7 +115,7 @@ def source_routing_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
 def cassini_plan(state: ClusterState, ctx: PolicyContext, settings: CassiniSettings | None = None) -> Plan:
     """ECMP paths, one class, CASSINI time shifts of the iteration starts."""
     c = _Ctx.of(state, ctx.memo)
-    routes = ecmp_routes(state, seed=ctx.seed)
+    routes = ecmp_routes(state, seed=ctx.seed, memo=ctx.memo)
     facts = _facts(state, c, routes)
     shifts = cassini_shifts(state.topology, facts, c.network, settings)
     base = _plan(routes, Ranking(order=()), {j.id: 0 for j in state.jobs}, facts)

@@ -89,10 +89,6 @@ class _Ctx:
         return _Ctx(table=table, network=network, flows=flows, memo=memo)
 
 
-def _rng(ctx: PolicyContext) -> np.random.Generator:
-    return np.random.default_rng([ctx.seed & 0xFFFFFFFF, ctx.epoch])
-
-
 def _arrival_order(state: ClusterState) -> list[PlacedJob]:
     return sorted(state.jobs, key=lambda j: j.start_s)  # stable: state order among equal starts
 

@@ -13,6 +13,7 @@ References
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -24,8 +25,7 @@ from scipy.sparse.csgraph import connected_components
 from commsched.scheduling.compression import Compression, crux_compression, cut_weight
 from commsched.scheduling.guard import guard_classes
 from commsched.scheduling.interfaces import PolicyContext
-from commsched.scheduling.memo import maybe
-from commsched.scheduling.paths import GreedyTrail, PathSettings, greedy_routes
+from commsched.scheduling.paths import PathSettings, greedy_routes
 from commsched.scheduling.policies_common import (
     Plan,
     PlanFn,
@@ -34,7 +34,6 @@ from commsched.scheduling.policies_common import (
     _Ctx,
     _facts,
     _plan,
-    _rng,
     _solo_facts,
     _weight,
 )
@@ -44,6 +43,7 @@ from commsched.scheduling.state import ClusterState, Decisions
 
 __all__ = [
     "CruxSettings",
+    "component_seed",
     "componentwise_compression",
     "crux_plan",
     "crux_routes",
@@ -83,9 +83,22 @@ def _crux_routes(state: ClusterState, c: _Ctx, solo: Sequence[JobFacts], setting
     """Crux path selection: jobs in decreasing ``I_j`` (solo), ties by id (crux-spec §2.2 item 4)."""
     order = sorted(solo, key=lambda f: (-f.intensity.value, f.job.id))
     weights = {f.job.id: _weight(f, settings) for f in solo}
-    # the jobs ranked above the one that arrived or left are placed as in the previous decision
-    trail = maybe(c.memo, ("greedy-trail", settings), GreedyTrail)
-    return greedy_routes(c.table, [(f.job, c.flows[f.job.id]) for f in order], weights, settings, trail)
+    return greedy_routes(c.table, [(f.job, c.flows[f.job.id]) for f in order], weights, settings)
+
+
+def component_seed(seed: int, ids: Sequence[str]) -> list[int]:
+    """The seed of one component's random draws: the run's seed and the component's own jobs.
+
+    It depends on nothing else (not on other components, not on how many decisions came before), so a
+    component that a decision leaves as it was draws the same orders again, and reusing its classes
+    cannot change a result.
+
+    Examples
+    --------
+    >>> component_seed(7, ["b", "a"]) == component_seed(7, ["a", "b"])
+    True
+    """
+    return [seed & 0xFFFFFFFF, zlib.crc32("\n".join(sorted(ids)).encode())]
 
 
 def componentwise_compression(
@@ -93,17 +106,19 @@ def componentwise_compression(
     intensity: NDArray[np.float64],
     levels: int,
     *,
-    rng: np.random.Generator,
+    seed: int,
+    ids: Sequence[str],
     orders: int = 10,
 ) -> Compression:
     """Crux's compression run per connected component of the contention DAG.
 
     The cut weight and the validity of a compression are sums / conjunctions over components, so
     the Max K-Cut of the whole DAG is the union of the components' (each solved with ``orders``
-    sampled BFS orders, in rank order, with one shared generator); this keeps the DP at
-    ``O(m K n_c^2)`` per component instead of ``O(m K n^2)``. Jobs without contention edges are
-    placed by rank position (``level = floor(position * K / n)``), which keeps the ranking's order
-    among them (it matters only for intra-host sharing, which the DAG ignores).
+    sampled BFS orders, in rank order, from a generator seeded by :func:`component_seed` of its own
+    jobs' ``ids``); this keeps the DP at ``O(m K n_c^2)`` per component instead of ``O(m K n^2)``.
+    Jobs without contention edges are placed by rank position (``level = floor(position * K / n)``),
+    which keeps the ranking's order among them (it matters only for intra-host sharing, which the DAG
+    ignores).
 
     References
     ----------
@@ -118,6 +133,7 @@ def componentwise_compression(
             idx = np.flatnonzero(labels == c)
             if idx.size < 2:
                 continue
+            rng = np.random.default_rng(component_seed(seed, [ids[i] for i in idx.tolist()]))
             sub = crux_compression(sharing[np.ix_(idx, idx)], intensity[idx], levels, rng=rng, orders=orders)
             for i, level in zip(idx.tolist(), sub.levels, strict=True):
                 out[i] = level
@@ -146,13 +162,13 @@ def crux_plan(state: ClusterState, ctx: PolicyContext, settings: CruxSettings | 
         routes = _crux_routes(state, c, solo, cfg.paths)
         facts = _facts(state, c, routes)
     else:
-        routes = ecmp_routes(state, seed=ctx.seed)
+        routes = ecmp_routes(state, seed=ctx.seed, memo=ctx.memo)
         facts = _facts(state, c, routes)
     ranking = crux_ranking(facts, cfg.priority, memo=ctx.memo)
-    rng = _rng(ctx)
+    ranked_ids = [str(j) for j in ranking.order]
 
     def crux_k_cut(share: NDArray[np.bool_], inten: NDArray[np.float64], k: int) -> Compression:
-        return componentwise_compression(share, inten, k, rng=rng, orders=cfg.orders)
+        return componentwise_compression(share, inten, k, seed=ctx.seed, ids=ranked_ids, orders=cfg.orders)
 
     classes = _classes(state, ranking, facts, crux_k_cut if cfg.compress else None, c.network)
     if cfg.guard_loss is not None:

@@ -8,11 +8,13 @@ paths between the two NICs, as a switch would.
 from __future__ import annotations
 
 import zlib
+from functools import partial
 from types import MappingProxyType
 
 import numpy as np
 
-from commsched.scheduling.state import ClusterState, ConnectionKey
+from commsched.scheduling.memo import Memo, maybe
+from commsched.scheduling.state import ClusterState, ConnectionKey, PlacedJob
 from commsched.scheduling.traffic import job_connections
 from commsched.topology import NodeKind, Topology
 from commsched.topology.ecmp import FiveTuple, ecmp_path_index
@@ -39,25 +41,41 @@ def network_pair(topology: Topology, key: ConnectionKey) -> tuple[str, str] | No
 
 
 def ecmp_routes(
-    state: ClusterState, *, seed: int, hash_name: str = "murmur3"
+    state: ClusterState, *, seed: int, hash_name: str = "murmur3", memo: Memo | None = None
 ) -> MappingProxyType[ConnectionKey, int]:
-    """ECMP path index of every inter-host connection of every running job (random source ports)."""
-    topo = state.topology
+    """ECMP path index of every inter-host connection of every running job (random source ports).
+
+    A job's routes depend only on the job, the seed and the hash; with a ``memo`` they are hashed once
+    per job, not at every decision.
+    """
     out: dict[ConnectionKey, int] = {}
     for job in state.jobs:
-        for key in job_connections(topo, job):
-            pair = network_pair(topo, key)
-            if pair is None:
-                continue
-            paths = topo.equal_cost_paths(*pair)
-            if len(paths) == 1:
-                continue
-            rng = np.random.default_rng(connection_seed(seed, key))
-            sport = int(rng.integers(SPORT_LO, SPORT_HI + 1))
-            ft = FiveTuple(
-                src_ip=topo.node(pair[0]).ip or 0,
-                dst_ip=topo.node(pair[1]).ip or 0,
-                src_port=sport,
+        out.update(
+            maybe(
+                memo,
+                ("ecmp", job.id, seed, hash_name),
+                partial(job_ecmp_routes, state.topology, job, seed, hash_name),
             )
-            out[key] = ecmp_path_index(ft, len(paths), hash_name)
+        )
     return MappingProxyType(out)
+
+
+def job_ecmp_routes(topo: Topology, job: PlacedJob, seed: int, hash_name: str) -> dict[ConnectionKey, int]:
+    """ECMP path index of every inter-host connection of one job (see :func:`ecmp_routes`)."""
+    out: dict[ConnectionKey, int] = {}
+    for key in job_connections(topo, job):
+        pair = network_pair(topo, key)
+        if pair is None:
+            continue
+        paths = topo.equal_cost_paths(*pair)
+        if len(paths) == 1:
+            continue
+        rng = np.random.default_rng(connection_seed(seed, key))
+        sport = int(rng.integers(SPORT_LO, SPORT_HI + 1))
+        ft = FiveTuple(
+            src_ip=topo.node(pair[0]).ip or 0,
+            dst_ip=topo.node(pair[1]).ip or 0,
+            src_port=sport,
+        )
+        out[key] = ecmp_path_index(ft, len(paths), hash_name)
+    return out

@@ -1,9 +1,14 @@
-"""Applying decisions: ask the policy on every arrival and departure, then install routes and classes.
+"""Applying decisions: ask the policy per contention domain on every arrival and departure, then install
+routes and classes.
 
+The running jobs fall into *domains* (:mod:`commsched.sim.domains`): groups that can ever share a link.
+A start or a departure changes its own domain only, so only that domain is decided afresh, and the
+policy sees only its jobs (every policy decides per domain, :mod:`commsched.scheduling.domains`).
 New classes apply at once; new routes apply from the job's next communication release (a step in flight
-keeps its links). The running jobs are partitioned into *components* (jobs connected through shared
-links, current or next routes); a component that a decision leaves untouched keeps its fast-mode regime,
-one that it touches is first caught up to the clock.
+keeps its links). The jobs of a re-decided domain are partitioned into *components* (jobs connected
+through shared links, current or next routes); a component that the decision leaves untouched keeps its
+id and its fast-mode regime, one that it touches is first caught up to the clock. Nothing outside the
+re-decided domains is settled, re-partitioned or re-allocated: a decision costs what its domain holds.
 """
 
 from __future__ import annotations
@@ -16,12 +21,15 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
 from commsched.intrajob.tiein import effective_overlap
+from commsched.scheduling.domains import job_reach, merge_decisions
 from commsched.scheduling.intensity import intensity_from_traffic
 from commsched.scheduling.interfaces import PolicyContext, PolicyFn
 from commsched.scheduling.memo import Memo
+from commsched.scheduling.paths import PathTable
 from commsched.scheduling.priority import JobFacts
 from commsched.scheduling.state import ClusterState, ConnectionKey, Decisions, PlacedJob
 from commsched.scheduling.traffic import JobTraffic, job_traffic
+from commsched.sim.domains import DomainIndex
 from commsched.sim.fast import FastMode
 from commsched.sim.fluid import FluidMode
 from commsched.sim.iteration import Iterations
@@ -31,16 +39,20 @@ from commsched.sim.runs import JobRun
 from commsched.topology import Topology
 from commsched.workload import JobId
 
+#: what a decision plans for one job: its run, class, routes key, new traffic (if any) and time shift
+_Planned = tuple[JobRun, int, dict[tuple[str, str], int], JobTraffic | None, float]
+
 
 class DecisionApplier:
-    """Owns what the policy sees between decisions (its memo and epoch) and each job's routes now.
+    """Owns what the policy sees between decisions (its memo and epoch), the domains, and each job's
+    routes now.
 
     Parameters
     ----------
     topology, policy, priority_levels, seed
         The cluster, the communication policy, the hardware classes and the seed it is given.
-    runs, running
-        The jobs' run state and the indices of the running ones (owned by the job lifecycle).
+    runs
+        The jobs' run state.
     kernel, pacing, fast, fluid, iterations
         The engine's parts a decision updates.
     """
@@ -53,7 +65,6 @@ class DecisionApplier:
         priority_levels: int,
         seed: int,
         runs: Sequence[JobRun],
-        running: Sequence[int],
         kernel: EventKernel,
         pacing: Pacing,
         fast: FastMode,
@@ -65,7 +76,6 @@ class DecisionApplier:
         self._priority_levels = priority_levels
         self._seed = seed
         self._runs = runs
-        self._running = running
         self._kernel = kernel
         self._pacing = pacing
         self._fast = fast
@@ -73,95 +83,151 @@ class DecisionApplier:
         self._iterations = iterations
         self._epoch = 0
         self._memo = Memo()  # pure per-job / per-pair results the policy reuses between decisions
+        self._table = PathTable(topology)
         self._routes_cache: dict[int, dict[tuple[str, str], int]] = {}  # per job: its routes now
+        self.domains = DomainIndex()
+        self._dirty: set[int] = set()  # domains to decide afresh
+        self._order: dict[int, int] = {}  # per running job: its start sequence (the running order)
+        self._starts = 0
+        self._next_comp = 0
+        #: the most jobs a component (jobs sharing links) has held (a diagnostic)
+        self.largest_component = 0
+
+    # ------------------------------------------------------------------ domains
+    def joined(self, r: JobRun) -> None:
+        """A job has started (placed): it joins, and perhaps merges, domains to be decided afresh."""
+        assert r.placed is not None
+        self._order[r.index] = self._starts
+        self._starts += 1
+        before = {d for d in self._dirty if d in self.domains.members}
+        d = self.domains.add(r.index, job_reach(self._table, r.placed))
+        self._dirty = {x for x in before if x in self.domains.members} | {d}
+
+    def left(self, r: JobRun) -> None:
+        """A job has finished: its domain's other jobs are decided afresh (the domain may split)."""
+        dead = self.domains.domain_of(r.index)
+        parts = self.domains.remove(r.index)
+        self._dirty.discard(dead)
+        self._dirty.update(parts)
+        self._order.pop(r.index, None)
+        self._routes_cache.pop(r.index, None)
+        c = r.component
+        members = self._pacing.components.get(c)
+        if members is not None and all(self._runs[i].finished for i in members):
+            self._retire([c])
 
     def decide(self) -> None:
-        """Ask the policy for decisions on the running jobs and apply them."""
-        self._pacing.settle_all(self._running)
-        self._fluid.settle_all()
+        """Decide the domains that changed since the last decision, and apply the decisions."""
+        if not self._dirty:
+            return
+        groups = sorted(
+            (sorted(self.domains.members[d], key=self._order.__getitem__) for d in self._dirty),
+            key=lambda g: self._order[g[0]],
+        )
+        self._dirty = set()
+        jobs = sorted((i for g in groups for i in g), key=self._order.__getitem__)
+        for i in jobs:
+            self._pacing.settle(self._runs[i])
+            if self._fluid.is_fluid(i):
+                self._fluid.settle(i)
+        parts = [self._decide_domain(g) for g in groups]
+        self._apply(parts[0] if len(parts) == 1 else merge_decisions(parts), jobs)
+
+    def _decide_domain(self, idxs: list[int]) -> Decisions:
+        runs = [self._runs[i] for i in idxs]
         state = ClusterState(
             topology=self._topology,
-            jobs=tuple(p for i in self._running if (p := self._runs[i].placed) is not None),
+            jobs=tuple(p for r in runs if (p := r.placed) is not None),
             priority_levels=self._priority_levels,
-            in_flight_links=self._in_flight_links(),
+            in_flight_links=self._in_flight_links(runs),
         )
         ctx = PolicyContext(seed=self._seed, now_s=self._kernel.now, epoch=self._epoch, memo=self._memo)
         self._epoch += 1
-        decisions = self._policy(state, ctx)
-        self._apply(decisions)
+        return self._policy(state, ctx)
 
-    def _in_flight_links(self) -> dict[JobId, tuple[int, ...]]:
-        """Per running job, the links of its step in flight and of the routes in force now."""
+    @staticmethod
+    def _in_flight_links(runs: Sequence[JobRun]) -> dict[JobId, tuple[int, ...]]:
+        """Per job, the links of its step in flight and of the routes in force now."""
         out: dict[JobId, tuple[int, ...]] = {}
-        for i in self._running:
-            r = self._runs[i]
+        for r in runs:
             routes = [t.link_ids for t in (r.traffic, r.next_traffic) if t is not None]
             if routes:
                 out[r.spec.id] = tuple(np.unique(np.concatenate(routes)).tolist())
         return out
 
-    def _apply(self, d: Decisions) -> None:
+    # ------------------------------------------------------------------ applying
+    def _apply(self, d: Decisions, jobs: list[int]) -> None:
+        plan = self._plan(d, jobs)
+        changed = {r.index for r, _, _, new_tr, shift in plan if self._moves(r, new_tr, shift)}
+        reclassed = {r.index for r, cls, _, _, _ in plan if cls != r.priority_class}
+        old = {c for i in jobs if (c := self._runs[i].component) in self._pacing.components}
+        comps = self._partition(
+            jobs,
+            [
+                (r.traffic if r.traffic is not None else t, t if t is not None else r.next_traffic)
+                for r, _, _, t, _ in plan
+            ],
+        )
+        keep = self._untouched(comps, old, changed, reclassed, {r.index: cls for r, cls, _, _, _ in plan})
+        # first what the decision changes, with nothing changed yet: a component that a jump moved ahead
+        # of the clock and that the decision touches is caught up first, under the regime it extrapolated
+        for c in sorted(old):
+            if c in self._fast.ahead and c not in keep.values():
+                self._fast.catch_up(c)
+        for r, cls, key, new_tr, shift in plan:
+            self._install(r, cls, key, new_tr, shift)
+        mine = self._rebuild_components(comps, keep, old)
+        for comp in mine:
+            if comp not in self._fast.ahead:  # a component ahead of the clock keeps its paces and events
+                self._pacing.reallocate(comp)
+        now = self._kernel.now
+        for i in jobs:
+            r = self._runs[i]
+            fresh = r.start_s == now and r.iterations_done == 0 and not r.computing and not r.released
+            if fresh and not self._fluid.is_fluid(i):
+                self._iterations.start(r, now + r.time_shift_s)
+        self._fluid.apply(mine, set(keep.values()))
+
+    def _plan(self, d: Decisions, jobs: list[int]) -> list[_Planned]:
         own: dict[str, dict[tuple[str, str], int]] = {}
         own_items: dict[str, list[tuple[ConnectionKey, int]]] = {}
         for k, v in d.routes.items():
             own.setdefault(k.job, {})[(k.src, k.dst)] = v
             own_items.setdefault(k.job, []).append((k, v))
-        # first what the decision changes, with nothing changed yet: a component that a jump moved ahead
-        # of the clock and that the decision touches is caught up first, under the regime it extrapolated
-        changed: set[int] = set()  # jobs whose routes or phase this decision changes
-        reclassed: set[int] = set()  # jobs whose class it changes (matters only beside other jobs)
-        plan: list[tuple[JobRun, int, dict[tuple[str, str], int], JobTraffic | None, float]] = []
+        plan: list[_Planned] = []
         no_routes: dict[tuple[str, str], int] = {}
-        for i in self._running:
+        for i in jobs:
             r = self._runs[i]
             assert r.placed is not None
-            cls = d.class_of(r.spec.id)
-            if cls != r.priority_class:
-                reclassed.add(i)
             key = own.get(r.spec.id, no_routes)
             new_tr = None
             if r.next_traffic is None or self._routes_cache.get(i) != key:
                 new_tr = self._traffic(r.placed, d.routes, own_items.get(r.spec.id, []))
-                changed.add(i)
             shift = float(d.time_shift_s.get(r.spec.id, 0.0))
-            if r.traffic is not None and shift != r.time_shift_s and r.standalone_s > 0:
-                changed.add(i)
-            plan.append((r, cls, key, new_tr, shift))
-        comps = self._partition(
-            [
-                (r.traffic if r.traffic is not None else t, t if t is not None else r.next_traffic)
-                for r, _, _, t, _ in plan
-            ]
-        )
-        keep = self._untouched(comps, changed, reclassed, {r.index: cls for r, cls, _, _, _ in plan})
-        for c in list(self._fast.ahead):
-            if tuple(self._pacing.components.get(c, ())) not in keep:
-                self._fast.catch_up(c)
-        for r, cls, key, new_tr, shift in plan:
-            r.priority_class = cls
-            if new_tr is not None:
-                r.next_traffic = new_tr
-                self._routes_cache[r.index] = key
-            new_job = r.traffic is None
-            if new_job:
-                r.traffic = r.next_traffic
-                self._init_job(r)
-            if not new_job and shift != r.time_shift_s and r.standalone_s > 0:
-                # CASSINI: a changed phase delays the next iteration start once by the difference
-                r.pending_delay_s = (shift - r.time_shift_s) % r.standalone_s
-            r.time_shift_s = shift
-        self._rebuild_components(comps, keep)
-        for comp in self._pacing.components:
-            if comp not in self._fast.ahead:  # a component ahead of the clock keeps its paces and events
-                self._pacing.reallocate(comp)
-        now = self._kernel.now
-        for i in list(self._running):
-            r = self._runs[i]
-            fresh = r.start_s == now and r.iterations_done == 0 and not r.computing and not r.released
-            if fresh and not self._fluid.is_fluid(i):
-                self._iterations.start(r, now + r.time_shift_s)
-        kept = {c for c, idxs in self._pacing.components.items() if tuple(idxs) in keep}
-        self._fluid.apply(self._pacing.components, kept)
+            plan.append((r, d.class_of(r.spec.id), key, new_tr, shift))
+        return plan
+
+    @staticmethod
+    def _moves(r: JobRun, new_tr: JobTraffic | None, shift: float) -> bool:
+        """Whether a decision changes a job's routes or phase."""
+        phase = r.traffic is not None and shift != r.time_shift_s and r.standalone_s > 0
+        return new_tr is not None or phase
+
+    def _install(
+        self, r: JobRun, cls: int, key: dict[tuple[str, str], int], new_tr: JobTraffic | None, shift: float
+    ) -> None:
+        r.priority_class = cls
+        if new_tr is not None:
+            r.next_traffic = new_tr
+            self._routes_cache[r.index] = key
+        new_job = r.traffic is None
+        if new_job:
+            r.traffic = r.next_traffic
+            self._init_job(r)
+        if not new_job and shift != r.time_shift_s and r.standalone_s > 0:
+            # CASSINI: a changed phase delays the next iteration start once by the difference
+            r.pending_delay_s = (shift - r.time_shift_s) % r.standalone_s
+        r.time_shift_s = shift
 
     def _traffic(
         self, placed: PlacedJob, routes: Mapping[ConnectionKey, int], own: list[tuple[ConnectionKey, int]]
@@ -190,10 +256,11 @@ class DecisionApplier:
         elif r.spec.duration_s is not None:
             r.target_iterations = float(max(1, round(r.spec.duration_s / max(r.standalone_s, 1e-12))))
 
-    def _partition(self, traffics: list[tuple[JobTraffic | None, JobTraffic | None]]) -> list[list[int]]:
-        """Components of the running jobs (running order), given each one's current and next traffic."""
-        running = self._running
-        if not running:
+    def _partition(
+        self, jobs: list[int], traffics: list[tuple[JobTraffic | None, JobTraffic | None]]
+    ) -> list[list[int]]:
+        """Components of ``jobs`` (in their order), given each one's current and next traffic."""
+        if not jobs:
             return []
         rows: list[NDArray[np.int64]] = []
         cols: list[NDArray[np.int64]] = []
@@ -202,20 +269,28 @@ class DecisionApplier:
                 if tr is not None:
                     rows.append(np.full(tr.link_ids.size, k, dtype=np.int64))
                     cols.append(tr.link_ids)
-        n_jobs, n_links = len(running), self._pacing.capacity_bytes_per_s.size
-        r_all = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-        c_all = np.concatenate(cols).astype(np.int64) + n_jobs if cols else np.zeros(0, np.int64)
+        n_jobs = len(jobs)
+        if not rows:
+            return [[i] for i in jobs]
+        r_all = np.concatenate(rows)
+        links, local = np.unique(np.concatenate(cols), return_inverse=True)  # the links of these jobs only
+        size = n_jobs + links.size
         adj = sparse.csr_matrix(
-            (np.ones(r_all.size, dtype=np.int8), (r_all, c_all)), shape=(n_jobs + n_links, n_jobs + n_links)
+            (np.ones(r_all.size, dtype=np.int8), (r_all, local.astype(np.int64) + n_jobs)), shape=(size, size)
         )
         _, labels = connected_components(adj, directed=False)
         comps: dict[int, list[int]] = {}
-        for k, i in enumerate(running):
+        for k, i in enumerate(jobs):
             comps.setdefault(int(labels[k]), []).append(i)
         return list(comps.values())
 
     def _untouched(
-        self, comps: list[list[int]], changed: set[int], reclassed: set[int], classes: dict[int, int]
+        self,
+        comps: list[list[int]],
+        old: set[int],
+        changed: set[int],
+        reclassed: set[int],
+        classes: dict[int, int],
     ) -> dict[tuple[int, ...], int]:
         """The new components that a decision leaves as they were, with their current ids.
 
@@ -224,10 +299,10 @@ class DecisionApplier:
         new ``classes`` (the rates depend on that order only, not on the class numbers: unique classes
         shift by one under every job ranked above a newcomer). Its periodic regime goes on.
         """
-        old = {tuple(idxs): c for c, idxs in self._pacing.components.items()}
+        before = {tuple(self._pacing.components[c]): c for c in old}
         keep: dict[tuple[int, ...], int] = {}
         for idxs in comps:
-            prev = old.get(tuple(idxs))
+            prev = before.get(tuple(idxs))
             if prev is None or changed.intersection(idxs):
                 continue
             if len(idxs) > 1 and reclassed.intersection(idxs) and self._reordered(idxs, classes):
@@ -250,12 +325,34 @@ class DecisionApplier:
                 return True
         return False
 
-    def _rebuild_components(self, comps: list[list[int]], keep: dict[tuple[int, ...], int]) -> None:
-        """Install the new components; those in ``keep`` keep their fast-mode history and jump."""
-        self._pacing.components = dict(enumerate(comps))
-        self._fast.rebuild(self._pacing.components, keep)
-        for c, idxs in self._pacing.components.items():
+    def _rebuild_components(
+        self, comps: list[list[int]], keep: dict[tuple[int, ...], int], old: set[int]
+    ) -> dict[int, list[int]]:
+        """Install the decided jobs' components: those in ``keep`` keep their id and fast-mode history,
+        the others get new ids; the components they replace are retired. Returns the installed ones."""
+        kept = set(keep.values())
+        self._retire(old - kept)
+        mine: dict[int, list[int]] = {}
+        fresh: dict[int, list[int]] = {}
+        for idxs in comps:
+            c = keep.get(tuple(idxs))
+            if c is None:
+                c = self._next_comp
+                self._next_comp += 1
+                fresh[c] = idxs
+            mine[c] = idxs
+            self._pacing.components[c] = idxs
+            self.largest_component = max(self.largest_component, len(idxs))
             for i in idxs:
                 self._runs[i].component = c
                 if len(idxs) > 1:
                     self._runs[i].shared_links = True
+        self._fast.expire(kept)
+        self._fast.adopt(fresh)
+        return mine
+
+    def _retire(self, comps: set[int] | list[int]) -> None:
+        for c in comps:
+            self._pacing.components.pop(c, None)
+        self._fast.forget(comps)
+

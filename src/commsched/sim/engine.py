@@ -8,8 +8,10 @@ Modelling contract (see ``docs/simulator.md``)
   released after ``o * c``; the next iteration starts when both are done. GPU busy time is compute time.
 * A step runs its transfers in lockstep at the pace of its slowest edge and costs, per repetition, the
   longest path latency ``alpha`` of its transfers plus its largest transfer over the pace.
-* Decisions (routes, classes) are recomputed on every arrival and departure. New classes apply at once;
-  new routes apply from the job's next communication release (a step in flight keeps its links).
+* Decisions (routes, classes) are recomputed on every arrival and departure, for the contention domain
+  it changes (the jobs that can ever share a link with the job that came or went, transitively); other
+  domains keep theirs. New classes apply at once; new routes apply from the job's next communication
+  release (a step in flight keeps its links).
 * ``exact`` mode simulates every iteration; ``fast`` mode detects the periodic steady state of each
   group of jobs that share links and repeats it until the next arrival, departure or horizon.
 
@@ -137,6 +139,8 @@ class Simulation:
             backfill=backfill,
             kernel=self._kernel,
             ledger=self._ledger,
+            started=self._joined,
+            departed=self._left,
             decide=self._decide,
         )
         self._decisions = DecisionApplier(
@@ -145,7 +149,6 @@ class Simulation:
             priority_levels=priority_levels,
             seed=config.seed,
             runs=self._runs,
-            running=self._lifecycle.running,
             kernel=self._kernel,
             pacing=self._pacing,
             fast=self._fast,
@@ -169,6 +172,16 @@ class Simulation:
     def fluid_solves(self) -> int:
         """Fast mode: fluid steady states solved for large components."""
         return self._fluid.solves
+
+    @property
+    def largest_domain(self) -> int:
+        """The most running jobs one contention domain has held (jobs that can ever share a link)."""
+        return self._decisions.domains.largest
+
+    @property
+    def largest_component(self) -> int:
+        """The most running jobs one component (jobs sharing links under their routes) has held."""
+        return self._decisions.largest_component
 
     @property
     def fast_catch_ups(self) -> int:
@@ -242,6 +255,12 @@ class Simulation:
             self._iterations.on_release(r)
         elif kind == EventKind.STEP_END:
             self._iterations.on_step_end(r)
+
+    def _joined(self, r: JobRun) -> None:
+        self._decisions.joined(r)
+
+    def _left(self, r: JobRun) -> None:
+        self._decisions.left(r)
 
     def _decide(self) -> None:
         self._decisions.decide()

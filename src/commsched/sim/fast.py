@@ -10,7 +10,7 @@ back (:meth:`FastMode.catch_up`) by taking back the periods not yet due and repl
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,25 +84,30 @@ class FastMode:
         self.catch_ups = 0
 
     # ------------------------------------------------------------------ components
-    def rebuild(self, comps: dict[int, list[int]], keep: dict[tuple[int, ...], int]) -> None:
-        """New components; those in ``keep`` (new jobs -> old id) keep their history, jump and anchor."""
-        old_history, old_ahead, old_anchor = self._history, self.ahead, self._anchor
-        self._sig_links = {}
-        self._history = {}
-        self.ahead = {}
-        self._anchor = {}
+    def forget(self, comps: Iterable[int]) -> None:
+        """Components that no longer exist: drop their history, jump and anchor."""
+        for c in comps:
+            self._history.pop(c, None)
+            self._sig_links.pop(c, None)
+            self.ahead.pop(c, None)
+            self._anchor.pop(c, None)
+
+    def expire(self, comps: Iterable[int]) -> None:
+        """Forget the jumps of these components that the clock has passed (their regime was replayed)."""
         now = self._kernel.now
+        for c in comps:
+            a = self.ahead.get(c)
+            if a is not None and a.t_end <= now:
+                del self.ahead[c]
+
+    def adopt(self, comps: Mapping[int, list[int]]) -> None:
+        """New components (ids not seen before): each starts with no history, anchored at its slowest job.
+
+        A component that a decision leaves as it was keeps its id, and with it its history, jump and
+        anchor; it is neither forgotten nor adopted.
+        """
         for c, idxs in comps.items():
-            prev = keep.get(tuple(idxs))
-            if prev is not None:
-                if prev in old_history:
-                    self._history[c] = old_history[prev]
-                if prev in old_ahead and old_ahead[prev].t_end > now:
-                    self.ahead[c] = old_ahead[prev]
-            if prev is not None and old_anchor.get(prev) in idxs:
-                self._anchor[c] = old_anchor[prev]
-            else:
-                self._anchor[c] = max(idxs, key=lambda i: (self._runs[i].standalone_s, -i))
+            self._anchor[c] = max(idxs, key=lambda i: (self._runs[i].standalone_s, -i))
 
     def on_iteration_start(self, r: JobRun, t: float) -> None:
         """An iteration of ``r`` starts at ``t``: at the anchor's starts, look for a period."""

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from types import MappingProxyType
 
 from commsched.errors import InputError
+from commsched.scheduling.freegpus import FreeGpus
 from commsched.scheduling.interfaces import Allocation, PlacementFn, PlacementRequest, QueueOrderFn
 from commsched.scheduling.state import PlacedJob
 from commsched.sim.accounting import Ledger
@@ -34,8 +35,10 @@ class JobLifecycle:
         How waiting jobs are placed and served.
     kernel, ledger
         The clock and the counters of allocated GPUs.
+    started, departed
+        Told of every job that starts (once placed) and of every job that finishes.
     decide
-        Asks for and applies a new decision on the running jobs.
+        Asks for and applies a new decision on the domains that starts and departures changed.
     """
 
     def __init__(
@@ -49,6 +52,8 @@ class JobLifecycle:
         backfill: bool,
         kernel: EventKernel,
         ledger: Ledger,
+        started: Callable[[JobRun], None],
+        departed: Callable[[JobRun], None],
         decide: Callable[[], None],
     ) -> None:
         self._topology = topology
@@ -59,10 +64,13 @@ class JobLifecycle:
         self._backfill = backfill
         self._kernel = kernel
         self._ledger = ledger
+        self._started = started
+        self._departed = departed
         self._decide = decide
         self.abstract = len(topology.hosts) == 0
         self.cluster_gpus = topology.n_gpus if not self.abstract else sum(r.spec.gpus for r in runs)
-        self._free: set[NodeId] = set(topology.gpus)
+        self._free = FreeGpus(topology)  # indexed: placements query it instead of scanning hosts
+        self._running_placed: tuple[PlacedJob, ...] | None = None  # the running jobs, as placed
         self._queue: list[int] = []
         #: indices of the running jobs, in start order
         self.running: list[int] = []
@@ -124,13 +132,14 @@ class JobLifecycle:
             return explicit if all(g in self._free for g in explicit) else None
         if r.spec.gpus > len(self._free):
             return None
-        running = tuple(p for i in self.running if (p := self._runs[i].placed) is not None)
+        if self._running_placed is None:
+            self._running_placed = tuple(p for i in self.running if (p := self._runs[i].placed) is not None)
         alloc = self._placement(
             PlacementRequest(
                 topology=self._topology,
                 job=r.spec,
-                free_gpus=frozenset(self._free),
-                running=running,
+                free_gpus=self._free,
+                running=self._running_placed,
                 now_s=self._kernel.now,
             )
         )
@@ -142,8 +151,8 @@ class JobLifecycle:
     def _start(self, r: JobRun, gpus: tuple[NodeId, ...]) -> None:
         now = self._kernel.now
         self._ledger.advance_alloc(now)
-        for g in gpus:
-            self._free.discard(g)
+        self._free.take(gpus)
+        self._running_placed = None
         extra = self._alloc_extra.pop(r.index, None)
         r.placed = PlacedJob(
             spec=r.spec,
@@ -157,6 +166,7 @@ class JobLifecycle:
         r.start_s = now
         r.last_end_s = now
         self.running.append(r.index)
+        self._started(r)
 
     def depart(self, r: JobRun) -> None:
         """``r`` has completed its last iteration: free its GPUs, serve the queue, decide afresh."""
@@ -168,7 +178,8 @@ class JobLifecycle:
         self.running.remove(r.index)
         self._ledger.alloc_gpus -= r.gpu_count
         if r.placed is not None:
-            self._free.update(r.placed.gpus)
+            self._free.give(r.placed.gpus)
+        self._running_placed = None
+        self._departed(r)
         self.schedule_queue(decide=False)
-        if self.running:
-            self._decide()
+        self._decide()

@@ -8,6 +8,9 @@ order (no best fit, no look-ahead):
 * else a job that fits under one ToR gets the first ToR with enough free GPUs (its hosts in order);
 * else the first ``n`` free GPUs in topology order, wherever they are.
 
+The free GPUs are read from an index (:class:`~commsched.scheduling.freegpus.FreeGpus`): a
+placement costs ``O(log hosts)`` plus the hosts it takes GPUs from.
+
 Under arrivals and departures this leaves the cluster fragmented the way the trace is: jobs that do not
 fit in one switch end up on whatever hosts are free, straddling ToRs that other jobs use too. It is the
 placement of Crux's "None" (no job scheduler) bars; :func:`~commsched.scheduling.placement.pack` is the
@@ -20,9 +23,8 @@ References
 
 from __future__ import annotations
 
+from commsched.scheduling.freegpus import free_index
 from commsched.scheduling.interfaces import Allocation, PlacementRequest
-from commsched.scheduling.jobsched.common import HostView, by_key, host_views
-from commsched.topology import NodeId
 
 
 def first_fit(req: PlacementRequest) -> Allocation | None:
@@ -42,22 +44,13 @@ def first_fit(req: PlacementRequest) -> Allocation | None:
     (['h0/gpu4', 'h0/gpu5'], 12)
     """
     n = req.job.gpus
-    views = host_views(req)
-    if sum(len(v.free) for v in views) < n:
+    free = free_index(req)
+    if len(free) < n:
         return None
-    for v in views:
-        if len(v.free) >= n:
-            return Allocation(gpus=v.free[:n])
-    for hosts in by_key(views).values():
-        if sum(len(v.free) for v in hosts) >= n:
-            return Allocation(gpus=_first(hosts, n))
-    return Allocation(gpus=_first(views, n))
-
-
-def _first(views: list[HostView], n: int) -> tuple[NodeId, ...]:
-    out: list[NodeId] = []
-    for v in views:
-        out.extend(v.free[: n - len(out)])
-        if len(out) == n:
-            break
-    return tuple(out)
+    h = free.first_host(n)
+    if h >= 0:
+        return Allocation(gpus=free.host_free(h)[:n])
+    g = free.first_group(n)
+    if g >= 0:
+        return Allocation(gpus=free.first_free(n, free.group_hosts[g]))
+    return Allocation(gpus=free.first_free(n))

@@ -30,6 +30,7 @@ References
 from __future__ import annotations
 
 import math
+from collections.abc import Set as AbstractSet
 
 from commsched.scheduling.interfaces import Allocation, PlacementRequest
 from commsched.scheduling.jobsched.common import HostView, by_key, host_views, rank_order
@@ -41,7 +42,7 @@ def _cell_size(n: int, host_size: int) -> int:
     return size if size < host_size else host_size
 
 
-def _free_top(v: HostView, start: int, size: int, free: frozenset[NodeId]) -> int:
+def _free_top(v: HostView, start: int, size: int, free: AbstractSet[NodeId]) -> int:
     """Size of the largest free aligned cell (within the host) that contains the cell at ``start``."""
     top = size
     while top < v.size:
@@ -53,7 +54,7 @@ def _free_top(v: HostView, start: int, size: int, free: frozenset[NodeId]) -> in
     return top
 
 
-def _cells(v: HostView, n: int, free: frozenset[NodeId]) -> list[tuple[int, int]]:
+def _cells(v: HostView, n: int, free: AbstractSet[NodeId]) -> list[tuple[int, int]]:
     """(free top, start) of every free aligned cell of the level of ``n`` GPUs in host ``v``."""
     size = _cell_size(n, v.size)
     out = []
