@@ -112,20 +112,21 @@ def result_frames(result: SimResult, topology: Topology | None = None) -> Result
             "allocated_gpu_utilization": s.allocated_gpu_utilization.astype("float64"),
         }
     )
-    used = (
+    used = (  # columns of the links that carried traffic
         np.flatnonzero(np.nansum(s.link_utilization, axis=0) > 0)
         if s.link_utilization.size
         else np.zeros(0, int)
     )
     rows: list[dict[str, Any]] = []
     for k, t in enumerate(s.t.tolist()):
-        for lid in used.tolist():
-            row: dict[str, Any] = {"t_s": float(t), "link": int(lid)}
+        for col in used.tolist():
+            lid = int(s.link_ids[col])
+            row: dict[str, Any] = {"t_s": float(t), "link": lid}
             if topology is not None:
                 lk = topology.links[lid]
                 row.update(src=str(lk.src), dst=str(lk.dst), kind=str(lk.kind))
-            row["utilization"] = float(s.link_utilization[k, lid])
-            row["gpu_intensity"] = float(s.link_intensity[k, lid])
+            row["utilization"] = float(s.link_utilization[k, col])
+            row["gpu_intensity"] = float(s.link_intensity[k, col])
             rows.append(row)
     cols = (
         _LINK_COLUMNS

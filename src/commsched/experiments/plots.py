@@ -119,7 +119,7 @@ def _intensity(plt: Any, cmp: Comparison, topology: Topology, path: Path) -> Pat
         s = r.series
         for g, (label, ks) in enumerate(groups):
             ax = axes[g][c]
-            cols = np.flatnonzero(np.isin(kinds, list(ks)))
+            cols = np.flatnonzero(np.isin(kinds[s.link_ids], list(ks)))  # columns of links of these kinds
             used = cols[np.nansum(s.link_utilization[:, cols], axis=0) > 0] if cols.size else cols
             if used.size and s.t.size:
                 data = s.link_intensity[:, used].T

@@ -144,18 +144,19 @@ def write_outputs(
     ):
         rows.append([f"{t:.6g}", _g(clamp_fraction(u)), _g(clamp_fraction(a))])
     files["utilization.csv"] = _csv(rows)
-    used = (
+    used = (  # columns of the links that carried traffic
         np.flatnonzero(np.nansum(s.link_utilization, axis=0) > 0)
         if s.link_utilization.size
         else np.zeros(0, int)
     )
     rows = [["t_s", "link", "src", "dst", "kind", "utilization", "gpu_intensity"]]
     for k, t in enumerate(s.t.tolist()):
-        for lid in used.tolist():
+        for col in used.tolist():
+            lid = int(s.link_ids[col])
             lk = topology.links[lid]
-            u = float(s.link_utilization[k, lid])
+            u = float(s.link_utilization[k, col])
             rows.append(
-                [f"{t:.6g}", lid, lk.src, lk.dst, lk.kind, _g(u), _g(float(s.link_intensity[k, lid]))]
+                [f"{t:.6g}", lid, lk.src, lk.dst, lk.kind, _g(u), _g(float(s.link_intensity[k, col]))]
             )
     files["links.csv"] = _csv(rows)
     return write_files(out_dir, files)

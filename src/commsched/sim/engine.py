@@ -222,7 +222,7 @@ class Simulation:
         self._record_sample()
         return summarise(
             runs=self._runs,
-            samples=self._ledger.sampler.samples,
+            sampler=self._ledger.sampler,
             config=cfg,
             cluster_gpus=self.cluster_gpus,
             capacity_bytes_per_s=self._pacing.capacity_bytes_per_s,

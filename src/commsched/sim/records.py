@@ -131,9 +131,11 @@ class TimeSeries:
     t: NDArray[np.float64]
     gpu_utilization: NDArray[np.float64]
     allocated_gpu_utilization: NDArray[np.float64]
+    #: the links that carried traffic during the run (sorted ids); a link that never carried a byte has
+    #: no column, so the series' size follows the traffic, not the fabric
     link_ids: NDArray[np.int64]
-    link_utilization: NDArray[np.float64]  # intervals x links
-    link_intensity: NDArray[np.float64]  # intervals x links, traffic-weighted GPU intensity (nan if idle)
+    link_utilization: NDArray[np.float64]  # intervals x link_ids
+    link_intensity: NDArray[np.float64]  # intervals x link_ids, traffic-weighted GPU intensity (nan if idle)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from commsched.sim.accounting import Sample
+from commsched.sim.accounting import Sample, Sampler
 from commsched.sim.records import JobResult, SimConfig, SimResult, TimeSeries
 from commsched.sim.runs import JobRun
 
@@ -19,7 +19,7 @@ from commsched.sim.runs import JobRun
 def summarise(
     *,
     runs: Sequence[JobRun],
-    samples: Sequence[Sample],
+    sampler: Sampler,
     config: SimConfig,
     cluster_gpus: int,
     capacity_bytes_per_s: NDArray[np.float64],
@@ -31,6 +31,7 @@ def summarise(
 
     ``capacity_bytes_per_s`` are the link capacities in bytes/s (the unit of the byte counters).
     """
+    samples = sampler.samples
     w0 = min(config.warmup_s, end)
     first = samples[0]
     for s in samples:
@@ -57,8 +58,8 @@ def summarise(
         series=series(samples, cluster_gpus, capacity_bytes_per_s),
         busy_gpu_s=last.busy_gpu_s,
         events=events,
-        link_bytes=last.link_bytes,
-        link_intensity_bytes=last.link_iw_bytes,
+        link_bytes=sampler.link_bytes,
+        link_intensity_bytes=sampler.link_iw_bytes,
     )
 
 
@@ -98,7 +99,8 @@ def job_results(runs: Sequence[JobRun], end: float) -> tuple[JobResult, ...]:
 def series(
     samples: Sequence[Sample], cluster_gpus: int, capacity_bytes_per_s: NDArray[np.float64]
 ) -> TimeSeries:
-    """Per sampling interval: GPU utilisation, and per link its utilisation and traffic intensity."""
+    """Per sampling interval: GPU utilisation, and per link that carried traffic its utilisation and
+    traffic intensity (links that never carried a byte have no column)."""
     s = samples
     t = np.array([x.t for x in s])
     dt = np.diff(t)
@@ -107,10 +109,11 @@ def series(
     ok = dt > 0
     util = np.where(ok, busy / np.where(ok, dt * max(cluster_gpus, 1), 1.0), np.nan)
     a_util = np.where(alloc > 0, busy / np.where(alloc > 0, alloc, 1.0), np.nan)
-    links = np.arange(capacity_bytes_per_s.size, dtype=np.int64)
-    lb = np.diff(np.array([x.link_bytes for x in s]), axis=0) if len(s) > 1 else np.zeros((0, links.size))
-    liw = np.diff(np.array([x.link_iw_bytes for x in s]), axis=0) if len(s) > 1 else np.zeros((0, links.size))
-    cap = capacity_bytes_per_s[None, :] * np.where(ok, dt, 1.0)[:, None]
+    links = np.unique(np.concatenate([x.links for x in s])) if s else np.zeros(0, np.int64)
+    lb_cum, liw_cum = _dense(s, links)
+    lb = np.diff(lb_cum, axis=0)
+    liw = np.diff(liw_cum, axis=0)
+    cap = capacity_bytes_per_s[links][None, :] * np.where(ok, dt, 1.0)[:, None]
     l_util = lb / cap
     with np.errstate(invalid="ignore", divide="ignore"):
         l_int = np.where(lb > 0, liw / np.where(lb > 0, lb, 1.0), np.nan)
@@ -118,7 +121,24 @@ def series(
         t=t[1:],
         gpu_utilization=util,
         allocated_gpu_utilization=a_util,
-        link_ids=links,
+        link_ids=links.astype(np.int64),
         link_utilization=l_util,
         link_intensity=l_int,
     )
+
+
+def _dense(
+    samples: Sequence[Sample], links: NDArray[np.int64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The cumulative per-link counters of every sample over ``links`` (sorted), from the sparse ones."""
+    lb = np.zeros((len(samples), links.size))
+    liw = np.zeros((len(samples), links.size))
+    row_b = np.zeros(links.size)
+    row_w = np.zeros(links.size)
+    for k, x in enumerate(samples):
+        pos = np.searchsorted(links, x.links)
+        row_b[pos] = x.link_bytes
+        row_w[pos] = x.link_iw_bytes
+        lb[k] = row_b
+        liw[k] = row_w
+    return lb, liw
