@@ -18,9 +18,22 @@ With a placement other than ``pack`` the same run also replays ``pack`` and prin
 ``gpu_utilization``, ``jobs_finished``, ``ratio_to_budget`` (and ``_cpu``), ``ratio_to_rapidnetsim`` and,
 with the pack reference, ``pack_wall_s``, ``pack_cpu_s``, ``ratio_to_pack`` (and ``_cpu``).
 
+``--gpus N`` replays the production-scale shape instead (issue "fast and right at production scale"):
+the first ``--days`` days of the 14-day trace of ``40,000 x N / 16,384`` jobs on ``N / 32`` ToRs x 16 Aggs
+(4 hosts of 8 GPUs per ToR, 4:1 uplinks, 100/25 Gb/s: ``crux-fig23-clos``'s shape), first-fit with
+backfill, fast mode. The replay runs in a process of its own; ``cpu_s`` (user + system) and
+``peak_rss_mb`` (MiB) are that process's, children included. ``--json`` prints one object with
+``gpus``, ``days``, ``policy``, ``placement``, ``jobs``, ``jobs_finished``, ``events``, ``cpu_s``,
+``wall_s``, ``peak_rss_mb``, ``gpu_utilization``, ``largest_component`` (the most jobs sharing links at
+once) and ``largest_domain`` (the most jobs that could share a link, which a decision costs).
+``--series 2048,4096,8192,16384`` runs each size in turn and prints the cost exponent: the slope of
+log CPU-s against log GPUs (least squares), and each size's CPU-s over the smallest's.
+
 Run: ``.venv/bin/python benchmarks/bench_trace_replay.py [--jobs 5000] [--days 14] [--policy crux-full]
-[--placement pack] [--json]`` or
-``.venv/bin/python benchmarks/bench_trace_replay.py --agreement [--window-h 6]``
+[--placement pack] [--json]``,
+``.venv/bin/python benchmarks/bench_trace_replay.py --agreement [--window-h 6]``,
+``.venv/bin/python benchmarks/bench_trace_replay.py --gpus 16384 --days 2 [--json]`` or
+``.venv/bin/python benchmarks/bench_trace_replay.py --series 2048,4096,8192,16384 --days 2``
 """
 
 from __future__ import annotations
@@ -28,6 +41,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import resource
+import subprocess
+import sys
 import time
 from dataclasses import replace
 
@@ -167,6 +183,103 @@ def agreement(args: argparse.Namespace) -> None:
     print(f"wall-time ratio exact / fast: {exact.wall_time_s / fast.wall_time_s:.1f}")
 
 
+#: the production-scale shape: jobs per GPU over the 14-day trace, GPUs per ToR
+SCALE_JOBS_PER_GPU = 40_000 / 16_384
+GPUS_PER_TOR = 32
+TRACE_DAYS = 14.0
+
+
+def scale_scenario(gpus: int, days: float, seed: int, policy: str) -> Scenario:
+    """The first ``days`` of the 14-day trace at ``gpus`` GPUs (module notes: ``--gpus``)."""
+    if gpus < GPUS_PER_TOR or gpus % GPUS_PER_TOR:
+        raise SystemExit(
+            f"--gpus {gpus}: expected a positive multiple of {GPUS_PER_TOR} (4 hosts of 8 GPUs per ToR)"
+        )
+    data = yamlio.load(shipped_text("crux-fig23-clos"))
+    data["topology"] = {**data["topology"], "tors": gpus // GPUS_PER_TOR}
+    jobs = round(SCALE_JOBS_PER_GPU * gpus)
+    data["trace"] = {**data["trace"], "jobs": jobs, "days": TRACE_DAYS, "seed": seed}
+    data["placement"] = "first-fit"
+    data["backfill"] = True
+    data["policy"] = policy
+    data["horizon_s"] = days * DAY_S
+    data["name"] = f"crux-trace-{gpus}gpu-first-{days:g}d"
+    sc = scenario_from_data(data, source="bench_trace_replay --gpus")
+    return replace(sc, jobs=tuple(j for j in sc.jobs if j.spec.arrival_s < days * DAY_S))
+
+
+def _scale_worker(args: argparse.Namespace) -> None:
+    """One replay at ``--gpus`` (run in a child process by :func:`_scale_run`): prints its figures."""
+    sc = scale_scenario(args.gpus, args.days, args.seed, args.policy)
+    res = simulate_scenario(sc, policy=args.policy, mode="fast")
+    print(
+        json.dumps(
+            {
+                "gpus": sc.topology.n_gpus,
+                "days": args.days,
+                "policy": args.policy,
+                "placement": "first-fit",
+                "mode": "fast",
+                "jobs": len(sc.jobs),
+                "jobs_finished": sum(j.finished for j in res.jobs),
+                "events": res.events,
+                "gpu_utilization": res.gpu_utilization,
+                "largest_component": res.largest_component,
+                "largest_domain": res.largest_domain,
+            }
+        )
+    )
+
+
+def _scale_run(gpus: int, args: argparse.Namespace) -> dict[str, object]:
+    """Replay one size in a process of its own; its CPU and peak memory, children included."""
+    cmd = [sys.executable, __file__, "--scale-worker", "--gpus", str(gpus), "--days", str(args.days)]
+    cmd += ["--seed", str(args.seed), "--policy", args.policy]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"the replay at {gpus} GPUs failed: {proc.stderr.strip().splitlines()[-1:]}")
+    out: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    out |= {"cpu_s": round(cpu, 2), "wall_s": round(wall, 2), "peak_rss_mb": round(after.ru_maxrss / 1024, 1)}
+    return out
+
+
+def _exponent(rows: list[dict[str, object]]) -> float:
+    """Least-squares slope of log CPU-s against log GPUs."""
+    x = np.log([float(str(r["gpus"])) for r in rows])
+    y = np.log([float(str(r["cpu_s"])) for r in rows])
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def scale(args: argparse.Namespace) -> None:
+    sizes = [int(v) for v in args.series.split(",")] if args.series else [args.gpus]
+    rows = []
+    for n in sizes:
+        row = _scale_run(n, args)
+        rows.append(row)
+        if not args.json:
+            print(
+                f"{row['gpus']:>6} GPUs {row['jobs']:>6} jobs: {row['cpu_s']:8.1f} CPU-s "
+                f"({row['wall_s']:.1f} s wall), peak RSS {row['peak_rss_mb']:7.1f} MiB, "
+                f"{row['events']} events, "
+                f"utilisation {float(str(row['gpu_utilization'])):.4f}, largest component "
+                f"{row['largest_component']} / domain {row['largest_domain']} jobs",
+                flush=True,
+            )
+    if args.json:
+        print(json.dumps(rows[0] if len(rows) == 1 else {"sizes": rows, "exponent": _exponent(rows)}))
+        return
+    if len(rows) > 1:
+        base = float(str(rows[0]["cpu_s"]))
+        ratios = ", ".join(f"{r['gpus']}: {float(str(r['cpu_s'])) / base:.2f}" for r in rows)
+        print(f"CPU-s over the smallest size's: {ratios}")
+        print(f"cost exponent (slope of log CPU-s on log GPUs): {_exponent(rows):.2f} (target <= 1.3)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=5000)
@@ -183,11 +296,22 @@ def main() -> None:
         action="store_true",
         help="with a placement other than pack, skip the pack replay the ratio is measured against",
     )
-    ap.add_argument("--json", action="store_true", help="print one JSON object (replay mode only)")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--agreement", action="store_true", help="fast against exact on the first hours")
     ap.add_argument("--window-h", type=float, default=6.0)
+    ap.add_argument(
+        "--gpus",
+        type=int,
+        help="replay the production-scale shape at this many GPUs (first-fit, in a child process)",
+    )
+    ap.add_argument("--series", help="comma-separated GPU counts: replay each and print the cost exponent")
+    ap.add_argument("--scale-worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.agreement:
+    if args.scale_worker:
+        _scale_worker(args)
+    elif args.gpus or args.series:
+        scale(args)
+    elif args.agreement:
         agreement(args)
     else:
         bench(args)

@@ -355,4 +355,3 @@ class DecisionApplier:
         for c in comps:
             self._pacing.components.pop(c, None)
         self._fast.forget(comps)
-

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -220,7 +221,7 @@ class Simulation:
         self._pacing.settle_all(self._lifecycle.running)
         self._fluid.settle_all()
         self._record_sample()
-        return summarise(
+        result = summarise(
             runs=self._runs,
             sampler=self._ledger.sampler,
             config=cfg,
@@ -230,6 +231,7 @@ class Simulation:
             events=kernel.events,
             end=end,
         )
+        return replace(result, largest_domain=self.largest_domain, largest_component=self.largest_component)
 
     def _dispatch(self, kind: EventKind, job: int, version: int) -> None:
         if kind == EventKind.SAMPLE:

@@ -165,3 +165,8 @@ class SimResult:
     link_bytes: NDArray[np.float64]
     link_intensity_bytes: NDArray[np.float64]
     wall_time_s: float = 0.0
+    #: the most running jobs one contention domain held (jobs that can ever share a link; a decision
+    #: costs what its domain holds)
+    largest_domain: int = 0
+    #: the most running jobs one component held (jobs sharing links under their routes)
+    largest_component: int = 0
