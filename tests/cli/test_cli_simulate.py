@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from commsched.cli.app import app
@@ -96,3 +98,33 @@ def test_unknown_policy_lists_choices() -> None:
 def test_validate_ok() -> None:
     res = runner.invoke(app, ["validate", str(EXAMPLE)])
     assert res.exit_code == 0 and "OK" in res.stdout
+
+
+def test_fluid_min_jobs_reaches_the_engine_from_the_file_and_the_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import commsched.experiments.runner as runner_mod
+
+    seen: list[int] = []
+    real = runner_mod.Simulation
+
+    def spy(**kw: Any) -> Any:
+        seen.append(kw["config"].fluid_min_jobs)
+        return real(**kw)
+
+    monkeypatch.setattr(runner_mod, "Simulation", spy)
+    path = tmp_path / "s.yaml"
+    path.write_text(EXAMPLE.read_text() + "\nfluid_min_jobs: 3\nmode: fast\n")
+    for extra, want in (([], 3), (["--fluid-min-jobs", "0"], 0), (["--fluid-min-jobs", "12"], 12)):
+        res = runner.invoke(app, ["simulate", str(path), "--json", *extra])
+        assert res.exit_code == 0, res.output
+        assert seen[-1] == want
+
+
+def test_a_negative_fluid_threshold_is_refused(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["simulate", str(EXAMPLE), "--fluid-min-jobs", "-1"])
+    assert res.exit_code == 2 and "--fluid-min-jobs" in res.output and "Traceback" not in res.output
+    path = tmp_path / "s.yaml"
+    path.write_text(EXAMPLE.read_text() + "\nfluid_min_jobs: -2\n")
+    res = runner.invoke(app, ["validate", str(path)])
+    assert res.exit_code == 2 and "fluid_min_jobs" in res.output

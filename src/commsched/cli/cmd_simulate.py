@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -39,6 +40,13 @@ def simulate(
     seed: int | None = typer.Option(None, "--seed", "-s", help="Seed of the run; default: the scenario's."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Write summary.json and CSV time series here."),
     as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object on stdout."),
+    fluid_min_jobs: int | None = typer.Option(
+        None,
+        "--fluid-min-jobs",
+        help="Fast mode: run components of at least N contending jobs at their fluid steady state "
+        "(0: never); default: the scenario's fluid_min_jobs, else the engine's.",
+        metavar="N",
+    ),
 ) -> None:
     """Simulate a scenario and report GPU utilisation and per-job results."""
     from commsched.api import load_scenario
@@ -52,7 +60,11 @@ def simulate(
     run_mode = _mode_value(mode)
     if policy is not None:
         policy_registry().get(policy, where="--policy")  # unknown names name the option
+    if fluid_min_jobs is not None and fluid_min_jobs < 0:
+        raise InputError(f"{fluid_min_jobs}", where="--fluid-min-jobs", expected="an integer >= 0 (0: never)")
     sc = load_scenario(str(scenario))
+    if fluid_min_jobs is not None:
+        sc = replace(sc, fluid_min_jobs=fluid_min_jobs)
     check_run_budget(sc, run_mode or sc.mode)
     err = stderr_console()
     with Progress(

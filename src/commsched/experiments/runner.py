@@ -52,6 +52,8 @@ def run_bundle(
     topology = bundle.topology(scenario.topology) if bundle.topology is not None else scenario.topology
     queue_order = bundle.queue_order or queue_registry().get(scenario.queue, where="queue")
     config = SimConfig(horizon_s=scenario.horizon_s, mode=mode, seed=seed, warmup_s=scenario.warmup_s)
+    if scenario.fluid_min_jobs is not None:
+        config = replace(config, fluid_min_jobs=scenario.fluid_min_jobs)
     sim = Simulation(
         topology=topology,
         jobs=[

@@ -162,6 +162,7 @@ def _build(raw: ScenarioFile, entries: list[JobEntry | None], probs: Problems) -
         seed=raw.seed,
         mode=raw.mode,
         notes=notes,
+        fluid_min_jobs=raw.fluid_min_jobs,
     )
 
 

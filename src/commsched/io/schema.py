@@ -66,6 +66,7 @@ class ScenarioFile(_Strict):
     warmup_s: SFloat = Field(default=0.0, ge=0)
     seed: SInt = Field(default=0, ge=0, lt=2**63)
     mode: Literal["exact", "fast"] = "exact"
+    fluid_min_jobs: SInt | None = Field(default=None, ge=0)
     trace: dict[str, Any] | None = None
     jobs: list[Any] = Field(default_factory=list)
 
@@ -117,3 +118,6 @@ class Scenario:
     seed: int
     mode: str
     notes: tuple[str, ...] = ()
+    #: fast mode: components of at least this many jobs run as fluids (0 never; ``None``: the engine's
+    #: default, :attr:`commsched.sim.records.SimConfig.fluid_min_jobs`)
+    fluid_min_jobs: int | None = None
