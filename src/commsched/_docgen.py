@@ -32,6 +32,8 @@ SCENARIO_FIELDS: dict[str, str] = {
     "warmup_s": "Start of the window over which averages are taken, seconds.",
     "seed": "Seed of the run (ECMP source ports and other random draws).",
     "mode": "`exact` simulates every iteration; `fast` extrapolates periodic steady states.",
+    "fluid_min_jobs": "Fast mode: components of at least this many contending jobs run at their fluid "
+    "steady state (0: never; default: the engine's); `simulate --fluid-min-jobs N` overrides it.",
     "trace": "Jobs from a trace file or a generator: `kind` plus the loader's parameters (below).",
     "jobs": "The jobs, one mapping each (fields below).",
 }

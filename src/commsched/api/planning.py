@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from commsched.io.scenario import Scenario
+from commsched.scheduling.domains import decide_per_domain, plan_per_domain
 from commsched.scheduling.interfaces import PlacementFn, PlacementRequest, PolicyContext
 from commsched.scheduling.state import ClusterState, Decisions, PlacedJob
 from commsched.workload import JobId
@@ -144,7 +145,7 @@ def plan(
     by_name = isinstance(policy if policy is not None else sc.policy, str)
     if by_name and name in plans and run.bundle.placement is None and run.bundle.topology is None:
         # a built-in communication policy: its plan also reports intensities and correction factors
-        p = plans[name](state, ctx)
+        p = plan_per_domain(plans[name], state, ctx)  # per contention domain, as the simulator decides
         return PlanReport(
             policy=name,
             state=state,
@@ -153,7 +154,7 @@ def plan(
             factor=p.factor,
             waiting=tuple(waiting),
         )
-    decisions = run.bundle.communication(state, ctx)
+    decisions = decide_per_domain(run.bundle.communication, state, ctx)
     return PlanReport(policy=name, state=state, decisions=decisions, waiting=tuple(waiting))
 
 

@@ -1,7 +1,8 @@
 """One recompute of the daemon: running jobs in, a decision document out (pure, no I/O).
 
 The same scheduling code as ``commsched plan`` and the simulator decides: the registered
-communication policy (:func:`commsched.scheduling.policies.communication_plans`) runs on a
+communication policy (:func:`commsched.scheduling.policies.communication_plans`) runs, one contention
+domain at a time as in the simulator (:func:`commsched.scheduling.domains.plan_per_domain`), on a
 :class:`~commsched.scheduling.state.ClusterState` built from the running jobs, and the routes become
 source ports with :func:`commsched.scheduling.paths.connection_ports`, classes become DSCP values with
 :mod:`commsched.scheduling.dscp`.
@@ -200,6 +201,7 @@ def decide(
         "link_load": [...]}``; see ``docs/runtime-daemon.md``.
     """
     from commsched.errors import UnknownNameError
+    from commsched.scheduling.domains import plan_per_domain
     from commsched.scheduling.dscp import default_dscp_table, dscp_for_level, tos_byte
     from commsched.scheduling.interfaces import PolicyContext
 
@@ -211,7 +213,9 @@ def decide(
     reserve = any(j.profiling for j in ordered) and cfg.priority_levels >= 2
     levels = cfg.priority_levels - 1 if reserve else cfg.priority_levels
     state = ClusterState(topology=topology, jobs=tuple(placed), priority_levels=levels)
-    plan = plans[cfg.policy](state, PolicyContext(seed=cfg.seed, now_s=0.0, epoch=version, memo=memo))
+    # per contention domain, as the simulator decides (commsched.scheduling.domains)
+    ctx = PolicyContext(seed=cfg.seed, now_s=0.0, epoch=version, memo=memo)
+    plan = plan_per_domain(plans[cfg.policy], state, ctx)
     d = plan.decisions
     ranking = {str(k): v for k, v in d.ranking.items()}
     classes = {j.id: d.class_of(JobId(j.id)) for j in ordered}
