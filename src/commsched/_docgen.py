@@ -39,7 +39,11 @@ SCENARIO_FIELDS: dict[str, str] = {
 #: what each job field means
 JOB_FIELDS: dict[str, str] = {
     "id": "Unique job name.",
-    "model": "A model of the zoo (`commsched models`); else give `compute_s` and `comm_bytes`.",
+    "model": (
+        "A model of the zoo (`commsched models`, e.g. `resnet50` or `resnet50@h200-bf16`), or "
+        "`{profile: FILE.json}`: a profile written by `commsched profile` (path relative to the scenario "
+        "file); else give `compute_s` and `comm_bytes`."
+    ),
     "gpus": "GPU count, placed by the `placement` policy (or the count of an explicit placement).",
     "hosts": "Explicit placement: these hosts (all their GPUs, or `gpus_per_host` of each).",
     "gpus_per_host": "GPUs used on each of `hosts`.",

@@ -177,7 +177,7 @@ def read_profile_document(path: str | Path) -> ModelProfile:
     from commsched.workload.profiling.tracefile import parse_json, read_bytes
 
     p = Path(path)
-    data = read_bytes(p, max_bytes=64 * 10**6)
+    data = read_bytes(p, max_bytes=64 * 10**6, what="profile")
     doc = parse_json(data, where=str(p), expected="a commsched profile JSON document")
     return model_profile_from_document(doc, where=str(p))
 

@@ -64,7 +64,7 @@ def _gunzip(raw: bytes, where: str, max_bytes: int) -> bytes:
     return bytes(out)
 
 
-def read_bytes(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+def read_bytes(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES, what: str = "trace") -> bytes:
     """The contents of ``path``, gunzipped when it is a gzip file, at most ``max_bytes`` either way.
 
     Raises
@@ -77,23 +77,23 @@ def read_bytes(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes
     try:
         size = p.stat().st_size
         if not p.is_file():
-            raise InputError("not a file", where=where, expected="a trace file")
+            raise InputError("not a file", where=where, expected=f"a {what} file")
         if size > max_bytes:
             raise InputError(
                 f"{size:,} bytes, more than {max_bytes:,}",
                 where=where,
-                expected="a smaller trace, or a larger --max-bytes",
+                expected=f"a smaller {what}, or a larger --max-bytes",
             )
         raw = p.read_bytes()
     except FileNotFoundError:
-        raise InputError("no such file", where=where, expected="an existing trace file") from None
+        raise InputError("no such file", where=where, expected=f"an existing {what} file") from None
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror})", where=where, expected="a readable file") from None
     if not raw:
-        raise InputError("empty file", where=where, expected="a trace")
+        raise InputError("empty file", where=where, expected=f"a {what}")
     data = _gunzip(raw, where, max_bytes) if raw[:2] == _GZIP_MAGIC else raw
     if not data:
-        raise InputError("empty file once decompressed", where=where, expected="a trace")
+        raise InputError("empty file once decompressed", where=where, expected=f"a {what}")
     return data
 
 
