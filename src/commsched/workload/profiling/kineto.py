@@ -118,7 +118,7 @@ def _group_name(table: EventTable, e: CpuEvent) -> str:
 
 def _collectives(table: EventTable, window: tuple[float, float]) -> tuple[Collective, ...]:
     out = []
-    for e in table.cpu:
+    for e in sorted(table.cpu, key=lambda e: e.ts):  # in the order they started, over all threads
         if not (COLLECTIVE_RE.match(e.name) and _in(window, e.ts)):
             continue
         size = _grad_bytes(e)

@@ -44,6 +44,7 @@ class CpuEvent:
 
     index: int
     name: str
+    cat: str
     thread: tuple[Any, Any]
     ts: float
     end: float
@@ -155,8 +156,8 @@ def _resolve(
             w = max(bisect.bisect_right(starts, r["ts"]) - 1, 0)
             phase = "forward" if r["ts"] < first_bwd.get(w, math.inf) else "other"
         out.append(
-            CpuEvent(index=k, name=r["name"], thread=r["thread"], ts=r["ts"], end=r["ts"] + r["dur"],
-                     args=r["args"], parent=parent, phase=phase)
+            CpuEvent(index=k, name=r["name"], cat=r["cat"], thread=r["thread"], ts=r["ts"],
+                     end=r["ts"] + r["dur"], args=r["args"], parent=parent, phase=phase)
         )  # fmt: skip
     return out
 

@@ -41,19 +41,20 @@ class _Group:
 
 
 def _top(cpu: tuple[CpuEvent, ...], k: int, cache: dict[int, int]) -> int:
-    """Index of the outermost ancestor of ``k`` with the same phase."""
-    path = []
-    cur = k
-    while cur not in cache:
-        e = cpu[cur]
-        if e.parent is None or cpu[e.parent].phase != e.phase:
-            cache[cur] = cur
-            break
-        path.append(cur)
-        cur = e.parent
-    for p in path:
-        cache[p] = cache[cur]
-    return cache[cur]
+    """Index of the outermost operator (``cpu_op``) of ``k``'s phase around it (``k`` itself if none).
+
+    Annotations (``DistributedDataParallel.forward``, ``record_function`` blocks) are skipped, so that the
+    operators inside them stay units of their own.
+    """
+    if k in cache:
+        return cache[k]
+    chain = [k]
+    while (p := cpu[chain[-1]].parent) is not None and cpu[p].phase == cpu[k].phase:
+        chain.append(p)
+    ops = [i for i in chain if cpu[i].cat == "cpu_op"]
+    top = ops[-1] if ops else k
+    cache[k] = top
+    return top
 
 
 def _spans(
@@ -66,7 +67,9 @@ def _spans(
         e.index for e in cpu
         if e.phase == phase and window[0] <= e.ts <= window[1] and not e.name.startswith("ProfilerStep#")
     ]  # fmt: skip
-    tops = sorted((k for k in inside if _top(cpu, k, cache) == k), key=lambda k: cpu[k].ts)
+    tops = sorted(
+        (k for k in inside if cpu[k].cat == "cpu_op" and _top(cpu, k, cache) == k), key=lambda k: cpu[k].ts
+    )
     spans: dict[int, list[tuple[float, float]]] = {k: [] for k in tops}
     if table.gpu:
         for g in table.gpu:
