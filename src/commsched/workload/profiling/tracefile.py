@@ -109,7 +109,8 @@ def parse_json(data: bytes, *, where: str, expected: str) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise InputError("not UTF-8 text", where=where, expected=expected) from None
     except json.JSONDecodeError as exc:
-        what = "truncated JSON" if exc.pos >= len(data.rstrip()) else f"invalid JSON ({exc.msg})"
+        ended = exc.pos >= len(data.rstrip()) or exc.msg.startswith("Unterminated string")  # ran out of text
+        what = "truncated JSON" if ended else f"invalid JSON ({exc.msg})"
         raise InputError(what, where=f"{where}:{exc.lineno}", expected=expected) from None
     except RecursionError:
         raise InputError("JSON nested too deeply", where=where, expected=expected) from None
