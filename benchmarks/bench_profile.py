@@ -1,0 +1,95 @@
+"""Benchmark: ``commsched profile``'s step time against an independent timing of the same step.
+
+The independent measurement loads the same ``FILE.py:FUNCTION`` with ``importlib`` and times
+``loss_fn(model(inputs), targets).backward()`` with nothing attached (no hooks, no per-parameter marks),
+``time.perf_counter`` around it (a CUDA synchronisation before each reading on a GPU). Rounds alternate
+the two (profile, then independent, then profile ...) so that drift of a shared machine hits both alike;
+each round's figure is a median over its timed iterations, and the medians over rounds are compared. A ratio
+near 1 says the profiler's hooks and marks do not change the time they measure.
+
+    .venv/bin/python benchmarks/bench_profile.py [--target FILE.py:FUNCTION] [--device cpu|cuda]
+        [--precision fp32|bf16] [--rounds 5] [--iterations 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from commsched.runtime.stepprofile import StepSpec, profile_step
+from commsched.runtime.stepprofile.target import build_job, load_function
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "tiny_mlp.py"
+
+
+def independent_step_s(job: Any, *, device: str, precision: str, warmup: int, iterations: int) -> float:
+    """Median forward + backward time of ``job`` with plain ``perf_counter`` readings, no instrumentation."""
+    import torch
+
+    cuda = device.startswith("cuda")
+    cast: Any = (
+        torch.autocast(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16)
+        if precision == "bf16"
+        else contextlib.nullcontext()
+    )
+    inputs, targets = job.batch
+    times = []
+    for k in range(warmup + iterations):
+        job.model.zero_grad(set_to_none=True)
+        if cuda:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with cast:
+            loss = job.loss_fn(job.model(inputs), targets)
+        loss.backward()
+        if cuda:
+            torch.cuda.synchronize()
+        if k >= warmup:
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--target", default=f"{EXAMPLE}:build", help="FILE.py:FUNCTION returning (model, batch, loss_fn)"
+    )
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--precision", default="fp32", choices=("fp32", "bf16"))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    a = ap.parse_args()
+    spec = StepSpec(
+        target=a.target, device=a.device, precision=a.precision, warmup=a.warmup, iterations=a.iterations
+    )
+    job = build_job(load_function(a.target), device=a.device, where=a.target)
+    if job.loss_fn is None:
+        raise SystemExit("the benchmark needs a (model, batch, loss_fn) target")
+    prof, ind = [], []
+    for _ in range(a.rounds):
+        p = profile_step(spec)
+        prof.append(p.compute_s)
+        ind.append(
+            independent_step_s(
+                job, device=a.device, precision=a.precision, warmup=a.warmup, iterations=a.iterations
+            )
+        )
+    print(f"target {a.target} on {p.provenance.device_name}, {a.precision}")
+    print(f"{a.rounds} alternated rounds x {a.iterations} timed iterations ({a.warmup} warm-up)")
+    print(f"commsched profile: compute_s {_ms(prof)}")
+    print(f"independent: step time {_ms(ind)}")
+    print(f"ratio profile / independent: {statistics.median(prof) / statistics.median(ind):.3f}")
+
+
+def _ms(values: list[float]) -> str:
+    rounds = ", ".join(f"{x * 1e3:.2f}" for x in values)
+    return f"median {statistics.median(values) * 1e3:.3f} ms (rounds: {rounds})"
+
+
+if __name__ == "__main__":
+    main()
