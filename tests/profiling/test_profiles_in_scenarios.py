@@ -135,3 +135,20 @@ def test_models_command_shows_gpu_precision_and_provenance() -> None:
     assert "precision" in table and "resnet50@h200-bf16: h200-profiles/profiles.json" in table
     res = CliRunner().invoke(app, ["models", "--gpu", "tpu"])
     assert res.exit_code == 2 and "NVIDIA H200" in res.stderr
+
+
+def test_testbed_run_lays_out_a_profiled_job(profile_file: Path) -> None:
+    """The testbed run takes its jobs' compute and bytes from the scenario, profiles included (no root)."""
+    from commsched.experiments.testbed_run.layout import job_layouts
+
+    path = profile_file.parent / "tb.yaml"
+    path.write_text(
+        "topology: {kind: crux_testbed}\nhorizon_s: 10\n"
+        "jobs:\n  - {id: mine, model: {profile: r50.json}, hosts: [h0, h4], collective: hierarchical_ring}\n"
+    )
+    sc = cs.load_scenario(path)
+    nics = sorted({str(sc.topology.nic_of(g)) for g in sc.topology.gpus})
+    (layout,) = job_layouts(sc, sc.topology, {n: f"10.0.{k}.1" for k, n in enumerate(nics)})
+    p = cs.load_profile(profile_file)
+    assert (layout.model, layout.compute_s, layout.sync_bytes) == ("r50", p.compute_s, p.sync_bytes)
+    assert math.isclose(layout.overlap, p.overlap)
