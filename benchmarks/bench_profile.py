@@ -63,7 +63,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (CPU; 1: less noise)")
     a = ap.parse_args()
+    import torch
+
+    torch.set_num_threads(a.threads)
     spec = StepSpec(
         target=a.target, device=a.device, precision=a.precision, warmup=a.warmup, iterations=a.iterations
     )
@@ -79,7 +83,7 @@ def main() -> None:
                 job, device=a.device, precision=a.precision, warmup=a.warmup, iterations=a.iterations
             )
         )
-    print(f"target {a.target} on {p.provenance.device_name}, {a.precision}")
+    print(f"target {a.target} on {p.provenance.device_name}, {a.precision}, {a.threads} thread(s)")
     print(f"{a.rounds} alternated rounds x {a.iterations} timed iterations ({a.warmup} warm-up)")
     print(f"commsched profile: compute_s {_ms(prof)}")
     print(f"independent: step time {_ms(ind)}")
