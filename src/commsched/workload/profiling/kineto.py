@@ -37,6 +37,7 @@ from commsched.workload.profiling.kineto_events import (
     CpuEvent,
     EventTable,
     event_table,
+    first_input_bytes,
     union_s,
 )
 from commsched.workload.profiling.records import Collective, GradientReady, Provenance, StepProfile
@@ -73,13 +74,6 @@ def _accumulations(table: EventTable, window: tuple[float, float]) -> list[CpuEv
     ]  # fmt: skip
 
 
-def _grad_bytes(e: CpuEvent) -> float:
-    dims, types = e.args.get("Input Dims"), e.args.get("Input type")
-    if not (isinstance(dims, list) and dims and isinstance(dims[0], list) and isinstance(types, list)):
-        return math.nan
-    return float(math.prod(int(d) for d in dims[0]) * element_size(str(types[0])))
-
-
 def _gradients(table: EventTable, window: tuple[float, float]) -> tuple[GradientReady, ...]:
     accs = _accumulations(table, window)
     if not accs:
@@ -98,7 +92,7 @@ def _gradients(table: EventTable, window: tuple[float, float]) -> tuple[Gradient
         dims = e.args.get("Input Dims", [[]])[0]
         out.append(
             GradientReady(
-                name=f"grad{k}{list(dims)}", size_bytes=_grad_bytes(e), ready_s=(ready - start) * 1e-6
+                name=f"grad{k}{list(dims)}", size_bytes=first_input_bytes(e), ready_s=(ready - start) * 1e-6
             )
         )
     if any(math.isnan(g.size_bytes) for g in out):
@@ -121,7 +115,7 @@ def _collectives(table: EventTable, window: tuple[float, float]) -> tuple[Collec
     for e in sorted(table.cpu, key=lambda e: e.ts):  # in the order they started, over all threads
         if not (COLLECTIVE_RE.match(e.name) and _in(window, e.ts)):
             continue
-        size = _grad_bytes(e)
+        size = first_input_bytes(e)
         if math.isnan(size):
             nelems, dtype = e.args.get("In msg nelems"), e.args.get("dtype")
             size = float(nelems) * element_size(str(dtype)) if isinstance(nelems, int | float) else math.nan

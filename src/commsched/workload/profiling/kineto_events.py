@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from commsched.errors import InputError
+from commsched.workload.profiling.types import element_size
 
 BACKWARD_PREFIX = "autograd::engine::evaluate_function:"
 ACCUMULATE = "torch::autograd::AccumulateGrad"
@@ -222,6 +223,25 @@ def event_table(doc: dict[str, Any], *, where: str) -> EventTable:
         device_name=name,
         start_ns=int(base) if isinstance(base, int) and not isinstance(base, bool) else None,
     )
+
+
+def first_input_bytes(e: CpuEvent) -> float:
+    """Bytes of an event's first input as recorded (``Input Dims`` x element size), NaN when not recorded.
+
+    Examples
+    --------
+    >>> ev = CpuEvent(index=0, name="torch::autograd::AccumulateGrad", cat="cpu_op", thread=(1, 1), ts=0.0,
+    ...               end=1.0, args={"Input Dims": [[1000, 2048]], "Input type": ["float"]}, parent=None,
+    ...               phase="backward")
+    >>> first_input_bytes(ev)
+    8192000.0
+    """
+    dims, types = e.args.get("Input Dims"), e.args.get("Input type")
+    if not (
+        isinstance(dims, list) and dims and isinstance(dims[0], list) and isinstance(types, list) and types
+    ):
+        return math.nan
+    return float(math.prod(int(d) for d in dims[0]) * element_size(str(types[0])))
 
 
 def union_s(intervals: Sequence[tuple[float, float]]) -> float:

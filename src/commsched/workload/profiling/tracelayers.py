@@ -15,6 +15,7 @@ median forward and backward times, so that they sum to them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from commsched.workload.profiling.kineto_events import (
@@ -22,9 +23,9 @@ from commsched.workload.profiling.kineto_events import (
     BACKWARD_PREFIX,
     CpuEvent,
     EventTable,
+    first_input_bytes,
     union_s,
 )
-from commsched.workload.profiling.types import element_size
 from commsched.workload.records import LayerProfile
 
 _ACC_FUNCTION = f"{BACKWARD_PREFIX} {ACCUMULATE}"
@@ -91,12 +92,9 @@ def _accumulated_bytes(table: EventTable, tops: list[int]) -> dict[int, float]:
     for e in cpu:
         if e.name == ACCUMULATE and e.phase == "backward":
             top = _top(cpu, e.index, cache)
-            dims, types = e.args.get("Input Dims"), e.args.get("Input type")
-            if top in wanted and isinstance(dims, list) and dims and isinstance(types, list) and types:
-                n = 1
-                for d in dims[0]:
-                    n *= int(d)
-                out[top] = out.get(top, 0.0) + n * element_size(str(types[0]))
+            size = first_input_bytes(e)
+            if top in wanted and not math.isnan(size):
+                out[top] = out.get(top, 0.0) + size
     return out
 
 
