@@ -6,12 +6,13 @@ A tensor value is ``[tensor id, storage id, offset, elements, element size, devi
 
 What is read:
 
-* **collectives**: the process-group backend's operations, named ``BACKEND:OP`` (``nccl:all_gather``,
-  ``gloo:all_reduce``), not their ``c10d::*`` dispatcher parents nor the ``record_param_comms`` spans
-  around them (the same operation two or three times over); a trace without backend-level nodes falls
-  back to the ``c10d::*`` operations. Bytes are the operation's input tensors (elements x element size
-  summed). The process group is the ``pg_name`` of the ``## process_group:init ##`` entry whose
-  ``backend_id`` (or name) the enclosing ``record_param_comms`` names, or the only group of the trace.
+* **collectives**, in the order they started: the process-group backend's operations, named
+  ``BACKEND:OP`` (``nccl:all_gather``, ``gloo:all_reduce``), not their ``c10d::*`` dispatcher parents nor
+  the ``record_param_comms`` spans around them (the same operation two or three times over); a trace
+  without backend-level nodes falls back to the ``c10d::*`` operations. Bytes are the operation's input
+  tensors (elements x element size summed). The process group is the ``pg_name`` of the
+  ``## process_group:init ##`` entry whose ``backend_id`` (or name) the enclosing ``record_param_comms``
+  names, or the only group of the trace.
 * **compute nodes**: top-level operators (children of a thread node) with no collective inside them and
   that are not process-group records (``## ... ##``, ``record_param_comms``).
 
@@ -101,10 +102,13 @@ def _group_of(node: dict[str, Any], by_id: dict[Any, dict[str, Any]], groups: li
 
 
 def _collective_nodes(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The collective nodes in the order they started: by node id, which the observer gives on entry (a node
+    is written when it ends, and a backend's collectives may end out of order)."""
     backend = [n for n in nodes if COLLECTIVE_RE.match(str(n.get("name", "")))]
-    if backend:
-        return backend
-    return [n for n in nodes if str(n.get("name", "")).startswith("c10d::")]
+    chosen = backend or [n for n in nodes if str(n.get("name", "")).startswith("c10d::")]
+    if all(isinstance(n["id"], int) for n in chosen):
+        chosen.sort(key=lambda n: n["id"])
+    return chosen
 
 
 def _check(doc: dict[str, Any], where: str) -> list[dict[str, Any]]:
