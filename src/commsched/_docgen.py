@@ -12,6 +12,7 @@ The MkDocs hook ``docs/hooks.py`` renders both into the site at build time.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -64,7 +65,7 @@ JOB_FIELDS: dict[str, str] = {
 
 def _type_name(annotation: Any) -> str:
     text = getattr(annotation, "__name__", None) if not getattr(annotation, "__args__", None) else None
-    return text or str(annotation).replace("typing.", "")
+    return text or re.sub(r"\b(?:[a-z_]\w*\.)+(?=[A-Za-z_])", "", str(annotation))  # no module paths
 
 
 def _constraints(info: FieldInfo) -> str:
