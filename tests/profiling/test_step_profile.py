@@ -186,3 +186,60 @@ def test_bad_options(args: list[str], needle: str) -> None:
 def test_cuda_without_a_gpu_is_a_clear_error() -> None:
     res = CliRunner().invoke(app, ["profile", f"{EXAMPLE}:build", "--device", "cuda"])
     assert res.exit_code == 2 and "CUDA is not available" in res.stderr
+
+
+class _FakeEvent:
+    """Stands in for ``torch.cuda.Event`` on a machine without a GPU: records the host clock."""
+
+    recorded = 0
+
+    def __init__(self, enable_timing: bool = False) -> None:
+        assert enable_timing
+        self.t: float | None = None
+
+    def record(self) -> None:
+        import time
+
+        self.t = time.perf_counter()
+        _FakeEvent.recorded += 1
+
+    def elapsed_time(self, end: _FakeEvent) -> float:
+        assert self.t is not None and end.t is not None
+        return (end.t - self.t) * 1e3  # milliseconds, as CUDA events give them
+
+
+CPU_STEP = """
+import torch
+from torch import nn
+
+def build(device):
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))  # stays on the CPU
+    x = torch.randn(4, 8)
+    return model, lambda: model(x).sum().backward()
+"""
+
+
+def test_the_cuda_path_runs_with_events_where_cpu_allows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--device cuda`` marks with CUDA events and reads them after a synchronisation. Without a GPU the
+    events are replaced by host-clock stand-ins, so that the code path (marks in the hooks, one
+    synchronisation per iteration, milliseconds to seconds) runs; the model stays on the CPU."""
+    from commsched.runtime.stepprofile import StepSpec, profile_step
+
+    syncs: list[int] = []
+    monkeypatch.setattr(torch.cuda, "Event", _FakeEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: syncs.append(1))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Stand-in GPU")
+    (tmp_path / "cpu_step.py").write_text(CPU_STEP)
+    _FakeEvent.recorded = 0
+    p = profile_step(
+        StepSpec(target=f"{tmp_path / 'cpu_step.py'}:build", device="cuda", warmup=1, iterations=3)
+    )
+    assert (p.provenance.device, p.provenance.device_name) == ("cuda", "Stand-in GPU")
+    assert len(syncs) == 1 + 3 + 1  # one per iteration: warm-up, timed, instrumented
+    # per iteration: start, forward end, 4 gradients; the instrumented one adds 2 marks per leaf module
+    assert _FakeEvent.recorded == 5 * 6 + 2 * 2
+    assert p.forward_s > 0 and p.backward_s > 0 and p.sync_bytes == 4 * (8 * 16 + 16 + 16 * 4 + 4)
+    assert [ly.name for ly in p.layers] == ["0", "2"]
