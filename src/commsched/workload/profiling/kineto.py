@@ -24,9 +24,12 @@ References
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
+import itertools
 import math
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,21 +77,44 @@ def _accumulations(table: EventTable, window: tuple[float, float]) -> list[CpuEv
     ]  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _BackwardGpu:
+    """The iteration's backward GPU work: launch times (sorted), the latest end among the work launched up
+    to each (a running maximum), and when the first of it started."""
+
+    launched: list[float]
+    ends: list[float]
+    start: float
+
+
+def _backward_gpu(table: EventTable, window: tuple[float, float]) -> _BackwardGpu | None:
+    rows = []
+    for g in table.gpu:
+        launcher = table.cpu[g.launcher] if g.launcher is not None else None
+        if launcher is not None and launcher.phase == "backward" and _in(window, launcher.ts):
+            rows.append((launcher.ts, g.end, g.ts))
+    if not rows:
+        return None
+    rows.sort()
+    return _BackwardGpu(
+        launched=[r[0] for r in rows],
+        ends=list(itertools.accumulate((r[1] for r in rows), max)),
+        start=min(r[2] for r in rows),
+    )
+
+
 def _gradients(table: EventTable, window: tuple[float, float]) -> tuple[GradientReady, ...]:
     accs = _accumulations(table, window)
     if not accs:
         return ()
-    bwd = [e for e in table.cpu if e.phase == "backward" and _in(window, e.ts)]
-    gpu = [g for g in table.gpu if g.launcher is not None and table.cpu[g.launcher].phase == "backward"]
-    gpu = [g for g in gpu if _in(window, table.cpu[g.launcher].ts)]  # type: ignore[index]
-    start = min(g.ts for g in gpu) if gpu else min(e.ts for e in bwd)
+    gpu = _backward_gpu(table, window)
+    start = gpu.start if gpu else min(e.ts for e in table.cpu if e.phase == "backward" and _in(window, e.ts))
     out = []
     for k, e in enumerate(accs):
-        if gpu:
-            done = [g.end for g in gpu if table.cpu[g.launcher].ts <= e.end]  # type: ignore[index]
-            ready = max(done, default=start)
-        else:
-            ready = e.end
+        ready = e.end  # on a CPU: when the accumulation ended
+        if gpu:  # on a GPU: when the backward work launched before it has run
+            i = bisect.bisect_right(gpu.launched, e.end) - 1
+            ready = gpu.ends[i] if i >= 0 else start
         dims = e.args.get("Input Dims", [[]])[0]
         out.append(
             GradientReady(
