@@ -70,7 +70,7 @@ def test_example_provenance(example: tuple[dict[str, Any], Path]) -> None:
     )
     assert (v["warmup"], v["iterations"]) == (1, 3)
     assert abs(dt.datetime.fromisoformat(v["date"]) - dt.datetime.now(dt.UTC)) < dt.timedelta(hours=1)
-    assert example[0]["gpu"].startswith("CPU")
+    assert example[0]["gpu"].startswith("CPU") and example[0]["name"] == "tiny_mlp"
 
 
 def test_example_profile_file_simulates_in_a_scenario(example: tuple[dict[str, Any], Path]) -> None:

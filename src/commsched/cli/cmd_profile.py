@@ -79,7 +79,7 @@ def _summary(doc: dict[str, Any]) -> None:
     keys = ("gpu", "precision", "compute_s", "forward_s", "backward_s", "overlap", "sync_bytes", "params",
             "batch_size", "trace_format", "schema", "compute_nodes", "collective_bytes")  # fmt: skip
     for k in keys:
-        if doc.get(k) is not None and k in doc:
+        if doc.get(k) is not None:
             v = doc[k]
             t.add_row(k, f"{v:.6g}" if isinstance(v, float) else str(v))
     for k in ("layers", "gradients", "collectives"):
@@ -109,7 +109,7 @@ def profile_command(
     ),
     warmup: int = typer.Option(3, "--warmup", help="Untimed warm-up iterations."),
     iterations: int = typer.Option(10, "--iterations", help="Timed iterations (the medians are reported)."),
-    name: str = typer.Option("", "--name", help="Name of the profile (default: the function or file name)."),
+    name: str = typer.Option("", "--name", help="Name of the profile (default: the file or module name)."),
     batch_size: int | None = typer.Option(
         None, "--batch-size", help="Samples per iteration, for the provenance."
     ),

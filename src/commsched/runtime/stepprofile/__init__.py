@@ -41,7 +41,7 @@ class StepSpec:
     warmup, iterations
         Untimed warm-up iterations, then timed iterations (the medians are reported).
     name
-        The profile's name (default: the function's name).
+        The profile's name (default: the file's or module's name).
     batch_size
         Samples per iteration, recorded in the provenance (default: read from the batch where given).
     """
@@ -89,6 +89,12 @@ def device_name(device: str) -> str:
     return "CPU: " + (platform.processor() or platform.machine() or "unknown")
 
 
+def _default_name(target: str) -> str:
+    """The file's (or module's) name: ``tiny_mlp`` for ``docs/examples/tiny_mlp.py:build``."""
+    module = target.rpartition(":")[0]
+    return Path(module).stem if module.endswith(".py") else module.rpartition(".")[2]
+
+
 def profile_step(spec: StepSpec) -> StepProfile:
     """Measure ``spec.target``'s training step (see the package documentation).
 
@@ -115,7 +121,7 @@ def profile_step(spec: StepSpec) -> StepProfile:
     bwd = statistics.median(t.backward_s for t in timed)
     modules, grads = timeline(probe, params)
     return StepProfile(
-        name=spec.name or spec.target.rpartition(":")[2],
+        name=spec.name or _default_name(spec.target),
         forward_s=fwd,
         backward_s=bwd,
         sync_bytes=float(sum(params.size_bytes)),
