@@ -3,7 +3,8 @@
 The independent measurement loads the same ``FILE.py:FUNCTION`` with ``importlib`` and times
 ``loss_fn(model(inputs), targets).backward()`` with nothing attached (no hooks, no per-parameter marks),
 ``time.perf_counter`` around it (a CUDA synchronisation before each reading on a GPU). Rounds alternate
-the two (profile, then independent, then profile ...) so that drift of a shared machine hits both alike;
+the two (and which of them goes first), each on a freshly built job, so that drift of a shared machine
+hits both alike;
 each round's figure is a median over its timed iterations, and the medians over rounds are compared. A ratio
 near 1 says the profiler's hooks and marks do not change the time they measure.
 
@@ -17,6 +18,7 @@ import argparse
 import contextlib
 import statistics
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -71,18 +73,26 @@ def main() -> None:
     spec = StepSpec(
         target=a.target, device=a.device, precision=a.precision, warmup=a.warmup, iterations=a.iterations
     )
-    job = build_job(load_function(a.target), device=a.device, where=a.target)
-    if job.loss_fn is None:
-        raise SystemExit("the benchmark needs a (model, batch, loss_fn) target")
-    prof, ind = [], []
-    for _ in range(a.rounds):
-        p = profile_step(spec)
-        prof.append(p.compute_s)
-        ind.append(
-            independent_step_s(
-                job, device=a.device, precision=a.precision, warmup=a.warmup, iterations=a.iterations
-            )
-        )
+    fn = load_function(a.target)
+    prof: list[float] = []
+    ind: list[float] = []
+    for r in range(a.rounds):
+        job = build_job(fn, device=a.device, where=a.target)  # a fresh job, as profile_step builds one
+        if job.loss_fn is None:
+            raise SystemExit("the benchmark needs a (model, batch, loss_fn) target")
+        order = ("profile", "independent") if r % 2 == 0 else ("independent", "profile")  # alternate
+        for which in order:
+            if which == "profile":
+                prof.append(profile_step(spec).compute_s)
+            else:
+                kw = {
+                    "device": a.device,
+                    "precision": a.precision,
+                    "warmup": a.warmup,
+                    "iterations": a.iterations,
+                }
+                ind.append(independent_step_s(job, **kw))  # type: ignore[arg-type]
+    p = profile_step(replace(spec, warmup=0, iterations=1))
     print(f"target {a.target} on {p.provenance.device_name}, {a.precision}, {a.threads} thread(s)")
     print(f"{a.rounds} alternated rounds x {a.iterations} timed iterations ({a.warmup} warm-up)")
     print(f"commsched profile: compute_s {_ms(prof)}")
