@@ -2,7 +2,8 @@
 
 The public API fits on a page (``import commsched as cs``):
 
-* scenarios — :func:`load_scenario` (a file or a shipped name), :func:`build_scenario` (from objects);
+* scenarios — :func:`load_scenario` (a file or a shipped name), :func:`build_scenario` (from objects),
+  :func:`load_profile` (a zoo model or your own profile from ``commsched profile``);
 * running — :func:`simulate`, :func:`compare`, :func:`plan` with a policy given by name, as a plain
   function ``(ClusterState, PolicyContext) -> Decisions`` or as a :class:`PolicyBundle`;
 * your own names — :func:`register_policy`, :func:`register_placement`, or the ``commsched.policies``
@@ -37,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     # functions of the API
     "load_scenario": "commsched.api.scenarios",
     "build_scenario": "commsched.api.scenarios",
+    "load_profile": "commsched.api.scenarios",
     "simulate": "commsched.api.running",
     "compare": "commsched.api.running",
     "resolve_policy": "commsched.api.running",
@@ -110,6 +112,7 @@ __all__ = [
     "build_scenario",
     "compare",
     "comparison_frame",
+    "load_profile",
     "load_scenario",
     "placement_names",
     "plan",
@@ -136,7 +139,7 @@ if TYPE_CHECKING:
     )
     from commsched.api.planning import PlanReport, plan, plan_json
     from commsched.api.running import compare, resolve_policy, simulate
-    from commsched.api.scenarios import build_scenario, load_scenario
+    from commsched.api.scenarios import build_scenario, load_profile, load_scenario
     from commsched.catalog import (
         placement_names,
         policy_names,

@@ -12,6 +12,7 @@ The MkDocs hook ``docs/hooks.py`` renders both into the site at build time.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -41,7 +42,11 @@ SCENARIO_FIELDS: dict[str, str] = {
 #: what each job field means
 JOB_FIELDS: dict[str, str] = {
     "id": "Unique job name.",
-    "model": "A model of the zoo (`commsched models`); else give `compute_s` and `comm_bytes`.",
+    "model": (
+        "A model of the zoo (`commsched models`, e.g. `resnet50` or `resnet50@h200-bf16`), or "
+        "`{profile: FILE.json}`: a profile written by `commsched profile` (path relative to the scenario "
+        "file); else give `compute_s` and `comm_bytes`."
+    ),
     "gpus": "GPU count, placed by the `placement` policy (or the count of an explicit placement).",
     "hosts": "Explicit placement: these hosts (all their GPUs, or `gpus_per_host` of each).",
     "gpus_per_host": "GPUs used on each of `hosts`.",
@@ -62,7 +67,7 @@ JOB_FIELDS: dict[str, str] = {
 
 def _type_name(annotation: Any) -> str:
     text = getattr(annotation, "__name__", None) if not getattr(annotation, "__args__", None) else None
-    return text or str(annotation).replace("typing.", "")
+    return text or re.sub(r"\b(?:[a-z_]\w*\.)+(?=[A-Za-z_])", "", str(annotation))  # no module paths
 
 
 def _constraints(info: FieldInfo) -> str:

@@ -68,6 +68,10 @@ def _cases() -> list[Case]:
         for pol in ("ecmp-fair", "crux-full"):
             out.append(Case(scenario=sc, policy=pol, horizon_s=900.0, slow=True))
     out.append(Case(scenario="crux-fig25-job-schedulers", policy="crux-full", horizon_s=900.0, slow=True))
+    # the Crux mixes with H200-era profiles (docs/byo-job.md) and their pair with the zoo's shipped ones
+    out += [Case(scenario="crux-fig19-h200", policy=p, horizon_s=60.0) for p in ("ecmp-fair", "crux-full")]
+    for sc in ("crux-fig23-4h-zoo", "crux-fig23-4h-h200"):
+        out += [Case(scenario=sc, policy=p, horizon_s=900.0, slow=True) for p in ("ecmp-fair", "crux-full")]
     for pol in ("vclos", "ecmp", "ocs-vclos"):
         out.append(Case(scenario="vclos-table5-512", policy=pol, horizon_s=10_000.0))
         out.append(Case(scenario="vclos-2048", policy=pol, horizon_s=2_000.0, slow=True))

@@ -8,9 +8,37 @@ from pathlib import Path
 from commsched.errors import InputError
 from commsched.io.scenario import Scenario, ScenarioJob
 from commsched.topology import NodeId, Topology
-from commsched.workload import JobSpec
+from commsched.workload import JobSpec, ModelProfile
 
-__all__ = ["build_scenario", "load_scenario"]
+__all__ = ["build_scenario", "load_profile", "load_scenario"]
+
+
+def load_profile(name_or_path: str | Path) -> ModelProfile:
+    """A model profile: a zoo name (``resnet50``, ``resnet50@h200-bf16``) or a profile file.
+
+    A profile file is the JSON that ``commsched profile`` writes (``--out``); the profile can then be given
+    to :func:`commsched.workload.job_from_model` or to a :class:`~commsched.workload.JobSpec`, as a
+    scenario file gives it with ``model: {profile: FILE}``.
+
+    Raises
+    ------
+    commsched.errors.InputError
+        No such zoo model, or a file that is missing or not a profile.
+
+    Examples
+    --------
+    >>> p = load_profile("resnet50@h200-bf16")
+    >>> (p.gpu, p.precision, round(p.compute_s, 4))
+    ('NVIDIA H200', 'bf16', 0.0545)
+    """
+    text = str(name_or_path)
+    if isinstance(name_or_path, Path) or text.endswith(".json"):
+        from commsched.workload.profiling import read_profile_document
+
+        return read_profile_document(text)
+    from commsched.workload.zoo import get_model
+
+    return get_model(text)
 
 
 def load_scenario(path_or_name: str | Path | Scenario) -> Scenario:

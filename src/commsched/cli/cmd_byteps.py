@@ -72,7 +72,9 @@ def register(app: typer.Typer, *, get_model: ModelLookup | None = None) -> None:
     def byteps(
         gpu_machines: int = typer.Option(..., "--gpu-machines", help="n: GPU machines (>= 2)."),
         cpu_machines: int = typer.Option(0, "--cpu-machines", help="k: CPU machines (k = 0: all-reduce)."),
-        model: str | None = typer.Option(None, "--model", help="Zoo model whose gradient size to use."),
+        model: str | None = typer.Option(
+            None, "--model", help="Zoo model (or profile .json file) whose gradient size to use."
+        ),
         size_bytes: float | None = typer.Option(None, "--bytes", help="Model size M in bytes."),
         bandwidth_gbps: float = typer.Option(100.0, "--bandwidth-gbps", help="NIC bandwidth B, Gb/s."),
         json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),

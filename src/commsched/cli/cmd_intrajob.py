@@ -42,7 +42,14 @@ GBPS = 1e9  # bits/s per Gb/s
 
 
 def zoo_lookup(name: str) -> ModelProfile:
-    """Look a model up in :mod:`commsched.workload.zoo` (imported lazily; absent -> InputError)."""
+    """Look a model up in :mod:`commsched.workload.zoo` (imported lazily; absent -> InputError).
+
+    A name that ends in ``.json`` is a profile file written by ``commsched profile``.
+    """
+    if name.endswith(".json"):
+        from commsched.workload.profiling import read_profile_document
+
+        return read_profile_document(name)
     try:
         zoo = importlib.import_module("commsched.workload.zoo")
     except ImportError:
@@ -187,7 +194,10 @@ def register(app: typer.Typer, *, get_model: ModelLookup | None = None) -> None:
     @app.command("intrajob")
     @user_errors
     def intrajob(
-        model: str = typer.Argument(..., help="Model name in the zoo (needs a per-layer profile)."),
+        model: str = typer.Argument(
+            ...,
+            help="Zoo model, or a profile .json from `commsched profile` (needs a per-layer profile).",
+        ),
         bandwidth_gbps: float | None = typer.Option(None, "--bandwidth-gbps", help="One bandwidth, Gb/s."),
         sweep: str | None = typer.Option(None, "--sweep", help="Bandwidth sweep LO:HI in Gb/s [1:200]."),
         points: int = typer.Option(40, "--points", min=2, help="Points of the sweep (geometric)."),

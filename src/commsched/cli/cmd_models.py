@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from commsched.cli.common import print_json, stdout_console, user_errors
+from commsched.errors import InputError
 from commsched.workload.records import ModelProfile
 from commsched.workload.zoo import list_models
 
@@ -20,6 +21,7 @@ def model_row(p: ModelProfile) -> dict[str, Any]:
         "aliases": list(p.aliases),
         "family": p.family,
         "gpu": p.gpu,
+        "precision": p.precision,
         "compute_s": p.compute_s,
         "sync_bytes": p.sync_bytes,
         "overlap": p.overlap,
@@ -35,14 +37,28 @@ def model_row(p: ModelProfile) -> dict[str, Any]:
 def models_command(
     json_out: bool = typer.Option(False, "--json", help="Print a JSON list of the profiles."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print each profile's full provenance."),
+    gpu: str | None = typer.Option(
+        None, "--gpu", help="Only the profiles whose GPU contains this text (case ignored), e.g. h200."
+    ),
 ) -> None:
-    """List the model zoo: per-iteration compute, gradient bytes, overlap and where each number comes from."""
+    """List the model zoo: per-iteration compute, gradient bytes, overlap and where each number comes from.
+
+    Every entry shows the GPU its compute time belongs to, the precision where recorded, and its
+    provenance (the first part of its source; ``--verbose`` prints all of it).
+    """
     profiles = list_models()
+    if gpu is not None:
+        profiles = tuple(p for p in profiles if gpu.lower() in p.gpu.lower())
+        if not profiles:
+            gpus = sorted({p.gpu for p in list_models()})
+            raise InputError(
+                f"no profile on a GPU matching {gpu!r}", where="--gpu", expected="one of " + ", ".join(gpus)
+            )
     if json_out:
         print_json([model_row(p) for p in profiles])
         return
     table = Table(title="commsched model zoo")
-    for col in ("name", "gpu", "compute_s", "sync MB", "overlap", "layers", "aliases"):
+    for col in ("name", "gpu", "precision", "compute_s", "sync MB", "overlap", "layers", "aliases"):
         table.add_column(
             col, justify="right" if col in ("compute_s", "sync MB", "overlap", "layers") else "left"
         )
@@ -50,6 +66,7 @@ def models_command(
         table.add_row(
             p.name,
             p.gpu,
+            p.precision or "-",
             f"{p.compute_s:.4g}",
             f"{p.sync_bytes / 1e6:.1f}",  # bytes -> MB (10^6)
             f"{p.overlap:.3f}",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from commsched.errors import InputError
 from commsched.io.problems import Problems
-from commsched.io.schema import JobEntry, ScenarioFile, ScenarioJob
+from commsched.io.schema import JobEntry, ProfileRef, ScenarioFile, ScenarioJob
 from commsched.topology import NodeId, Topology
 from commsched.workload import JobId, JobSpec, ModelProfile, SyncKind
 
@@ -26,6 +26,22 @@ def check_job_numbers(entry: JobEntry, i: int, raw: ScenarioFile, probs: Problem
         )
 
 
+def _profile_file(ref: ProfileRef, i: int, probs: Problems) -> ModelProfile | None:
+    """The profile a job names with ``model: {profile: FILE}`` (relative to the scenario's folder)."""
+    from pathlib import Path
+
+    from commsched.workload.profiling import read_profile_document
+
+    path = Path(ref.profile)
+    if not path.is_absolute():
+        path = (Path(probs.source).parent if Path(probs.source).exists() else Path.cwd()) / path
+    try:
+        return read_profile_document(path)
+    except InputError as exc:
+        probs.add(("jobs", i, "model", "profile"), f"{exc.where}: {exc.what}", exc.expected)
+        return None
+
+
 def _profile(entry: JobEntry, i: int, probs: Problems) -> ModelProfile | None:
     from commsched.workload.zoo import get_model
 
@@ -45,11 +61,17 @@ def _profile(entry: JobEntry, i: int, probs: Problems) -> ModelProfile | None:
             overlap=1.0 if entry.overlap is None else entry.overlap,
             source="given in the scenario file",
         )
-    try:
-        base = get_model(entry.model)
-    except InputError as exc:
-        probs.add(("jobs", i, "model"), exc.what, exc.expected)
-        return None
+    if isinstance(entry.model, ProfileRef):
+        found = _profile_file(entry.model, i, probs)
+        if found is None:
+            return None
+        base = found
+    else:
+        try:
+            base = get_model(entry.model)
+        except InputError as exc:
+            probs.add(("jobs", i, "model"), exc.what, exc.expected)
+            return None
     from dataclasses import replace
 
     return replace(
@@ -137,7 +159,7 @@ def build_job(entry: JobEntry, i: int, topo: Topology | None, probs: Problems) -
         id=JobId(entry.id),
         profile=profile,
         gpus=n,
-        model=entry.model,
+        model=entry.model if isinstance(entry.model, str | None) else profile.name,
         hosts=tuple(entry.hosts or ()),
         gpu_ids=tuple(entry.gpu_ids or ()),
         arrival_s=entry.arrival_s,

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
+from pydantic_core import PydanticCustomError
 
 from commsched.io.limits import MAX_HORIZON_S
 from commsched.topology import NodeId, Topology
@@ -24,11 +25,34 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
+class ProfileRef(_Strict):
+    """``model: {profile: FILE}``: a profile file written by ``commsched profile`` (path relative to the
+    scenario file)."""
+
+    profile: str = Field(min_length=1)
+
+
+def _model_ref(v: object) -> object:
+    """A zoo name, ``{profile: FILE}`` or nothing; anything else is one clear problem."""
+    if v is None or isinstance(v, str | ProfileRef):
+        return v
+    expected = "a zoo model name or {profile: FILE.json}"
+    if not isinstance(v, dict):
+        raise PydanticCustomError("model_ref", f"{v!r} (expected {expected})")
+    if set(v) != {"profile"}:
+        keys = ", ".join(sorted(map(str, v))) or "none"
+        raise PydanticCustomError("model_ref", f"a mapping with keys {keys} (expected {expected})")
+    path = v["profile"]
+    if not isinstance(path, str) or not path.strip():
+        raise PydanticCustomError("model_ref", f"profile {path!r} (expected a file name)")
+    return ProfileRef(profile=path)
+
+
 class JobEntry(_Strict):
     """One job of a scenario file."""
 
     id: str = Field(min_length=1)
-    model: str | None = None
+    model: str | ProfileRef | None = None
     gpus: SInt | None = Field(default=None, ge=1)
     hosts: list[str] | None = None
     gpus_per_host: SInt | None = Field(default=None, ge=1)
@@ -49,6 +73,11 @@ class JobEntry(_Strict):
     @classmethod
     def _id_to_str(cls, v: object) -> object:
         return str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model(cls, v: object) -> object:
+        return _model_ref(v)
 
 
 class ScenarioFile(_Strict):

@@ -253,6 +253,7 @@ def profile_to_dict(p: ModelProfile) -> dict[str, Any]:
         "aliases": list(p.aliases),
         "source": p.source,
         "notes": p.notes,
+        **({"precision": p.precision} if p.precision else {}),
         "layers": [[ly.name, ly.forward_s, ly.backward_s, ly.param_bytes] for ly in p.layers],
     }
 
@@ -274,6 +275,7 @@ def profile_from_dict(d: dict[str, Any], *, where: str = "") -> ModelProfile:
             aliases=tuple(str(a) for a in d.get("aliases", ())),
             source=str(d["source"]),
             notes=str(d.get("notes", "")),
+            precision=str(d.get("precision", "")),
             layers=tuple(
                 LayerProfile(
                     name=str(r[0]), forward_s=float(r[1]), backward_s=float(r[2]), param_bytes=float(r[3])

@@ -41,6 +41,8 @@ class ModelProfile:
         Floating-point operations of one iteration on one GPU, where known (else ``None``).
     source
         Where every number comes from (file, repository, paper section) and how it was derived.
+    precision
+        The arithmetic the compute was measured in (``fp32``, ``bf16``: autocast), where recorded.
 
     Examples
     --------
@@ -61,6 +63,7 @@ class ModelProfile:
     layers: tuple[LayerProfile, ...] = ()
     aliases: tuple[str, ...] = ()
     notes: str = ""
+    precision: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -31,6 +31,7 @@ from commsched.workload.profiles_io import (
     read_workload,
 )
 from commsched.workload.records import LayerProfile, ModelProfile
+from commsched.workload.zoo_h200 import h200_profiles
 
 FP32_BYTES = 4  # gradients are synchronised in fp32 throughout the zoo
 AICB_GPT13B = "aicb-workloads/simAI/model_workload/G13B-M1-C01_GPT13B_megatron_tp8_pp1_mbs1_A100.txt"
@@ -44,7 +45,8 @@ ZOO_PROVENANCE = (
     "Derived by commsched.workload.zoo_build.build_zoo from the third-party files in /work/shared/data "
     "(PipeDream graph.txt profiles, MIT, msr-fiddle/pipedream@7db6a1c; Tiresias tensor sizes, Apache-2.0, "
     "SymbioticLab/Tiresias@959f9b0; ASTRA-sim 1.0 workloads, MIT, astra-sim/astra-sim@07d5d19; AICB "
-    "workloads, Apache-2.0, aliyun/aicb@23eec3c; SimAI example, Apache-2.0, aliyun/SimAI@cef83f9) and "
+    "workloads, Apache-2.0, aliyun/aicb@23eec3c; SimAI example, Apache-2.0, aliyun/SimAI@cef83f9), the "
+    "H200 training profiles of h200-profiles/profiles.json (measured for this project) and "
     "published architecture hyper-parameters. Each model's 'source' says which file and how."
 )
 
@@ -360,4 +362,5 @@ def build_zoo(data_dir: str | Path) -> tuple[ModelProfile, ...]:
         _astra(data, ASTRA_MODELS[0]),
         _moe(data),
         _astra(data, ASTRA_MODELS[1]),
+        *h200_profiles(data),
     )

@@ -1,0 +1,221 @@
+"""A step profile from a Kineto (``torch.profiler``) Chrome trace, plain or gzipped.
+
+What is read (see :mod:`commsched.workload.profiling.kineto_events` for the phases):
+
+* **forward and backward time** per iteration: on a GPU trace the *busy* GPU time (the union of the
+  kernels, copies and memsets each phase launched), not the span from first to last kernel; on a
+  CPU-only trace the union of the phase's outermost CPU events. With several ``ProfilerStep#``
+  iterations the medians are taken.
+* **gradients**: every ``torch::autograd::AccumulateGrad`` with its recorded shape and dtype
+  (``record_shapes=True``), in the order accumulated, with its ready time from the start of backward (GPU
+  time of the last backward work launched before it, on a GPU).
+* **layers** from the autograd annotations: the backward functions run until a run of
+  ``AccumulateGrad``\\ s closes a layer; the forward operator that created the layer's last function
+  (same ``Sequence number``) places it in forward order, and the forward operators since the previous
+  layer's give its forward time.
+* **collectives**: the process-group backend's operations (``nccl:all_reduce``, ``gloo:all_reduce``):
+  input bytes and process group (``Process Group Name`` where recorded).
+
+References
+----------
+.. [1] PyTorch, ``torch/csrc/autograd/engine.cpp`` (``evaluate_function`` spans; ``AccumulateGrad`` runs
+   right after the function that produced its gradient).
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+import itertools
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from commsched.errors import InputError
+from commsched.workload.profiling.kineto_events import (
+    ACCUMULATE,
+    COLLECTIVE_RE,
+    CpuEvent,
+    EventTable,
+    event_table,
+    first_input_bytes,
+    union_s,
+)
+from commsched.workload.profiling.records import Collective, GradientReady, Provenance, StepProfile
+from commsched.workload.profiling.tracefile import DEFAULT_MAX_BYTES, parse_json, read_bytes
+from commsched.workload.profiling.tracelayers import kineto_layers
+from commsched.workload.profiling.types import element_size
+
+
+def _in(window: tuple[float, float], ts: float) -> bool:
+    return window[0] <= ts <= window[1]
+
+
+def _phase_times(table: EventTable, window: tuple[float, float]) -> dict[str, float]:
+    """Busy seconds of each phase in one iteration."""
+    cpu = table.cpu
+    spans: dict[str, list[tuple[float, float]]] = {}
+    if table.gpu:
+        for g in table.gpu:
+            if g.launcher is not None and _in(window, cpu[g.launcher].ts):
+                spans.setdefault(cpu[g.launcher].phase, []).append((g.ts, g.end))
+    else:
+        for e in cpu:
+            parent = cpu[e.parent] if e.parent is not None else None
+            outermost = parent is None or parent.phase != e.phase
+            if outermost and _in(window, e.ts) and not e.name.startswith("ProfilerStep#"):
+                spans.setdefault(e.phase, []).append((e.ts, e.end))
+    return {phase: union_s(iv) for phase, iv in spans.items()}
+
+
+def _accumulations(table: EventTable, window: tuple[float, float]) -> list[CpuEvent]:
+    return [
+        e for e in table.cpu
+        if e.name == ACCUMULATE and e.phase == "backward" and _in(window, e.ts)
+    ]  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _BackwardGpu:
+    """The iteration's backward GPU work: launch times (sorted), the latest end among the work launched up
+    to each (a running maximum), and when the first of it started."""
+
+    launched: list[float]
+    ends: list[float]
+    start: float
+
+
+def _backward_gpu(table: EventTable, window: tuple[float, float]) -> _BackwardGpu | None:
+    rows = []
+    for g in table.gpu:
+        launcher = table.cpu[g.launcher] if g.launcher is not None else None
+        if launcher is not None and launcher.phase == "backward" and _in(window, launcher.ts):
+            rows.append((launcher.ts, g.end, g.ts))
+    if not rows:
+        return None
+    rows.sort()
+    return _BackwardGpu(
+        launched=[r[0] for r in rows],
+        ends=list(itertools.accumulate((r[1] for r in rows), max)),
+        start=min(r[2] for r in rows),
+    )
+
+
+def _gradients(table: EventTable, window: tuple[float, float]) -> tuple[GradientReady, ...]:
+    accs = _accumulations(table, window)
+    if not accs:
+        return ()
+    gpu = _backward_gpu(table, window)
+    start = gpu.start if gpu else min(e.ts for e in table.cpu if e.phase == "backward" and _in(window, e.ts))
+    out = []
+    for k, e in enumerate(accs):
+        ready = e.end  # on a CPU: when the accumulation ended
+        if gpu:  # on a GPU: when the backward work launched before it has run
+            i = bisect.bisect_right(gpu.launched, e.end) - 1
+            ready = gpu.ends[i] if i >= 0 else start
+        dims = e.args.get("Input Dims", [[]])[0]
+        out.append(
+            GradientReady(
+                name=f"grad{k}{list(dims)}", size_bytes=first_input_bytes(e), ready_s=(ready - start) * 1e-6
+            )
+        )
+    if any(math.isnan(g.size_bytes) for g in out):
+        return ()
+    return tuple(out)
+
+
+def _group_name(table: EventTable, e: CpuEvent) -> str:
+    cur: CpuEvent | None = e
+    while cur is not None:
+        name = cur.args.get("Process Group Name")
+        if name is not None:
+            return str(name)
+        cur = table.cpu[cur.parent] if cur.parent is not None else None
+    return ""
+
+
+def _collectives(table: EventTable, window: tuple[float, float]) -> tuple[Collective, ...]:
+    out = []
+    for e in sorted(table.cpu, key=lambda e: e.ts):  # in the order they started, over all threads
+        if not (COLLECTIVE_RE.match(e.name) and _in(window, e.ts)):
+            continue
+        size = first_input_bytes(e)
+        if math.isnan(size):
+            nelems, dtype = e.args.get("In msg nelems"), e.args.get("dtype")
+            size = float(nelems) * element_size(str(dtype)) if isinstance(nelems, int | float) else math.nan
+        out.append(
+            Collective(name=e.name, size_bytes=size, group=_group_name(table, e), kind=e.name.split(":")[-1])
+        )
+    return tuple(c for c in out if not math.isnan(c.size_bytes))
+
+
+def _date(table: EventTable) -> str:
+    if table.start_ns is None or not table.cpu:
+        return ""
+    first_us = min(e.ts for e in table.cpu)
+    stamp = table.start_ns / 1e9 + first_us / 1e6  # ns, us -> s
+    try:
+        return dt.datetime.fromtimestamp(stamp, tz=dt.UTC).isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):
+        return ""
+
+
+def profile_from_kineto(doc: dict[str, Any], *, where: str, name: str = "") -> StepProfile:
+    """The step profile of a parsed Kineto trace (see the module's documentation for what is read).
+
+    Raises
+    ------
+    InputError
+        Not a Kineto trace, or one without a forward and a backward pass.
+    """
+    table = event_table(doc, where=where)
+    times = [_phase_times(table, w) for w in table.iterations]
+    times = [t for t in times if t.get("forward", 0) > 0 and t.get("backward", 0) > 0]
+    if not times:
+        raise InputError(
+            "no training iteration in the trace (no forward pass followed by autograd backward functions)",
+            where=where,
+            expected="a torch.profiler trace of forward and backward",
+        )
+    fwd = [t["forward"] for t in times]
+    bwd = [t["backward"] for t in times]
+    last = table.iterations[-1] if len(table.iterations) == len(times) else table.iterations[0]
+    grads = _gradients(table, last)
+    forward_s, backward_s = statistics.median(fwd), statistics.median(bwd)
+    gpu = bool(table.gpu)
+    return StepProfile(
+        name=name or Path(where).name.split(".")[0],
+        forward_s=forward_s,
+        backward_s=backward_s,
+        sync_bytes=float(sum(g.size_bytes for g in grads)),
+        layers=kineto_layers(table, last, forward_s=forward_s, backward_s=backward_s) if grads else (),
+        gradients=grads,
+        forward_all=tuple(fwd),
+        backward_all=tuple(bwd),
+        collectives=_collectives(table, last),
+        provenance=Provenance(
+            source=f"Kineto trace {where} ({'busy GPU' if gpu else 'CPU'} time, {len(times)} iteration(s))",
+            device="cuda" if gpu else "cpu",
+            device_name=table.device_name,
+            date=_date(table),
+            iterations=len(times),
+        ),
+    )
+
+
+def read_kineto(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES, name: str = "") -> StepProfile:
+    """Read a Kineto trace file (plain or gzipped JSON) into a :class:`StepProfile`.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> f = Path("/work/shared/data/h200-profiles/trace-resnet50.json.gz")
+    >>> p = read_kineto(f) if f.exists() else None
+    >>> (round(p.compute_s, 3), p.sync_bytes / 4, len(p.gradients)) if p else (0.053, 25557032.0, 161)
+    (0.053, 25557032.0, 161)
+    """
+    data = read_bytes(path, max_bytes=max_bytes)
+    doc = parse_json(data, where=str(path), expected="a Kineto (torch.profiler) Chrome-trace JSON")
+    return profile_from_kineto(doc, where=str(path), name=name)

@@ -1,0 +1,119 @@
+"""Reading trace files with a size bound: plain or gzipped, JSON or binary, one clear error each.
+
+Every reader of :mod:`commsched.workload.profiling` goes through :func:`read_bytes`, which refuses a
+file (or a gzip stream once decompressed) larger than ``max_bytes``, an empty file and a truncated gzip
+stream, so that a hostile or broken trace fails with one :class:`~commsched.errors.InputError` line
+before any parsing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from pathlib import Path
+from typing import Any
+
+from commsched.errors import InputError
+
+#: the default bound on a trace file, plain or decompressed (512 MB)
+DEFAULT_MAX_BYTES = 512 * 10**6
+_GZIP_MAGIC = b"\x1f\x8b"
+_CHUNK = 1 << 20
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
+
+
+def parse_size(text: str, *, where: str = "--max-bytes") -> int:
+    """A size such as ``512MB``, ``1.5GiB`` or ``2000000`` in bytes (MB = 10^6 B, MiB = 2^20 B).
+
+    Examples
+    --------
+    >>> parse_size("512MB"), parse_size("1KiB"), parse_size("100")
+    (512000000, 1024, 100)
+    """
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?(?:[eE][0-9]+)?)\s*([A-Za-z]*)\s*", text)
+    unit = m.group(2).lower() if m else ""
+    if m is None or unit not in _UNITS:
+        raise InputError(
+            f"size {text!r}", where=where, expected="a byte count such as 512MB, 2GiB or 1000000"
+        )
+    value = int(float(m.group(1)) * _UNITS[unit])
+    if value < 1:
+        raise InputError(f"size {text!r}", where=where, expected="at least 1 byte")
+    return value
+
+
+def _gunzip(raw: bytes, where: str, max_bytes: int) -> bytes:
+    out = bytearray()
+    stream = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        data = raw
+        while data and not stream.eof:
+            out += stream.decompress(data, max_bytes + 1 - len(out))
+            if len(out) > max_bytes:
+                raise InputError(
+                    f"decompresses to more than {max_bytes:,} bytes",
+                    where=where,
+                    expected="a smaller trace, or a larger --max-bytes",
+                )
+            data = stream.unconsumed_tail
+    except zlib.error as exc:
+        raise InputError(f"corrupt gzip stream ({exc})", where=where, expected="a gzip file") from None
+    if not stream.eof:
+        raise InputError("truncated gzip stream", where=where, expected="a complete gzip file")
+    return bytes(out)
+
+
+def read_bytes(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES, what: str = "trace") -> bytes:
+    """The contents of ``path``, gunzipped when it is a gzip file, at most ``max_bytes`` either way.
+
+    Raises
+    ------
+    InputError
+        Missing, unreadable, empty, too large, or a broken gzip stream.
+    """
+    p = Path(path)
+    where = str(p)
+    try:
+        size = p.stat().st_size
+        if not p.is_file():
+            raise InputError("not a file", where=where, expected=f"a {what} file")
+        if size > max_bytes:
+            raise InputError(
+                f"{size:,} bytes, more than {max_bytes:,}",
+                where=where,
+                expected=f"a smaller {what}, or a larger --max-bytes",
+            )
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file", where=where, expected=f"an existing {what} file") from None
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror})", where=where, expected="a readable file") from None
+    if not raw:
+        raise InputError("empty file", where=where, expected=f"a {what}")
+    data = _gunzip(raw, where, max_bytes) if raw[:2] == _GZIP_MAGIC else raw
+    if not data:
+        raise InputError("empty file once decompressed", where=where, expected=f"a {what}")
+    return data
+
+
+def looks_like_json(data: bytes) -> bool:
+    """Whether ``data`` starts (after white space) like a JSON object."""
+    return data.lstrip()[:1] == b"{"
+
+
+def parse_json(data: bytes, *, where: str, expected: str) -> dict[str, Any]:
+    """A JSON object from ``data``; broken or truncated JSON and a non-object are one error line."""
+    try:
+        doc = json.loads(data)
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", where=where, expected=expected) from None
+    except json.JSONDecodeError as exc:
+        ended = exc.pos >= len(data.rstrip()) or exc.msg.startswith("Unterminated string")  # ran out of text
+        what = "truncated JSON" if ended else f"invalid JSON ({exc.msg})"
+        raise InputError(what, where=f"{where}:{exc.lineno}", expected=expected) from None
+    except RecursionError:
+        raise InputError("JSON nested too deeply", where=where, expected=expected) from None
+    if not isinstance(doc, dict):
+        raise InputError(f"a JSON {type(doc).__name__}, not an object", where=where, expected=expected)
+    return doc
