@@ -25,7 +25,7 @@ from commsched.errors import InputError
 from commsched.io.limits import MAX_JOBS, non_finite
 from commsched.registry import Registry
 from commsched.topology import Topology
-from commsched.workload import JobSpec
+from commsched.workload import JobSpec, ModelProfile
 from commsched.workload.traces import (
     SyntheticParams,
     Trace,
@@ -142,7 +142,10 @@ def trace_jobs(spec: Mapping[str, Any], topology: Topology, *, base_dir: Path) -
     compute_scale = _positive(spec, "compute_scale")
     comm_scale = _positive(spec, "comm_scale")
     if compute_scale != 1.0 or comm_scale != 1.0:
-        specs = tuple(_scaled(s, compute_scale, comm_scale) for s in specs)
+        scaled: dict[int, ModelProfile] = {}  # one scaled profile per profile: jobs of a model share it
+        specs = tuple(
+            replace(s, profile=_scaled_profile(s.profile, compute_scale, comm_scale, scaled)) for s in specs
+        )
         notes.append(f"profiles scaled: compute x{compute_scale:g}, synchronised bytes x{comm_scale:g}")
     return TraceJobs(jobs=specs, notes=tuple(notes))
 
@@ -178,12 +181,16 @@ def _positive(spec: Mapping[str, Any], key: str) -> float:
     return float(value)
 
 
-def _scaled(job: JobSpec, compute_scale: float, comm_scale: float) -> JobSpec:
-    """The job with its profile's compute time and bytes scaled (smaller per-GPU batches, other
-    precisions); a ``duration_s`` keeps its meaning (standalone run time), so the job runs more or
-    fewer iterations."""
-    p = job.profile
-    prof = replace(
+def _scaled_profile(
+    p: ModelProfile, compute_scale: float, comm_scale: float, done: dict[int, ModelProfile]
+) -> ModelProfile:
+    """The profile with its compute time and bytes scaled (smaller per-GPU batches, other precisions);
+    a job's ``duration_s`` keeps its meaning (standalone run time), so it runs more or fewer iterations.
+    ``done`` holds the profiles scaled so far (by the id of the original)."""
+    hit = done.get(id(p))
+    if hit is not None:
+        return hit
+    prof = done[id(p)] = replace(
         p,
         compute_s=p.compute_s * compute_scale,
         sync_bytes=p.sync_bytes * comm_scale,
@@ -198,7 +205,7 @@ def _scaled(job: JobSpec, compute_scale: float, comm_scale: float) -> JobSpec:
         ),
         notes=(p.notes + f" [scaled: compute x{compute_scale:g}, bytes x{comm_scale:g}]").strip(),
     )
-    return replace(job, profile=prof)
+    return prof
 
 
 def _arguments(kind: str, loader: Callable[..., Trace], params: dict[str, Any]) -> dict[str, Any]:

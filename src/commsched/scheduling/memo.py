@@ -36,12 +36,13 @@ class Memo:
     (1, 1)
     """
 
-    __slots__ = ("_values", "hits", "max_entries", "misses")
+    __slots__ = ("_owned", "_values", "hits", "max_entries", "misses")
 
     def __init__(self, max_entries: int = 200_000) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
         self._values: dict[Hashable, Any] = {}
+        self._owned: dict[str, list[Hashable]] = {}  # job id -> the keys that name it second
         self.max_entries = max_entries
         self.hits = 0
         self.misses = 0
@@ -54,8 +55,11 @@ class Memo:
             self.misses += 1
             if len(self._values) >= self.max_entries:
                 self._values.clear()
+                self._owned.clear()
             value = compute()
             self._values[key] = value
+            if isinstance(key, tuple) and len(key) > 1 and isinstance(key[1], str):
+                self._owned.setdefault(key[1], []).append(key)
             return value
         self.hits += 1
         return value
@@ -66,6 +70,25 @@ class Memo:
 
     def __len__(self) -> int:
         return len(self._values)
+
+    def forget(self, job: str) -> int:
+        """Forget every value whose key names ``job`` second (a job that has left: its values are never
+        asked for again, and a long run must not keep them); returns how many were forgotten.
+
+        Examples
+        --------
+        >>> memo = Memo()
+        >>> memo.get(("flows", "a"), lambda: 1), memo.get(("flows", "b"), lambda: 2)
+        (1, 2)
+        >>> memo.forget("a"), len(memo)
+        (1, 1)
+        """
+        keys = self._owned.pop(job, [])
+        gone = 0
+        for k in keys:
+            if self._values.pop(k, None) is not None:
+                gone += 1
+        return gone
 
     def discard(self, drop: Callable[[Hashable], bool]) -> int:
         """Forget every value whose key ``drop(key)`` selects; returns how many were forgotten.

@@ -87,6 +87,7 @@ class DecisionApplier:
         self._routes_cache: dict[int, dict[tuple[str, str], int]] = {}  # per job: its routes now
         self.domains = DomainIndex()
         self._dirty: set[int] = set()  # domains to decide afresh
+        self._gone: list[JobRun] = []  # jobs that left since the last decision
         self._order: dict[int, int] = {}  # per running job: its start sequence (the running order)
         self._starts = 0
         self._next_comp = 0
@@ -111,10 +112,22 @@ class DecisionApplier:
         self._dirty.update(parts)
         self._order.pop(r.index, None)
         self._routes_cache.pop(r.index, None)
+        self._memo.forget(r.spec.id)  # its values are never asked for again
+        self._gone.append(r)
         c = r.component
         members = self._pacing.components.get(c)
         if members is not None and all(self._runs[i].finished for i in members):
             self._retire([c])
+        if not self._dirty:
+            self._release_gone()
+
+    def _release_gone(self) -> None:
+        """Drop the traffic of the jobs that left (once their components are gone): a long run keeps
+        only the results of finished jobs, not their per-link schedules."""
+        for r in self._gone:
+            r.traffic = None
+            r.next_traffic = None
+        self._gone = []
 
     def decide(self) -> None:
         """Decide the domains that changed since the last decision, and apply the decisions."""
@@ -132,6 +145,7 @@ class DecisionApplier:
                 self._fluid.settle(i)
         parts = [self._decide_domain(g) for g in groups]
         self._apply(parts[0] if len(parts) == 1 else merge_decisions(parts), jobs)
+        self._release_gone()
 
     def _decide_domain(self, idxs: list[int]) -> Decisions:
         runs = [self._runs[i] for i in idxs]

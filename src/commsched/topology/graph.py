@@ -55,6 +55,7 @@ class Topology:
         self.nodes: tuple[Node, ...] = tuple(nodes)
         self.links: tuple[Link, ...] = tuple(links)
         self.hosts: tuple[Host, ...] = tuple(hosts)
+        self._gpus: tuple[NodeId, ...] = tuple(g for h in self.hosts for g in h.gpus)
         self._node: dict[NodeId, Node] = {}
         for n in self.nodes:
             if n.id in self._node:
@@ -135,11 +136,11 @@ class Topology:
     @property
     def gpus(self) -> tuple[NodeId, ...]:
         """All GPUs, host by host in host order."""
-        return tuple(g for h in self.hosts for g in h.gpus)
+        return self._gpus
 
     @property
     def n_gpus(self) -> int:
-        return sum(len(h.gpus) for h in self.hosts)
+        return len(self._gpus)
 
     def host_of(self, gpu: NodeId | str) -> Host:
         try:
