@@ -25,6 +25,7 @@ from scipy.sparse.csgraph import connected_components
 from commsched.scheduling.compression import Compression, crux_compression, cut_weight
 from commsched.scheduling.guard import guard_classes
 from commsched.scheduling.interfaces import PolicyContext
+from commsched.scheduling.memo import Memo, maybe
 from commsched.scheduling.paths import PathSettings, greedy_routes
 from commsched.scheduling.policies_common import (
     Plan,
@@ -109,6 +110,7 @@ def componentwise_compression(
     seed: int,
     ids: Sequence[str],
     orders: int = 10,
+    memo: Memo | None = None,
 ) -> Compression:
     """Crux's compression run per connected component of the contention DAG.
 
@@ -118,7 +120,9 @@ def componentwise_compression(
     jobs' ``ids``); this keeps the DP at ``O(m K n_c^2)`` per component instead of ``O(m K n^2)``.
     Jobs without contention edges are placed by rank position (``level = floor(position * K / n)``),
     which keeps the ranking's order among them (it matters only for intra-host sharing, which the DAG
-    ignores).
+    ignores). With a ``memo``, a component whose jobs, order, edges and intensities are those of an
+    earlier decision gets that decision's levels back without solving again (the same levels: its
+    draws depend on nothing else).
 
     References
     ----------
@@ -133,9 +137,19 @@ def componentwise_compression(
             idx = np.flatnonzero(labels == c)
             if idx.size < 2:
                 continue
-            rng = np.random.default_rng(component_seed(seed, [ids[i] for i in idx.tolist()]))
-            sub = crux_compression(sharing[np.ix_(idx, idx)], intensity[idx], levels, rng=rng, orders=orders)
-            for i, level in zip(idx.tolist(), sub.levels, strict=True):
+            members = [ids[i] for i in idx.tolist()]
+            sub_share, sub_int = sharing[np.ix_(idx, idx)], intensity[idx]
+
+            def solve(
+                share: NDArray[np.bool_] = sub_share,
+                inten: NDArray[np.float64] = sub_int,
+                names: list[str] = members,
+            ) -> tuple[int, ...]:
+                rng = np.random.default_rng(component_seed(seed, names))
+                return crux_compression(share, inten, levels, rng=rng, orders=orders).levels
+
+            key = ("k-cut", tuple(members), sub_share.tobytes(), sub_int.tobytes(), levels, orders, seed)
+            for i, level in zip(idx.tolist(), maybe(memo, key, solve), strict=True):
                 out[i] = level
     levels_t = tuple(int(v) for v in out)
     return Compression(
@@ -168,7 +182,9 @@ def crux_plan(state: ClusterState, ctx: PolicyContext, settings: CruxSettings | 
     ranked_ids = [str(j) for j in ranking.order]
 
     def crux_k_cut(share: NDArray[np.bool_], inten: NDArray[np.float64], k: int) -> Compression:
-        return componentwise_compression(share, inten, k, seed=ctx.seed, ids=ranked_ids, orders=cfg.orders)
+        return componentwise_compression(
+            share, inten, k, seed=ctx.seed, ids=ranked_ids, orders=cfg.orders, memo=ctx.memo
+        )
 
     classes = _classes(state, ranking, facts, crux_k_cut if cfg.compress else None, c.network)
     if cfg.guard_loss is not None:
