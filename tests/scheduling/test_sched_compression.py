@@ -270,3 +270,31 @@ def test_bad_order_and_brute_force_limit() -> None:
     big = np.zeros((30, 30), dtype=bool)
     with pytest.raises(InputError, match="smaller DAG"):
         brute_force_compression(big, np.ones(30), 3)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    n=st.integers(min_value=1, max_value=40),
+    density=st.floats(min_value=0.02, max_value=0.4),
+    levels=st.integers(min_value=1, max_value=8),
+    ties=st.booleans(),
+    monotone=st.booleans(),
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+)
+def test_the_layerwise_tables_equal_the_column_scan(
+    n: int, density: float, levels: int, ties: bool, monotone: bool, seed: int
+) -> None:
+    from commsched.scheduling.compression_dag import _bfs, _indegrees
+    from commsched.scheduling.compression_kcut import _table, _table_scan
+
+    rng = np.random.default_rng(seed)
+    inc = rng.random((n, 3 * n + 1)) < density
+    share = (inc.astype(int) @ inc.T.astype(int)) > 0
+    np.fill_diagonal(share, False)
+    inten = rng.choice([0.5, 1.0, 2.0], n) if ties else rng.uniform(0.1, 5.0, n)  # ties: equal sums
+    order = np.asarray(_bfs(share, _indegrees(share), rng), dtype=np.int64)
+    fast, scan = (
+        _table(share, inten, order, levels, monotone),
+        _table_scan(share, inten, order, levels, monotone),
+    )
+    assert np.array_equal(fast.best, scan.best) and np.array_equal(fast.split, scan.split)

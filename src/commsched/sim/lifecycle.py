@@ -74,8 +74,8 @@ class JobLifecycle:
         self._queue: list[int] = []
         #: indices of the running jobs, in start order
         self.running: list[int] = []
-        #: arrival times still to come, sorted
-        self.arrivals: list[float] = sorted(max(0.0, r.spec.arrival_s) for r in runs)
+        #: arrivals still to come
+        self.arrivals = len(runs)
         self._alloc_extra: dict[int, Allocation] = {}
 
     def check_jobs(self) -> None:
@@ -98,7 +98,7 @@ class JobLifecycle:
         return bool(self.running or self._queue or self.arrivals)
 
     def arrive(self, job: int) -> None:
-        self.arrivals.pop(0)
+        self.arrivals -= 1
         self._queue.append(job)
         self.schedule_queue()
 
