@@ -49,7 +49,7 @@ def _brute(reach: dict[int, set[int]]) -> list[set[int]]:
 
 
 @settings(max_examples=80, deadline=None)
-@given(ops=st.lists(st.tuples(st.booleans(), st.integers(0, 11), st.sets(st.integers(0, 15), max_size=3))))
+@given(ops=st.lists(st.tuples(st.booleans(), st.integers(0, 29), st.sets(st.integers(0, 40), max_size=3))))
 def test_the_domain_index_matches_the_connected_groups_of_the_running_jobs(
     ops: list[tuple[bool, int, set[int]]],
 ) -> None:
@@ -65,6 +65,15 @@ def test_the_domain_index_matches_the_connected_groups_of_the_running_jobs(
         got = sorted(sorted(m) for m in index.members.values())
         assert got == sorted(sorted(g) for g in _brute(reach))
         assert all(index.domain_of(j) in index.members for j in reach)
+
+
+def test_a_long_chain_splits_where_its_bridge_leaves() -> None:
+    index = DomainIndex()
+    for j in range(30):  # job j reaches links j and j + 1: one chain
+        index.add(j, np.array([j, j + 1]))
+    assert len(index.members) == 1 and index.largest == 30
+    parts = index.remove(14)
+    assert sorted(sorted(index.members[p]) for p in parts) == [list(range(14)), list(range(15, 30))]
 
 
 def _placed(name: str, hosts: list[int], per_host: int = 4) -> PlacedJob:

@@ -12,6 +12,11 @@ from collections.abc import Iterable
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
+
+#: domains of more jobs than this are split with a sparse connected-components search
+_SPARSE_FROM = 12
 
 
 class DomainIndex:
@@ -77,6 +82,10 @@ class DomainIndex:
         return [self._new(part) for part in self._parts(rest)]
 
     def _parts(self, jobs: set[int]) -> Iterable[set[int]]:
+        """The connected groups of ``jobs`` (a breadth-first search; a sparse one for large groups)."""
+        if len(jobs) > _SPARSE_FROM:
+            yield from self._sparse_parts(jobs)
+            return
         todo = set(jobs)
         while todo:
             start = min(todo)
@@ -91,6 +100,22 @@ class DomainIndex:
                             frontier.append(u)
             todo -= part
             yield part
+
+    def _sparse_parts(self, jobs: set[int]) -> Iterable[set[int]]:
+        order = sorted(jobs)
+        reach = [np.asarray(self._reach[i], dtype=np.int64) for i in order]
+        rows = np.repeat(np.arange(len(order)), [r.size for r in reach])
+        links, cols = np.unique(np.concatenate(reach), return_inverse=True)
+        size = len(order) + links.size
+        adj = sparse.csr_matrix(
+            (np.ones(rows.size, dtype=np.int8), (rows, cols.astype(np.int64) + len(order))),
+            shape=(size, size),
+        )
+        _, labels = connected_components(adj, directed=False)
+        groups: dict[int, set[int]] = {}
+        for k, i in enumerate(order):
+            groups.setdefault(int(labels[k]), set()).add(i)
+        yield from groups.values()
 
     def _new(self, jobs: set[int]) -> int:
         d = self._next
