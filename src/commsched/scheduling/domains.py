@@ -47,6 +47,7 @@ from commsched.scheduling.interfaces import PolicyContext
 from commsched.scheduling.memo import maybe
 from commsched.scheduling.paths import PathTable, job_flows
 from commsched.scheduling.policies_common import Plan
+from commsched.scheduling.routemap import JobRoutes, RouteMap, by_job
 from commsched.scheduling.state import ClusterState, ConnectionKey, Decisions, PlacedJob
 from commsched.scheduling.traffic import job_traffic
 from commsched.workload import JobId
@@ -111,17 +112,17 @@ def _merged_ranking(parts: list[Mapping[JobId, int]]) -> dict[JobId, int]:
 
 def merge_decisions(parts: list[Decisions]) -> Decisions:
     """The decisions of several domains as one (their jobs and connections are disjoint)."""
-    routes: dict[ConnectionKey, int] = {}
+    routes: dict[JobId, RouteMap] = {}
     classes: dict[JobId, int] = {}
     shifts: dict[JobId, float] = {}
     ports: dict[ConnectionKey, int] = {}
     for d in parts:
-        routes.update(d.routes)
+        routes.update(by_job(d.routes).jobs())
         classes.update(d.classes)
         shifts.update(d.time_shift_s)
         ports.update(d.src_ports)
     return Decisions(
-        routes=MappingProxyType(routes),
+        routes=JobRoutes(routes),
         ranking=MappingProxyType(_merged_ranking([d.ranking for d in parts])),
         classes=MappingProxyType(classes),
         time_shift_s=MappingProxyType(shifts),

@@ -57,12 +57,22 @@ class Memo:
                 self._values.clear()
                 self._owned.clear()
             value = compute()
-            self._values[key] = value
-            if isinstance(key, tuple) and len(key) > 1 and isinstance(key[1], str):
-                self._owned.setdefault(key[1], []).append(key)
+            self._store(key, value)
             return value
         self.hits += 1
         return value
+
+    def put(self, key: Hashable, value: Any) -> None:
+        """Store ``value`` under ``key`` (replacing what was there)."""
+        if key not in self._values and len(self._values) >= self.max_entries:
+            self._values.clear()
+            self._owned.clear()
+        self._store(key, value)
+
+    def _store(self, key: Hashable, value: Any) -> None:
+        if key not in self._values and isinstance(key, tuple) and len(key) > 1 and isinstance(key[1], str):
+            self._owned.setdefault(key[1], []).append(key)
+        self._values[key] = value
 
     def peek(self, key: Hashable) -> Any:
         """The value stored under ``key``, or ``None`` (nothing computed, no hit or miss counted)."""

@@ -49,6 +49,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from commsched.errors import InputError
+from commsched.scheduling.greedy_view import JobView, candidate_links
+from commsched.scheduling.memo import Memo
+from commsched.scheduling.routemap import JobRoutes, RouteMap
 from commsched.scheduling.routing import network_pair
 from commsched.scheduling.state import ClusterState, ConnectionKey, PlacedJob
 from commsched.scheduling.traffic import job_connections
@@ -264,7 +267,9 @@ def greedy_routes(
     weights: Mapping[JobId, FlowWeight],
     settings: PathSettings,
     trail: GreedyTrail | None = None,
-) -> MappingProxyType[ConnectionKey, int]:
+    *,
+    views: Memo | None = None,
+) -> JobRoutes:
     """Least-congested paths for the flows of ``jobs``, taken in the given order.
 
     Parameters
@@ -281,11 +286,15 @@ def greedy_routes(
     trail
         The previous pass with the same table and settings, resumed after the common first jobs and
         updated in place (same result as without it).
+    views
+        Where each job's last turn is kept (:mod:`commsched.scheduling.greedy_view`): a job that finds
+        the same loads on its candidate links as in its last turn repeats it without recomputing (same
+        result as without it). Not with a ``trail``.
 
     Returns
     -------
-    Mapping
-        Connection -> equal-cost path index, for every inter-host connection.
+    JobRoutes
+        Connection -> equal-cost path index, for every inter-host connection (kept per job).
 
     References
     ----------
@@ -302,7 +311,7 @@ def greedy_routes(
         return _greedy_pass(state, jobs[start:], keys[start:], settings, trail)
     state = _Load(load=table.scratch, inv_cap=table.inv_cap_bytes, log=[])
     try:
-        return _greedy_pass(state, jobs, keys, settings, None)
+        return _greedy_pass(state, jobs, keys, settings, None, views)
     finally:  # give the scratch array back zeroed
         for adds in state.log or ():
             table.scratch[adds[0]] = 0.0
@@ -314,13 +323,24 @@ def _greedy_pass(
     keys: Sequence[tuple[JobId, FlowWeight | None]],
     settings: PathSettings,
     trail: GreedyTrail | None,
-) -> MappingProxyType[ConnectionKey, int]:
+    views: Memo | None = None,
+) -> JobRoutes:
     """The greedy pass over ``jobs`` from the loads in ``state`` (see :func:`greedy_routes`)."""
-    out: dict[ConnectionKey, int] = {}
+    out: dict[JobId, RouteMap] = {}
     if trail is not None:
-        for done in trail.routes:
-            out.update(done)
+        for (jid, _), done in zip(trail.keys, trail.routes, strict=True):
+            out[jid] = RouteMap(done)
     for key, (job, flows) in zip(keys, jobs, strict=True):
+        seen = views.peek(("greedy-view", job.id, settings)) if views is not None else None
+        if isinstance(seen, JobView) and seen.matches(key, flows, state.load):
+            seen.replay(state.load)
+            if state.log is not None:
+                state.log.append((seen.add_links, 0.0))  # for the scratch array's zeroing only
+            out[job.id] = seen.routes
+            continue
+        logged = len(state.log) if state.log is not None else 0
+        links = candidate_links([f.candidates for f in flows]) if views is not None else None
+        found = state.load[links] if links is not None else None
         mine: dict[ConnectionKey, int] = {}
         weight = key[1] or FlowWeight(per_flow=1.0)
         pinned = [f for f in flows if f.keys[0] in job.pinned_routes]
@@ -337,7 +357,12 @@ def _greedy_pass(
             for f in free:
                 choice = _place_flow(state, f, weight.per_byte * f.size_bytes + weight.per_flow)
                 mine.update(dict.fromkeys(f.keys, choice))
-        out.update(mine)
+        routes = out[job.id] = RouteMap(mine)
+        if views is not None and links is not None and found is not None and state.log is not None:
+            turn = JobView.of(
+                key=key, flows=flows, links=links, view=found, adds=state.log[logged:], routes=routes
+            )
+            views.put(("greedy-view", job.id, settings), turn)
         if trail is not None and state.log is not None:
             trail.keys.append(key)
             trail.adds.append(state.log)
@@ -345,7 +370,7 @@ def _greedy_pass(
             state.log = []
             if len(trail.keys) % GreedyTrail.EVERY == 0:
                 trail.loads.append(state.load.copy())
-    return MappingProxyType(out)
+    return JobRoutes(out)
 
 
 def _downlink_ports(topology: Topology) -> dict[NodeId, int]:

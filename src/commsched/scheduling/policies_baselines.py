@@ -72,7 +72,7 @@ def _taccl_routes(state: ClusterState, c: _Ctx, settings: PathSettings | None = 
     solo = {f.job.id: f for f in _solo_facts(state, c, cfg)}
     jobs = _arrival_order(state)
     weights = {j.id: _weight(solo[j.id], cfg) for j in jobs}
-    return greedy_routes(c.table, [(j, c.flows[j.id]) for j in jobs], weights, cfg)
+    return greedy_routes(c.table, [(j, c.flows[j.id]) for j in jobs], weights, cfg, views=c.memo)
 
 
 def taccl_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
@@ -93,7 +93,7 @@ def _balanced_routes(state: ClusterState, c: _Ctx, granularity: Granularity = "c
     cfg = PathSettings(metric="flows", granularity=granularity)
     jobs = _arrival_order(state)
     unit = {j.id: FlowWeight(per_flow=1.0) for j in jobs}
-    return greedy_routes(c.table, [(j, c.flows[j.id]) for j in jobs], unit, cfg)
+    return greedy_routes(c.table, [(j, c.flows[j.id]) for j in jobs], unit, cfg, views=c.memo)
 
 
 def _one_class(state: ClusterState, routes: Routes, c: _Ctx) -> Plan:

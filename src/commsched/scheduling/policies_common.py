@@ -39,6 +39,7 @@ from commsched.scheduling.priority import (
     job_facts,
     network_link_mask,
 )
+from commsched.scheduling.routemap import by_job
 from commsched.scheduling.state import ClusterState, ConnectionKey, Decisions, PlacedJob
 from commsched.topology import Topology
 from commsched.workload import JobId
@@ -104,13 +105,11 @@ def _weight(facts: JobFacts, settings: PathSettings) -> FlowWeight:
 def _facts(state: ClusterState, c: _Ctx, routes: Routes) -> list[JobFacts]:
     if c.memo is None:
         return [job_facts(state.topology, j, routes, c.network) for j in state.jobs]
-    own: dict[JobId, list[tuple[ConnectionKey, int]]] = {}
-    for key, path in routes.items():
-        own.setdefault(key.job, []).append((key, path))
+    jr = by_job(routes)
     return [
         c.memo.get(
-            ("facts", j.id, frozenset(own.get(j.id, ()))),
-            partial(job_facts, state.topology, j, routes, c.network),
+            ("facts", j.id, jr.of(j.id)),  # keyed by the job's own routes (a RouteMap hashes once)
+            partial(job_facts, state.topology, j, jr.of(j.id), c.network),
         )
         for j in state.jobs
     ]
@@ -183,7 +182,7 @@ def _classes(
 
 def _decisions(routes: Routes, ranking: Ranking, classes: Mapping[JobId, int]) -> Decisions:
     return Decisions(
-        routes=MappingProxyType(dict(routes)),
+        routes=by_job(routes),
         ranking=MappingProxyType({jid: r for r, jid in enumerate(ranking.order)}),
         classes=MappingProxyType(dict(classes)),
     )

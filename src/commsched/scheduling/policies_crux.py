@@ -84,7 +84,9 @@ def _crux_routes(state: ClusterState, c: _Ctx, solo: Sequence[JobFacts], setting
     """Crux path selection: jobs in decreasing ``I_j`` (solo), ties by id (crux-spec §2.2 item 4)."""
     order = sorted(solo, key=lambda f: (-f.intensity.value, f.job.id))
     weights = {f.job.id: _weight(f, settings) for f in solo}
-    return greedy_routes(c.table, [(f.job, c.flows[f.job.id]) for f in order], weights, settings)
+    return greedy_routes(
+        c.table, [(f.job, c.flows[f.job.id]) for f in order], weights, settings, views=c.memo
+    )
 
 
 def component_seed(seed: int, ids: Sequence[str]) -> list[int]:

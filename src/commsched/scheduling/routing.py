@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import zlib
 from functools import partial
-from types import MappingProxyType
 
 import numpy as np
 
 from commsched.scheduling.memo import Memo, maybe
+from commsched.scheduling.routemap import JobRoutes, RouteMap
 from commsched.scheduling.state import ClusterState, ConnectionKey, PlacedJob
 from commsched.scheduling.traffic import job_connections
 from commsched.topology import NodeKind, Topology
@@ -42,22 +42,26 @@ def network_pair(topology: Topology, key: ConnectionKey) -> tuple[str, str] | No
 
 def ecmp_routes(
     state: ClusterState, *, seed: int, hash_name: str = "murmur3", memo: Memo | None = None
-) -> MappingProxyType[ConnectionKey, int]:
+) -> JobRoutes:
     """ECMP path index of every inter-host connection of every running job (random source ports).
 
     A job's routes depend only on the job, the seed and the hash; with a ``memo`` they are hashed once
-    per job, not at every decision.
+    per job, not at every decision (and the job keeps the same :class:`RouteMap`).
     """
-    out: dict[ConnectionKey, int] = {}
-    for job in state.jobs:
-        out.update(
-            maybe(
+    return JobRoutes(
+        {
+            job.id: maybe(
                 memo,
                 ("ecmp", job.id, seed, hash_name),
-                partial(job_ecmp_routes, state.topology, job, seed, hash_name),
+                partial(_job_route_map, state.topology, job, seed, hash_name),
             )
-        )
-    return MappingProxyType(out)
+            for job in state.jobs
+        }
+    )
+
+
+def _job_route_map(topo: Topology, job: PlacedJob, seed: int, hash_name: str) -> RouteMap:
+    return RouteMap(job_ecmp_routes(topo, job, seed, hash_name))
 
 
 def job_ecmp_routes(topo: Topology, job: PlacedJob, seed: int, hash_name: str) -> dict[ConnectionKey, int]:

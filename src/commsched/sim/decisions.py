@@ -13,7 +13,7 @@ re-decided domains is settled, re-partitioned or re-allocated: a decision costs 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,7 +27,8 @@ from commsched.scheduling.interfaces import PolicyContext, PolicyFn
 from commsched.scheduling.memo import Memo
 from commsched.scheduling.paths import PathTable
 from commsched.scheduling.priority import JobFacts
-from commsched.scheduling.state import ClusterState, ConnectionKey, Decisions, PlacedJob
+from commsched.scheduling.routemap import RouteMap, by_job
+from commsched.scheduling.state import ClusterState, Decisions, PlacedJob
 from commsched.scheduling.traffic import JobTraffic, job_traffic
 from commsched.sim.domains import DomainIndex
 from commsched.sim.fast import FastMode
@@ -40,7 +41,7 @@ from commsched.topology import Topology
 from commsched.workload import JobId
 
 #: what a decision plans for one job: its run, class, routes key, new traffic (if any) and time shift
-_Planned = tuple[JobRun, int, dict[tuple[str, str], int], JobTraffic | None, float]
+_Planned = tuple[JobRun, int, RouteMap, JobTraffic | None, float]
 
 
 class DecisionApplier:
@@ -84,7 +85,7 @@ class DecisionApplier:
         self._epoch = 0
         self._memo = Memo()  # pure per-job / per-pair results the policy reuses between decisions
         self._table = PathTable(topology)
-        self._routes_cache: dict[int, dict[tuple[str, str], int]] = {}  # per job: its routes now
+        self._routes_cache: dict[int, RouteMap] = {}  # per job: its routes now
         self.domains = DomainIndex()
         self._dirty: set[int] = set()  # domains to decide afresh
         self._gone: list[JobRun] = []  # jobs that left since the last decision
@@ -203,20 +204,15 @@ class DecisionApplier:
         self._fluid.apply(mine, set(keep.values()))
 
     def _plan(self, d: Decisions, jobs: list[int]) -> list[_Planned]:
-        own: dict[str, dict[tuple[str, str], int]] = {}
-        own_items: dict[str, list[tuple[ConnectionKey, int]]] = {}
-        for k, v in d.routes.items():
-            own.setdefault(k.job, {})[(k.src, k.dst)] = v
-            own_items.setdefault(k.job, []).append((k, v))
+        routes = by_job(d.routes)  # per job: a policy that keeps a job's routes hands back the same map
         plan: list[_Planned] = []
-        no_routes: dict[tuple[str, str], int] = {}
         for i in jobs:
             r = self._runs[i]
             assert r.placed is not None
-            key = own.get(r.spec.id, no_routes)
+            key = routes.of(r.spec.id)
             new_tr = None
             if r.next_traffic is None or self._routes_cache.get(i) != key:
-                new_tr = self._traffic(r.placed, d.routes, own_items.get(r.spec.id, []))
+                new_tr = self._traffic(r.placed, key)
             shift = float(d.time_shift_s.get(r.spec.id, 0.0))
             plan.append((r, d.class_of(r.spec.id), key, new_tr, shift))
         return plan
@@ -228,7 +224,7 @@ class DecisionApplier:
         return new_tr is not None or phase
 
     def _install(
-        self, r: JobRun, cls: int, key: dict[tuple[str, str], int], new_tr: JobTraffic | None, shift: float
+        self, r: JobRun, cls: int, key: RouteMap, new_tr: JobTraffic | None, shift: float
     ) -> None:
         r.priority_class = cls
         if new_tr is not None:
@@ -243,11 +239,9 @@ class DecisionApplier:
             r.pending_delay_s = (shift - r.time_shift_s) % r.standalone_s
         r.time_shift_s = shift
 
-    def _traffic(
-        self, placed: PlacedJob, routes: Mapping[ConnectionKey, int], own: list[tuple[ConnectionKey, int]]
-    ) -> JobTraffic:
+    def _traffic(self, placed: PlacedJob, routes: RouteMap) -> JobTraffic:
         """The job's traffic under its routes: the one the policy projected for its facts, if it did."""
-        facts = self._memo.peek(("facts", placed.id, frozenset(own)))
+        facts = self._memo.peek(("facts", placed.id, routes))
         if isinstance(facts, JobFacts) and facts.job is placed:
             return facts.traffic
         return job_traffic(self._topology, placed, routes)
