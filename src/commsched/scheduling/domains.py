@@ -35,7 +35,7 @@ Two jobs under different ToRs of one Clos meet on no link; a third across both T
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 from typing import TypeVar
@@ -45,7 +45,7 @@ from numpy.typing import NDArray
 
 from commsched.scheduling.interfaces import PolicyContext
 from commsched.scheduling.memo import maybe
-from commsched.scheduling.paths import PathTable, job_flows
+from commsched.scheduling.paths import Flow, PathTable, job_flows
 from commsched.scheduling.policies_common import Plan
 from commsched.scheduling.routemap import JobRoutes, RouteMap, by_job
 from commsched.scheduling.state import ClusterState, ConnectionKey, Decisions, PlacedJob
@@ -57,10 +57,13 @@ __all__ = ["decide_per_domain", "domains", "job_reach", "merge_decisions", "plan
 T = TypeVar("T")
 
 
-def job_reach(table: PathTable, job: PlacedJob) -> NDArray[np.int64]:
-    """Every link (sorted ids) the job's traffic could use under any decision (module notes)."""
+def job_reach(
+    table: PathTable, job: PlacedJob, flows: Sequence[Flow] | None = None
+) -> NDArray[np.int64]:
+    """Every link (sorted ids) the job's traffic could use under any decision (module notes);
+    ``flows`` are its :func:`~commsched.scheduling.paths.job_flows` when the caller has them."""
     parts = [job_traffic(table.topology, job).link_ids.astype(np.int64)]
-    parts.extend(f.candidates.ravel() for f in job_flows(table, job))
+    parts.extend(f.candidates.ravel() for f in (job_flows(table, job) if flows is None else flows))
     if job.reserved_links:
         parts.append(np.fromiter((int(x) for x in job.reserved_links), dtype=np.int64))
     return np.unique(np.concatenate(parts))

@@ -147,12 +147,11 @@ def contention_matrix(
             ids = np.union1d(ids, np.asarray(old, dtype=ids.dtype))
         links.append(ids[network[ids]])
     rows = [np.full(ids.size, i) for i, ids in enumerate(links)]
-    cols = links
     if n == 0 or not any(r.size for r in rows):
         return np.zeros((n, n), dtype=bool)
+    used, cols = np.unique(np.concatenate(links), return_inverse=True)  # these jobs' links only
     inc = sparse.csr_matrix(
-        (np.ones(sum(r.size for r in rows)), (np.concatenate(rows), np.concatenate(cols))),
-        shape=(n, len(topology.links)),
+        (np.ones(cols.size), (np.concatenate(rows), cols.astype(np.int64))), shape=(n, used.size)
     )
     share: NDArray[np.bool_] = np.asarray((inc @ inc.T).toarray() > 0, dtype=bool)
     np.fill_diagonal(share, False)

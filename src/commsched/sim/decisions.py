@@ -14,6 +14,7 @@ re-decided domains is settled, re-partitioned or re-allocated: a decision costs 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,7 +26,7 @@ from commsched.scheduling.domains import job_reach, merge_decisions
 from commsched.scheduling.intensity import intensity_from_traffic
 from commsched.scheduling.interfaces import PolicyContext, PolicyFn
 from commsched.scheduling.memo import Memo
-from commsched.scheduling.paths import PathTable
+from commsched.scheduling.paths import PathTable, job_flows
 from commsched.scheduling.priority import JobFacts
 from commsched.scheduling.routemap import RouteMap, by_job
 from commsched.scheduling.state import ClusterState, Decisions, PlacedJob
@@ -84,8 +85,9 @@ class DecisionApplier:
         self._iterations = iterations
         self._epoch = 0
         self._memo = Memo()  # pure per-job / per-pair results the policy reuses between decisions
-        self._table = PathTable(topology)
         self._routes_cache: dict[int, RouteMap] = {}  # per job: its routes now
+        #: per job: the links of its traffic now and next, with the traffic objects they were taken from
+        self._flight: dict[int, tuple[JobTraffic | None, JobTraffic | None, tuple[int, ...]]] = {}
         self.domains = DomainIndex()
         self._dirty: set[int] = set()  # domains to decide afresh
         self._gone: list[JobRun] = []  # jobs that left since the last decision
@@ -102,7 +104,10 @@ class DecisionApplier:
         self._order[r.index] = self._starts
         self._starts += 1
         before = {d for d in self._dirty if d in self.domains.members}
-        d = self.domains.add(r.index, job_reach(self._table, r.placed))
+        placed = r.placed
+        table = self._memo.get("path-table", lambda: PathTable(self._topology))  # the policy's own
+        flows = self._memo.get(("flows", placed.id), partial(job_flows, table, placed))
+        d = self.domains.add(r.index, job_reach(table, placed, flows))
         self._dirty = {x for x in before if x in self.domains.members} | {d}
 
     def left(self, r: JobRun) -> None:
@@ -113,6 +118,7 @@ class DecisionApplier:
         self._dirty.update(parts)
         self._order.pop(r.index, None)
         self._routes_cache.pop(r.index, None)
+        self._flight.pop(r.index, None)
         self._memo.forget(r.spec.id)  # its values are never asked for again
         self._gone.append(r)
         c = r.component
@@ -160,14 +166,17 @@ class DecisionApplier:
         self._epoch += 1
         return self._policy(state, ctx)
 
-    @staticmethod
-    def _in_flight_links(runs: Sequence[JobRun]) -> dict[JobId, tuple[int, ...]]:
+    def _in_flight_links(self, runs: Sequence[JobRun]) -> dict[JobId, tuple[int, ...]]:
         """Per job, the links of its step in flight and of the routes in force now."""
         out: dict[JobId, tuple[int, ...]] = {}
         for r in runs:
-            routes = [t.link_ids for t in (r.traffic, r.next_traffic) if t is not None]
-            if routes:
-                out[r.spec.id] = tuple(np.unique(np.concatenate(routes)).tolist())
+            hit = self._flight.get(r.index)
+            if hit is None or hit[0] is not r.traffic or hit[1] is not r.next_traffic:
+                routes = [t.link_ids for t in (r.traffic, r.next_traffic) if t is not None]
+                links = tuple(np.unique(np.concatenate(routes)).tolist()) if routes else ()
+                hit = self._flight[r.index] = (r.traffic, r.next_traffic, links)
+            if hit[2]:
+                out[r.spec.id] = hit[2]
         return out
 
     # ------------------------------------------------------------------ applying
