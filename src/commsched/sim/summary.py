@@ -110,13 +110,7 @@ def series(
     util = np.where(ok, busy / np.where(ok, dt * max(cluster_gpus, 1), 1.0), np.nan)
     a_util = np.where(alloc > 0, busy / np.where(alloc > 0, alloc, 1.0), np.nan)
     links = np.unique(np.concatenate([x.links for x in s])) if s else np.zeros(0, np.int64)
-    lb_cum, liw_cum = _dense(s, links)
-    lb = np.diff(lb_cum, axis=0)
-    liw = np.diff(liw_cum, axis=0)
-    cap = capacity_bytes_per_s[links][None, :] * np.where(ok, dt, 1.0)[:, None]
-    l_util = lb / cap
-    with np.errstate(invalid="ignore", divide="ignore"):
-        l_int = np.where(lb > 0, liw / np.where(lb > 0, lb, 1.0), np.nan)
+    l_util, l_int = _link_series(s, links, capacity_bytes_per_s[links], np.where(ok, dt, 1.0))
     return TimeSeries(
         t=t[1:],
         gpu_utilization=util,
@@ -127,18 +121,32 @@ def series(
     )
 
 
-def _dense(
-    samples: Sequence[Sample], links: NDArray[np.int64]
+def _link_series(
+    samples: Sequence[Sample],
+    links: NDArray[np.int64],
+    capacity: NDArray[np.float64],
+    dt: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """The cumulative per-link counters of every sample over ``links`` (sorted), from the sparse ones."""
-    lb = np.zeros((len(samples), links.size))
-    liw = np.zeros((len(samples), links.size))
-    row_b = np.zeros(links.size)
-    row_w = np.zeros(links.size)
+    """Per interval and link of ``links`` (sorted): utilisation and traffic intensity, built row by row
+    from the sparse samples (only the two results are ever held in full)."""
+    n = max(len(samples) - 1, 0)
+    util = np.empty((n, links.size))
+    inten = np.empty((n, links.size))
+    cum_b = np.zeros(links.size)
+    cum_w = np.zeros(links.size)
     for k, x in enumerate(samples):
         pos = np.searchsorted(links, x.links)
-        row_b[pos] = x.link_bytes
-        row_w[pos] = x.link_iw_bytes
-        lb[k] = row_b
-        liw[k] = row_w
-    return lb, liw
+        if k == 0:
+            cum_b[pos] = x.link_bytes
+            cum_w[pos] = x.link_iw_bytes
+            continue
+        lb = np.zeros(links.size)
+        liw = np.zeros(links.size)
+        lb[pos] = x.link_bytes - cum_b[pos]
+        liw[pos] = x.link_iw_bytes - cum_w[pos]
+        cum_b[pos] = x.link_bytes
+        cum_w[pos] = x.link_iw_bytes
+        util[k - 1] = lb / (capacity * dt[k - 1])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            inten[k - 1] = np.where(lb > 0, liw / np.where(lb > 0, lb, 1.0), np.nan)
+    return util, inten
