@@ -1,0 +1,161 @@
+"""The agent's routes for unmodified jobs: environment hand-out, processes, adoption, measurements.
+
+``GET /v1/jobs/{job}/env`` works on every agent: the environment a job's processes on this host get
+(NCCL's traffic class, service level and interfaces for the job's class and rails, see
+:mod:`commsched.runtime.enforce.nccl`). The others need an agent started with ``--enforce``
+(:mod:`commsched.runtime.enforce`); they answer 409 otherwise. The routes that start, adopt or stop
+processes need the agent's bearer token when it has one (``--token-file``), since the agent runs them
+with its own privileges.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Header, Query, Request
+from fastapi import Path as PathParam
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from commsched.errors import InputError
+from commsched.runtime.agent.follower import Follower
+
+__all__ = ["AdoptIn", "ProcessIn", "add_job_routes"]
+
+_JOB = r"^[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,63}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+
+
+class AdoptIn(_Strict):
+    """Processes to move into the job's cgroup (with their descendants)."""
+
+    pids: list[Annotated[int, Field(ge=1, le=2**22)]] = Field(min_length=1, max_length=4096)
+
+
+class ProcessIn(_Strict):
+    """A process to start inside the job's cgroup."""
+
+    argv: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(min_length=1, max_length=1024)
+    env: dict[
+        Annotated[str, Field(min_length=1, max_length=256)], Annotated[str, Field(max_length=65536)]
+    ] = Field(default_factory=dict, max_length=1024)
+    cwd: str | None = Field(default=None, max_length=4096)
+    log: str | None = Field(default=None, max_length=4096, description="file for its standard output")
+    profile_window_s: float | None = Field(default=None, ge=0, le=86_400)
+
+
+class _RefusedError(Exception):
+    def __init__(self, status: int, message: str, field: str) -> None:
+        super().__init__(message)
+        self.status, self.message, self.field = status, message, field
+
+
+def add_job_routes(app: FastAPI, follower: Follower, enforcer: Any, *, token: str | None) -> None:
+    """Add the job routes to the agent's ``app`` (``enforcer``: an Enforcer, or ``None``)."""
+
+    @app.exception_handler(_RefusedError)
+    async def _refused(_r: Request, e: _RefusedError) -> JSONResponse:
+        return JSONResponse({"error": e.message, "field": e.field}, status_code=e.status)
+
+    @app.exception_handler(InputError)
+    async def _input(_r: Request, e: InputError) -> JSONResponse:
+        code = 404 if e.where == "job" else 400
+        return JSONResponse({"error": e.line(), "field": e.where}, status_code=code)
+
+    def enforcing() -> Any:
+        if enforcer is None:
+            raise _RefusedError(409, "this agent does not enforce (start it with --enforce)", "enforce")
+        return enforcer
+
+    def allowed(authorization: str | None) -> None:
+        if token is None:
+            return
+        scheme, _, cred = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(cred.encode(), token.encode()):
+            raise _RefusedError(401, "missing or wrong bearer token", "Authorization")
+
+    def decided(job: str) -> dict[str, Any]:
+        info = follower.view.get("jobs", {}).get(job)
+        if info is None:
+            msg = f"no decision for job {job!r} on host {follower.host!r} (version {follower.version})"
+            raise _RefusedError(404, msg, "job")
+        return dict(info)
+
+    @app.get("/v1/jobs/{job}/env")
+    def job_env(job: Annotated[str, PathParam(pattern=_JOB)]) -> dict[str, Any]:
+        from commsched.runtime.enforce.nccl import interface_addresses, job_environment, rdma_devices
+
+        info = decided(job)
+        view = follower.view
+        ips = view.get("nic_ips", {})
+        prefix = f"{follower.host}/"
+        mine = [ip for nic, ip in ips.items() if nic.startswith(prefix)]
+        levels = int(view.get("priority_levels") or 8)
+        out = job_environment(
+            info, mine, interfaces=interface_addresses(), hcas=rdma_devices(), levels=levels
+        )
+        out["env"]["COMMSCHED_JOB"] = job
+        return {**out, "job": job, "version": follower.version, "enforcing": enforcer is not None}
+
+    @app.post("/v1/jobs/{job}/adopt")
+    def adopt(
+        job: str, body: AdoptIn, authorization: Annotated[str | None, Header()] = None
+    ) -> dict[str, Any]:
+        allowed(authorization)
+        decided(job)
+        moved = enforcing().adopt(job, list(body.pids))
+        return {"job": job, "adopted": moved}
+
+    @app.post("/v1/jobs/{job}/processes", status_code=201)
+    def start(
+        job: str, body: ProcessIn, authorization: Annotated[str | None, Header()] = None
+    ) -> dict[str, Any]:
+        from commsched.runtime.enforce.spawn import ProcessSpec
+
+        allowed(authorization)
+        decided(job)
+        e = enforcing()
+        if body.profile_window_s is not None:
+            e.ensure_job(job).profile_window_s = body.profile_window_s
+        spec = ProcessSpec(argv=tuple(body.argv), env=dict(body.env), cwd=body.cwd, log=body.log)
+        try:
+            proc = e.spawn(job, spec)
+        except OSError as exc:
+            raise _RefusedError(400, f"cannot start {body.argv[0]!r}: {exc.strerror}", "argv") from None
+        started: dict[str, Any] = proc.to_json()
+        return started
+
+    @app.delete("/v1/jobs/{job}/processes")
+    def stop(
+        job: str,
+        grace_s: float = Query(3.0, ge=0, le=600),
+        authorization: Annotated[str | None, Header()] = None,
+    ) -> dict[str, Any]:
+        allowed(authorization)
+        codes = enforcing().stop(job, grace_s)
+        return {"job": job, "stopped": {str(k): v for k, v in codes.items()}}
+
+    @app.get("/v1/jobs/{job}")
+    def report(job: str) -> dict[str, Any]:
+        out: dict[str, Any] = enforcing().report(job)
+        return out
+
+    @app.get("/v1/jobs/{job}/connections")
+    def connections(job: str) -> dict[str, Any]:
+        return {"job": job, "connections": enforcing().connections(job)}
+
+    @app.get("/v1/jobs/{job}/traffic")
+    def traffic(job: str, since: float = Query(0.0, ge=0)) -> dict[str, Any]:
+        return dict(enforcing().traffic(job, since))
+
+    @app.delete("/v1/jobs/{job}")
+    def forget(job: str, authorization: Annotated[str | None, Header()] = None) -> dict[str, Any]:
+        allowed(authorization)
+        e = enforcing()
+        e.job(job)
+        e.remove(job)
+        return {"job": job, "removed": True}

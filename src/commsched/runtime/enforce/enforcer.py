@@ -1,0 +1,485 @@
+"""The agent's transparent enforcement: a cgroup per job, its marks and paths in one nftables table.
+
+:class:`Enforcer` owns what the agent makes on its host (see :mod:`.nft` for the table and
+:mod:`.ledger` for the write-ahead list of it) and keeps it in line with the daemon's decisions:
+
+* every job of the host's view gets a cgroup and a connection mark; processes enter the cgroup when
+  the agent starts them (:meth:`Enforcer.spawn`) or adopts them by PID (:meth:`Enforcer.adopt`);
+* :meth:`Enforcer.apply` (each new decision) sets the DSCP of every job's mark at once and re-pins
+  the ``(source, destination, port)`` keys whose decided paths changed (their next connections);
+* a new connection towards an undecided key is held (its first SYN dropped, see :mod:`.nft`) while
+  :meth:`Enforcer.pin` asks the path oracle for ports that put both directions on their decided paths
+  (:mod:`.pinning`) and installs them; the loops of :mod:`.loops` find such connections, refresh the
+  hold, and sample the jobs' byte counters;
+* a restarted agent takes over: it adopts the processes of its predecessor's cgroups (same marks,
+  so their open connections keep their DSCP), then removes the predecessor's table and cgroups.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import threading
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from commsched.errors import InputError
+from commsched.runtime.enforce import nft
+from commsched.runtime.enforce.cgroups import JobCgroup, cgroup2_root, descendants
+from commsched.runtime.enforce.conns import read_conntrack
+from commsched.runtime.enforce.ledger import Ledger, clean, read_ledger, write_ledger
+from commsched.runtime.enforce.pinning import PathOracle, PortSearch, find_ports
+from commsched.runtime.enforce.spawn import JobProcess, ProcessSpec
+
+__all__ = ["MARK_BASE", "Enforcer", "EnforcerConfig"]
+
+#: connection marks of the jobs: ``MARK_BASE | n`` ("CS" in the upper half)
+MARK_BASE = 0x43530000
+_SLUG = re.compile(r"[^A-Za-z0-9_-]")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnforcerConfig:
+    """Where an agent's enforcement lives and how it samples."""
+
+    host: str
+    ledger: Path
+    netns: str | None = None  # the namespace name (for ``testbed down``), when on a testbed
+    label: str = ""  # part of the table and cgroup names (e.g. the testbed name)
+    sample_s: float = 0.005
+    hold_timeout_s: float = 4.0
+    profile_window_s: float = 0.0  # 0: no profile is posted
+    max_samples: int = 400_000
+
+
+@dataclass(slots=True)
+class JobState:
+    """One job on this host (mutable, owned by the enforcer)."""
+
+    id: str
+    mark: int
+    name: str
+    cgroup: JobCgroup
+    samples: deque[tuple[float, int, int, int]] = field(default_factory=deque)  # t, data, all, held
+    procs: dict[int, JobProcess] = field(default_factory=dict)
+    profile_window_s: float = 0.0
+    profile: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class PinState:
+    """The decision for one key ``(mark, src, dst, dport)``: its ports, paths and why."""
+
+    chain: int | None
+    ports: tuple[int, ...]
+    forward: tuple[int, ...] | None
+    reverse: tuple[int, ...] | None
+    pinned: bool
+    reason: str
+
+
+class Enforcer:
+    """Transparent enforcement of one host's decisions (see the module docstring)."""
+
+    def __init__(
+        self,
+        cfg: EnforcerConfig,
+        *,
+        oracle: PathOracle | None,
+        poster: Callable[[str, dict[str, Any]], Any] | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.oracle = oracle
+        self.poster = poster
+        self.root = cgroup2_root()
+        tag = _SLUG.sub("-", "-".join(x for x in (cfg.label, cfg.host, str(os.getpid())) if x))
+        self.table = "commsched_" + tag.replace("-", "_")
+        self.parent = self.root / f"commsched-{tag}"
+        self.lock = threading.RLock()
+        self.jobs: dict[str, JobState] = {}
+        self.pins: dict[tuple[int, str, str, int], PinState] = {}
+        self.inflight: set[tuple[int, str, str, int]] = set()
+        self.view: dict[str, Any] = {}
+        self._chains = 0
+        self._made: set[str] = set()
+        self._marks: dict[str, int] = {}
+        self._workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pin")
+        self._loops: Any = None
+        self.failures: list[str] = []
+        self._acct: str | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _ledger(self) -> Ledger:
+        jobs = {j.id: {"mark": j.mark, "cgroup": str(j.cgroup.path)} for j in self.jobs.values()}
+        return Ledger(
+            agent_pid=os.getpid(),
+            netns=self.cfg.netns,
+            table=self.table,
+            cgroup_root=str(self.root),
+            cgroup_parent=str(self.parent),
+            jobs=jobs,
+        )
+
+    def start(self, view: dict[str, Any]) -> list[str]:
+        """Make the table, take over from a predecessor's ledger, apply ``view``, start the loops.
+
+        Returns what was removed of the predecessor's (one line each).
+        """
+        from commsched.runtime.enforce.loops import Loops
+
+        old = read_ledger(self.cfg.ledger)
+        if old is not None:
+            self._marks.update({k: int(v["mark"]) for k, v in old.jobs.items()})
+        write_ledger(self.cfg.ledger, self._ledger())
+        nft.run_nft(nft.base_script(self.table))
+        self._acct = _set_acct()
+        self.apply(view)
+        removed: list[str] = []
+        if old is not None and old.table != self.table:
+            for job, info in old.jobs.items():
+                cg = JobCgroup(path=Path(str(info["cgroup"])), root=Path(old.cgroup_root))
+                pids = cg.pids()
+                if pids:
+                    self.adopt(job, pids, children=False)
+            removed = clean(old, kill=False, current_netns=True)
+        self._loops = Loops(self)
+        self._loops.start()
+        return removed
+
+    def close(self, *, stop_processes: bool = False) -> None:
+        """Stop the loops; remove the table and every cgroup (processes go back to the root cgroup)."""
+        if self._loops is not None:
+            self._loops.stop()
+        self._workers.shutdown(wait=True, cancel_futures=True)
+        with self.lock:
+            for job in self.jobs.values():
+                if stop_processes:
+                    for p in job.procs.values():
+                        p.stop()
+            clean(self._ledger(), kill=False, current_netns=True)
+            self.cfg.ledger.unlink(missing_ok=True)
+            if self._acct is not None:
+                _set_acct(self._acct)
+
+    def errors(self) -> list[str]:
+        """The last errors of the background loops (a failed ``nft`` call, no netlink, ...)."""
+        loops = list(self._loops.errors) if self._loops is not None else []
+        return self.failures + loops
+
+    # ------------------------------------------------------------------ jobs
+
+    def _mark_for(self, job: str) -> int:
+        if job not in self._marks:
+            used = set(self._marks.values())
+            n = next(i for i in range(1, 0xFFFF) if MARK_BASE | i not in used)
+            self._marks[job] = MARK_BASE | n
+        return self._marks[job]
+
+    def ensure_job(self, job: str) -> JobState:
+        """The job's state, making its cgroup and rules on first use (ledger written first)."""
+        with self.lock:
+            if job in self.jobs:
+                return self.jobs[job]
+            mark = self._mark_for(job)
+            name = f"j{mark & 0xFFFF}"
+            slug = _SLUG.sub("-", job)[:48] or "job"
+            state = JobState(
+                id=job,
+                mark=mark,
+                name=name,
+                cgroup=JobCgroup(path=self.parent / f"{slug}-{name}", root=self.root),
+                samples=deque(maxlen=self.cfg.max_samples),
+                profile_window_s=self.cfg.profile_window_s,
+            )
+            self.jobs[job] = state
+            write_ledger(self.cfg.ledger, self._ledger())
+            state.cgroup.create()
+            self._rules()
+            self.refresh_alive()
+            return state
+
+    def refresh_alive(self) -> None:
+        """Let the hold catch the jobs' new connections for another ``hold_timeout_s`` (every job)."""
+        with self.lock:
+            marks = [j.mark for j in self.jobs.values()]
+            nft.run_nft(nft.alive_script(self.table, marks, self.cfg.hold_timeout_s))
+
+    def _rules(self) -> None:
+        rules = [
+            nft.JobRules(mark=j.mark, cgroup=j.cgroup.nft_path, level=j.cgroup.level, name=j.name)
+            for j in self.jobs.values()
+        ]
+        nft.run_nft(nft.jobs_script(self.table, rules, made=self._made))
+        self._made.update(j.name for j in self.jobs.values())
+
+    def job(self, job: str) -> JobState:
+        with self.lock:
+            if job not in self.jobs:
+                raise InputError(f"no job {job!r} on host {self.cfg.host!r}", where="job")
+            return self.jobs[job]
+
+    def adopt(self, job: str, pids: list[int], *, children: bool = True) -> list[int]:
+        """Move ``pids`` (and their descendants) into the job's cgroup; returns every PID moved.
+
+        Sockets opened before the move keep their old cgroup (the kernel fixes it when a socket is
+        made), so only the connections the processes open afterwards are enforced.
+        """
+        state = self.ensure_job(job)
+        moved: list[int] = []
+        for pid in pids:
+            for p in descendants(pid) if children else [pid]:
+                state.cgroup.add(p)
+                moved.append(p)
+        return moved
+
+    def spawn(self, job: str, spec: ProcessSpec) -> JobProcess:
+        """Start ``spec`` inside the job's cgroup (its master address pinned first, when remote)."""
+        state = self.ensure_job(job)
+        host, port = spec.env.get("MASTER_ADDR"), spec.env.get("MASTER_PORT")
+        if host and port and port.isdigit():
+            self.prepin(job, host, int(port))
+        proc = JobProcess(spec, cgroup_procs=state.cgroup.path / "cgroup.procs", base_env=os.environ)
+        with self.lock:
+            state.procs[proc.pid] = proc
+        return proc
+
+    def stop(self, job: str, grace_s: float = 3.0) -> dict[int, int | None]:
+        """Stop every process the agent started for ``job``; their exit codes."""
+        state = self.job(job)
+        return {pid: p.stop(grace_s) for pid, p in list(state.procs.items())}
+
+    def remove(self, job: str) -> None:
+        """Forget ``job``: its rules, pins and (empty, or emptied) cgroup."""
+        with self.lock:
+            state = self.jobs.pop(job, None)
+            if state is None:
+                return
+            state.cgroup.release()
+            state.cgroup.remove()
+            for key in [k for k in self.pins if k[0] == state.mark]:
+                del self.pins[key]
+            self._rules()
+            write_ledger(self.cfg.ledger, self._ledger())
+
+    # ------------------------------------------------------------------ decisions
+
+    def apply(self, view: dict[str, Any]) -> None:
+        """Follow a new host view: jobs, DSCP per mark (at once), fabric addresses, changed pins."""
+        with self.lock:
+            self.view = view
+            for job in view.get("jobs", {}):
+                self.ensure_job(job)
+            dscp = {
+                self.jobs[j].mark: int(info.get("dscp") or 0)
+                for j, info in view.get("jobs", {}).items()
+                if j in self.jobs
+            }
+            ips = view.get("nic_ips", {})
+            remote = {ips[c["dst_nic"]] for c in view.get("connections", []) if c["dst_nic"] in ips}
+            remote |= {ips[c["src_nic"]] for c in view.get("inbound", []) if c["src_nic"] in ips}
+            nft.run_nft(nft.marks_script(self.table, dscp) + nft.fabric_script(self.table, remote))
+            stale = [k for k, st in self.pins.items() if self._decided(k) != (st.forward, st.reverse)]
+        for key in stale:
+            self._workers.submit(self.pin, key)
+
+    def apply_safely(self, view: dict[str, Any]) -> None:
+        """:meth:`apply` for the follower's thread: a failure is kept (``/health``), not raised."""
+        try:
+            self.apply(view)
+        except Exception as exc:  # the agent keeps following; the error is reported
+            self.failures.append(f"apply version {view.get('version')}: {type(exc).__name__}: {exc}")
+            del self.failures[:-20]
+
+    def _decided(
+        self, key: tuple[int, str, str, int]
+    ) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+        """The decided links of ``src -> dst`` and ``dst -> src`` for the job of ``key``'s mark."""
+        mark, src, dst, _ = key
+        job = next((j.id for j in self.jobs.values() if j.mark == mark), None)
+        ips = self.view.get("nic_ips", {})
+        fwd = rev = None
+        for c in self.view.get("connections", []):
+            if c["job"] == job and ips.get(c["src_nic"]) == src and ips.get(c["dst_nic"]) == dst:
+                fwd = tuple(int(x) for x in c["links"])
+        for c in self.view.get("inbound", []):
+            if c["job"] == job and ips.get(c["src_nic"]) == dst and ips.get(c["dst_nic"]) == src:
+                rev = tuple(int(x) for x in c["links"])
+        return fwd, rev
+
+    def prepin(self, job: str, dst: str, dport: int) -> None:
+        """Pin ``job``'s connections to ``dst:dport`` now (the source the kernel would choose)."""
+        import socket
+
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:
+                s.connect((dst, dport))
+            except OSError:
+                return
+            src = s.getsockname()[0]
+        if src == dst or dst.startswith("127."):
+            return
+        self.pin((self.ensure_job(job).mark, src, dst, dport))
+
+    def request_pin(self, key: tuple[int, str, str, int]) -> None:
+        """Pin ``key`` on a worker thread (once at a time per key)."""
+        with self.lock:
+            if key in self.inflight or key in self.pins:
+                return
+            self.inflight.add(key)
+        self._workers.submit(self.pin, key)
+
+    def pin(self, key: tuple[int, str, str, int]) -> PinState:
+        """Decide ``key``'s ports from the current view and install them (or mark it undecided)."""
+        try:
+            with self.lock:
+                fwd, rev = self._decided(key)
+                old = self.pins.get(key)
+            state = self._search(key, fwd, rev)
+            with self.lock:
+                self._chains += 1
+                chain = self._chains if state.ports else None
+                pin = nft.Pin(mark=key[0], src=key[1], dst=key[2], dport=key[3], ports=state.ports)
+                old_chain = old.chain if old is not None else None
+                nft.run_nft(
+                    nft.pin_script(self.table, pin, chain or 0, old_chain=old_chain, known=old is not None)
+                )
+                state.chain = chain
+                self.pins[key] = state
+            return state
+        finally:
+            with self.lock:
+                self.inflight.discard(key)
+
+    def _search(
+        self, key: tuple[int, str, str, int], fwd: tuple[int, ...] | None, rev: tuple[int, ...] | None
+    ) -> PinState:
+        _, src, dst, dport = key
+        if fwd is None and rev is None:
+            return PinState(
+                chain=None, ports=(), forward=None, reverse=None, pinned=False, reason="no decision"
+            )
+        if self.oracle is None:
+            return PinState(
+                chain=None, ports=(), forward=fwd, reverse=rev, pinned=False, reason="no path oracle"
+            )
+        if self.oracle.n_paths(src, dst) == 1 and self.oracle.n_paths(dst, src) == 1:
+            return PinState(chain=None, ports=(), forward=fwd, reverse=rev, pinned=True, reason="single path")
+        busy = frozenset(
+            t.wire_sport for t in read_conntrack() if t.orig[0] == src and t.orig[2:] == (dst, dport)
+        )
+        s = PortSearch(src=src, dst=dst, dport=dport, forward=fwd, reverse=rev, exclude=busy)
+        ports = find_ports(self.oracle, s)
+        if ports:
+            return PinState(chain=None, ports=ports, forward=fwd, reverse=rev, pinned=True, reason="ports")
+        if fwd is not None and rev is not None:  # both directions together not found: forward alone
+            ports = find_ports(
+                self.oracle, PortSearch(src=src, dst=dst, dport=dport, forward=fwd, reverse=None)
+            )
+        reason = "reverse direction not pinned: no port for both paths" if ports else "no port for the path"
+        return PinState(chain=None, ports=ports, forward=fwd, reverse=rev, pinned=False, reason=reason)
+
+    # ------------------------------------------------------------------ reports
+
+    def connections(self, job: str) -> list[dict[str, Any]]:
+        """The job's tracked connections on this host, each with its pin (connecting side only)."""
+        from commsched.runtime.enforce.nccl import interface_addresses
+
+        state = self.job(job)
+        local = set(interface_addresses())
+        out = []
+        for t in read_conntrack():
+            if (
+                t.mark != state.mark
+                or t.orig[2].startswith("127.")
+                or (t.orig[2] in local
+                and t.orig[0] in local)
+            ):
+                continue
+            row: dict[str, Any] = {
+                "role": "connecting" if t.orig[0] in local else "accepting",
+                "local": [t.orig[0], t.orig[1]] if t.orig[0] in local else [t.orig[2], t.orig[3]],
+                "remote": [t.orig[2], t.orig[3]] if t.orig[0] in local else [t.orig[0], t.orig[1]],
+                "wire_sport": t.wire_sport,
+                "state": t.state,
+                "bytes_out": t.orig_bytes if t.orig[0] in local else t.reply_bytes,
+                "bytes_in": t.reply_bytes if t.orig[0] in local else t.orig_bytes,
+            }
+            if row["role"] == "connecting":
+                with self.lock:
+                    pin = self.pins.get((state.mark, t.orig[0], t.orig[2], t.orig[3]))
+                row.update(
+                    pinned=bool(pin and pin.pinned and (not pin.ports or t.wire_sport in pin.ports)),
+                    reason=pin.reason if pin else "opened before its key was decided",
+                    forward=list(pin.forward) if pin and pin.forward else None,
+                    reverse=list(pin.reverse) if pin and pin.reverse else None,
+                )
+            out.append(row)
+        return out
+
+    def traffic(self, job: str, since: float = 0.0) -> dict[str, Any]:
+        """The job's counter samples after ``since``: time, data bytes, all bytes, held SYNs."""
+        state = self.job(job)
+        with self.lock:
+            rows = [s for s in state.samples if s[0] > since]
+        return {
+            "job": job,
+            "sample_s": self.cfg.sample_s,
+            "t": [r[0] for r in rows],
+            "data_bytes": [r[1] for r in rows],
+            "bytes": [r[2] for r in rows],
+            "held": [r[3] for r in rows],
+        }
+
+    def report(self, job: str) -> dict[str, Any]:
+        state = self.job(job)
+        with self.lock:
+            last = state.samples[-1] if state.samples else (0.0, 0, 0, 0)
+            procs = [p.to_json() for p in state.procs.values()]
+        return {
+            "job": job,
+            "mark": state.mark,
+            "cgroup": str(state.cgroup.path),
+            "pids": state.cgroup.pids(),
+            "processes": procs,
+            "data_bytes": last[1],
+            "bytes": last[2],
+            "held_syns": last[3],
+            "profile": state.profile,
+            "table": self.table,
+        }
+
+    def forget_idle(self) -> None:
+        """Remove the jobs that left the decision and have no process left here."""
+        with self.lock:
+            idle = [
+                j.id
+                for j in self.jobs.values()
+                if j.id not in self.view.get("jobs", {})
+                and not j.cgroup.pids()
+                and all(p.returncode() is not None for p in j.procs.values())
+            ]
+        for job in idle:
+            with contextlib.suppress(Exception):
+                self.remove(job)
+
+
+_ACCT = Path("/proc/sys/net/netfilter/nf_conntrack_acct")
+
+
+def _set_acct(value: str = "1") -> str | None:
+    """Turn on byte counts per tracked connection (the report's bytes per connection) in this
+    network namespace; returns the previous value (``None``: unchanged or not settable)."""
+    try:
+        old = _ACCT.read_text().strip()
+        if old != value:
+            _ACCT.write_text(value)
+            return old
+    except OSError:
+        pass
+    return None

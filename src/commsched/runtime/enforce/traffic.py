@@ -1,0 +1,165 @@
+"""A job measured from the outside: iterations and its profile from its byte counter alone.
+
+The agent samples a job's cumulative bytes out (data packets of its cgroup's connections) every few
+milliseconds. :func:`series` turns the samples into bytes per bin (the cumulative counter is
+interpolated at regular times, so a late sample spreads its bytes instead of losing them). A
+data-parallel job's traffic is a train of bursts, one per iteration, separated by its compute:
+
+* :func:`iterations` finds the bursts. The period ``T`` comes from the existing profiler's Fourier
+  method (:func:`commsched.runtime.profiler.iteration_period`); the gaps between bursts are the
+  silent runs at least half as long as the ``n``-th longest one (``n`` = the window over ``T``,
+  the number of compute gaps it must hold), and a burst starts where a gap ends. Two bursts can
+  merge when a sample arrives late; each spacing between detected starts therefore counts
+  ``round(spacing / T)`` iterations, and the mean iteration time is the span of the starts over
+  their count.
+* :func:`outside_profile` is what Crux's profiler reports (§5.4), as seen from the network: the
+  period, the bytes per iteration, the busy (sending) time per iteration, and the compute per
+  iteration as the median silent gap (the time the job sends nothing).
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from commsched.errors import InputError
+from commsched.runtime.profiler import iteration_period
+
+__all__ = ["IterationStats", "OutsideProfile", "iterations", "outside_profile", "series"]
+
+
+def series(
+    t: Sequence[float], cum: Sequence[float], *, sample_s: float, start: float, end: float
+) -> np.ndarray[Any, Any]:
+    """Bytes per ``sample_s`` bin over ``[start, end)`` from cumulative counter samples ``(t, cum)``.
+
+    Examples
+    --------
+    >>> series([0.0, 1.0, 2.0], [0.0, 10.0, 10.0], sample_s=0.5, start=0.0, end=2.0).tolist()
+    [5.0, 5.0, 0.0, 0.0]
+    """
+    tt = np.asarray(t, dtype=float)
+    cc = np.asarray(cum, dtype=float)
+    n = int((end - start) / sample_s + 1e-9)
+    if tt.size < 2 or n < 1:
+        return np.zeros(max(n, 0))
+    grid = start + sample_s * np.arange(n + 1)
+    at = np.interp(grid, tt, cc)
+    out: np.ndarray[Any, Any] = np.maximum(np.diff(at), 0.0)
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IterationStats:
+    """Iterations found in a window: mean time, count, burst starts, period and how it was found."""
+
+    mean_s: float
+    count: int
+    starts: tuple[float, ...]
+    period_s: float
+    gap_s: float  # median silent gap between bursts (the job's compute, seen from outside)
+    method: str  # "bursts" or "fft" (no silent gaps: communication hidden behind compute)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["starts"] = list(self.starts)
+        return out
+
+
+def _runs(active: np.ndarray[Any, Any]) -> list[tuple[int, int]]:
+    """(start bin, length) of every run of inactive bins."""
+    out = []
+    i, n = 0, active.size
+    while i < n:
+        if active[i]:
+            i += 1
+            continue
+        j = i
+        while j < n and not active[j]:
+            j += 1
+        out.append((i, j - i))
+        i = j
+    return out
+
+
+def iterations(x: np.ndarray[Any, Any], *, sample_s: float, start: float = 0.0) -> IterationStats:
+    """The iterations in the bytes-per-bin series ``x`` (first bin at ``start``).
+
+    Raises :class:`~commsched.errors.InputError` when the series shows no period.
+
+    Examples
+    --------
+    >>> x = np.tile(np.r_[np.full(30, 1e5), np.zeros(70)], 40)     # 30 ms burst every 100 ms, 1 ms bins
+    >>> st = iterations(x, sample_s=1e-3)
+    >>> round(st.mean_s, 4), st.count, round(st.gap_s, 3), st.method
+    (0.1, 38, 0.07, 'bursts')
+    """
+    period = iteration_period(x, sample_s=sample_s)
+    peak = float(np.percentile(x[x > 0], 50)) if np.any(x > 0) else 0.0
+    active = x > 0.02 * peak
+    runs = _runs(active)
+    expect = max(1, int(x.size * sample_s / period))
+    lengths = sorted((n for i, n in runs if i > 0), reverse=True)  # a gap at the very start is no edge
+    if len(lengths) < 2:
+        return IterationStats(mean_s=period, count=0, starts=(), period_s=period, gap_s=0.0, method="fft")
+    need = lengths[min(expect, len(lengths)) - 1]
+    cut = max(2, need // 2)
+    gaps = [(i, n) for i, n in runs if i > 0 and n >= cut and i + n < x.size]
+    starts = [start + (i + n) * sample_s for i, n in gaps]
+    if len(starts) < 2:
+        return IterationStats(
+            mean_s=period, count=0, starts=tuple(starts), period_s=period, gap_s=0.0, method="fft"
+        )
+    count = sum(max(1, round((b - a) / period)) for a, b in itertools.pairwise(starts))
+    return IterationStats(
+        mean_s=(starts[-1] - starts[0]) / count,
+        count=count,
+        starts=tuple(starts),
+        period_s=period,
+        gap_s=statistics.median(n for _, n in gaps) * sample_s,
+        method="bursts",
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutsideProfile:
+    """A job's profile from its traffic: what the agent posts to the daemon (``PUT .../profile``)."""
+
+    period_s: float
+    bytes_per_iteration: float  # bytes out of this host per iteration
+    busy_s: float  # time with traffic per iteration
+    compute_s: float  # silent time per iteration (the compute, with the communication not overlapped)
+    iterations: float
+    window_s: float
+    method: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def outside_profile(
+    t: Sequence[float], cum: Sequence[float], *, sample_s: float, start: float, end: float
+) -> OutsideProfile:
+    """The profile of the window ``[start, end)`` of the counter samples ``(t, cum)``."""
+    x = series(t, cum, sample_s=sample_s, start=start, end=end)
+    if not np.any(x > 0):
+        raise InputError("no traffic in the profiling window", where="profile", expected="a job that sends")
+    st = iterations(x, sample_s=sample_s, start=start)
+    period = st.mean_s if st.method == "bursts" else st.period_s
+    window = x.size * sample_s
+    n = window / period
+    compute = st.gap_s if st.method == "bursts" else period
+    return OutsideProfile(
+        period_s=period,
+        bytes_per_iteration=float(x.sum()) / n,
+        busy_s=max(period - compute, 0.0),
+        compute_s=compute,
+        iterations=n,
+        window_s=window,
+        method=st.method,
+    )
