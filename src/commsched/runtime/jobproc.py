@@ -169,6 +169,14 @@ def tcp_counters() -> dict[str, int]:
     return {k: int(values[k]) for k in ("OutSegs", "RetransSegs") if k in values}
 
 
+def _progress(path: str | None, done: int) -> None:
+    """Write the number of iterations done to ``path`` (the launcher's progress lines)."""
+    if path:
+        tmp = Path(path + ".tmp")
+        tmp.write_text(str(done))
+        tmp.replace(path)
+
+
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     """Run the job's part on this host as ``spec`` says; returns the result record."""
     job, k, hosts, rails = spec["job"], int(spec["host_index"]), int(spec["hosts"]), int(spec["rails"])
@@ -239,6 +247,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             for t in threads:
                 t.join()
             iters.append((t0, time.time()))
+            _progress(spec.get("progress"), len(iters))
             if poster is not None:
                 poster.after_iteration(compute_s)
             if bufs[0][0] > 0.5:

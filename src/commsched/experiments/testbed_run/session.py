@@ -16,11 +16,14 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from commsched.errors import TestbedError
+from commsched.experiments.testbed_run import commands as cmd
+from commsched.experiments.testbed_run.commands import CommandJob
 from commsched.experiments.testbed_run.layout import JobLayout
 from commsched.experiments.testbed_run.procs import Processes, cli_argv
 from commsched.testbed import Testbed
@@ -50,6 +53,12 @@ class RunSettings:
     profile_share: float = 0.6
     #: testbed rate scale (to turn the bytes a job process measures back into the job's bytes)
     rate_scale: float = 1.0
+    #: where progress lines go (``None``: nowhere)
+    progress: Callable[[str], None] | None = None
+
+    def say(self, line: str) -> None:
+        if self.progress is not None:
+            self.progress(line)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,6 +70,12 @@ class PolicyRun:
     outputs: dict[str, list[dict[str, Any]]]  # job -> one result per host process
     decision: dict[str, Any]  # the daemon's last decision
     paths: dict[tuple[str, str, str], tuple[int, ...]]  # (job, src GPU, dst GPU) -> links taken
+    #: command jobs: per job, per host, what the agent measured (traffic, connections, report)
+    commands: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: command jobs: when each one's last rank exited by itself (wall clock)
+    ended: dict[str, float] = field(default_factory=dict)
+    #: the run's working directory (logs, the command jobs' output)
+    work: Path = Path()
 
 
 def _http(sock: Path, token: str | None = None) -> Any:
@@ -77,8 +92,17 @@ def _uses_hash(policy: str) -> bool:
 
 
 def _start_services(
-    tb: Testbed, procs: Processes, work: Path, policy: str, st: RunSettings, table: Path
+    tb: Testbed,
+    procs: Processes,
+    work: Path,
+    policy: str,
+    st: RunSettings,
+    table: Path,
+    *,
+    enforce: bool,
+    hosts: list[str],
 ) -> tuple[Path, str, dict[str, Path]]:
+    """The daemon, and an agent on every host of ``hosts`` (the hosts the jobs run on)."""
     token = f"csr-{time.time_ns()}"
     (work / "token").write_text(token)
     dsock = work / "daemon.sock"
@@ -96,17 +120,20 @@ def _start_services(
     )  # fmt: skip
     procs.announced("daemon", st.start_timeout_s)
     agents: dict[str, Path] = {}
-    for host in tb.topology.hosts:
-        name = str(host.id)
+    for name in hosts:
         asock = work / f"agent-{name}.sock"
         nics = [a for nic, ip in tb.host_addresses(name).items() for a in ("--nic", f"{nic}={ip}")]
         ports = [] if _uses_hash(policy) else ["--ports", str(table)]
+        # an enforcing agent needs the cgroup hierarchy, which `ip netns exec` hides (nsenter keeps it)
+        window = st.profile_share * st.profiling_window_s
+        extra = ["--enforce", "--testbed", tb.name, "--profile-window", str(window)] if enforce else []
         argv = cli_argv(
             "agent", "--daemon", f"unix:{dsock}", "--host", name, "--listen", f"unix:{asock}",
             "--token-file", str(work / "token"), "--state", str(work / f"agent-{name}.json"),
-            "--wait", "5", *ports, *nics,
+            "--wait", "5", *ports, *nics, *extra,
         )  # fmt: skip
-        procs.start(f"agent-{name}", tb.exec_argv(name, argv), capture_stdout=True)
+        wrap = tb.nsenter_argv if enforce else tb.exec_argv
+        procs.start(f"agent-{name}", wrap(name, argv), capture_stdout=True)
         agents[name] = asock
     for name in agents:
         procs.announced(f"agent-{name}", st.start_timeout_s)
@@ -150,6 +177,7 @@ def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, agent: Path, st: RunS
         "ready": str(work / f"{job.id}-{k}.ready"),
         "go": str(work / "go"),
         "out": str(work / f"{job.id}-{k}.json"),
+        "progress": str(work / f"{job.id}-{k}.progress"),
         "refresh_s": st.refresh_s,
         "calibration": st.calibration,
         "timeout_s": 60.0,
@@ -174,22 +202,41 @@ def _wait_files(paths: list[Path], procs: Processes, names: list[str], timeout_s
     raise TestbedError(f"job processes not ready after {timeout_s:.0f} s: {', '.join(missing[:4])}")
 
 
+def _bodies(jobs: list[JobLayout], commands: list[CommandJob]) -> list[dict[str, Any]]:
+    """``POST /v1/jobs`` bodies: library jobs as laid out, command jobs on their ranks' GPUs."""
+    out = [
+        {
+            "id": job.id,
+            "gpu_ids": [str(g) for g in job.gpus],
+            "compute_s": job.compute_s,
+            "comm_bytes": job.sync_bytes,
+            "overlap": job.overlap,
+            "collective": "hierarchical_ring" if job.rails > 1 else "ring",
+        }
+        for job in jobs
+    ]
+    out += [
+        {
+            "id": c.id,
+            "gpu_ids": [str(g) for g in c.gpus],
+            "compute_s": c.compute_s,
+            "comm_bytes": c.sync_bytes,
+            "overlap": c.overlap,
+            "collective": c.collective,
+        }
+        for c in commands
+    ]
+    return out
+
+
 def _register(
-    dsock: Path, token: str, jobs: list[JobLayout], agents: dict[str, Path], timeout_s: float
+    dsock: Path, token: str, bodies: list[dict[str, Any]], agents: dict[str, Path], timeout_s: float
 ) -> int:
     with _http(dsock, token) as client:
-        for job in jobs:
-            body = {
-                "id": job.id,
-                "gpu_ids": [str(g) for g in job.gpus],
-                "compute_s": job.compute_s,
-                "comm_bytes": job.sync_bytes,
-                "overlap": job.overlap,
-                "collective": "hierarchical_ring" if job.rails > 1 else "ring",
-            }
+        for body in bodies:
             r = client.post("/v1/jobs", json=body)
             if r.status_code >= 300:
-                raise TestbedError(f"daemon refused job {job.id}: {r.status_code} {r.text[:200]}")
+                raise TestbedError(f"daemon refused job {body['id']}: {r.status_code} {r.text[:200]}")
         version = int(client.get("/v1/decisions/latest").json()["version"])
     deadline = time.monotonic() + timeout_s
     for name, sock in agents.items():
@@ -238,13 +285,32 @@ def _trace(
 
 
 def run_policy(
-    tb: Testbed, jobs: list[JobLayout], policy: str, st: RunSettings, *, work: Path, table: Path
+    tb: Testbed,
+    jobs: list[JobLayout],
+    policy: str,
+    st: RunSettings,
+    *,
+    work: Path,
+    table: Path,
+    commands: list[CommandJob] | None = None,
 ) -> PolicyRun:
-    """Run every job under ``policy`` for the profiling window plus ``window_s``; stop everything."""
+    """Run every job under ``policy`` for the profiling window plus ``window_s``; stop everything.
+
+    Command jobs start first (through their hosts' agents) and the clock starts once every one of
+    them sends data (their start-up, Python and library imports, is not measured); the library jobs
+    start at that moment.
+    """
+    commands = commands or []
     work.mkdir(parents=True, exist_ok=True)
     procs = Processes(work)
+    agents: dict[str, Path] = {}
+    token = ""
     try:
-        dsock, token, agents = _start_services(tb, procs, work, policy, st, table)
+        used = sorted({h for j in jobs for h in j.hosts} | {h for c in commands for h in c.hosts})
+        st.say(f"{policy}: starting the daemon and {len(used)} host agents")
+        dsock, token, agents = _start_services(
+            tb, procs, work, policy, st, table, enforce=bool(commands), hosts=used
+        )
         names, ready = [], []
         specs = [(job, k, host) for job in jobs for k, host in enumerate(job.hosts)]
         for job, k, host in specs:
@@ -256,28 +322,92 @@ def run_policy(
             names.append(name)
             ready.append(work / f"{job.id}-{k}.ready")
         _wait_files(ready, procs, names, st.start_timeout_s)
-        _register(dsock, token, jobs, agents, 60.0)
+        _register(dsock, token, _bodies(jobs, commands), agents, 60.0)
+        if commands:
+            st.say(f"{policy}: starting {len(commands)} command jobs: {', '.join(c.id for c in commands)}")
+            cmd.start_commands(commands, agents, token, work, st.profile_share * st.profiling_window_s)
+            cmd.wait_iterating(commands, agents, token, work, st.start_timeout_s)
         start = time.time() + 0.5
         end_at = start + st.profiling_window_s + st.window_s
         tmp = work / "go.tmp"
         tmp.write_text(json.dumps({"start": start, "end_at": end_at}))
         tmp.replace(work / "go")
-        codes = procs.wait_all(names, st.profiling_window_s + st.window_s + 90.0)
-        outputs: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for job, k, _host in specs:
-            path = work / f"{job.id}-{k}.json"
-            if not path.exists():
-                raise TestbedError(
-                    f"job {job.id} host {k} gave no result (exit {codes[f'job-{job.id}-{k}']}): "
-                    f"{procs.tail(f'job-{job.id}-{k}')}"
-                )
-            res = json.loads(path.read_text())
-            if res["errors"]:
-                raise TestbedError(f"job {job.id} host {k}: {res['errors'][0]}")
-            outputs[job.id].append(res)
+        st.say(
+            f"{policy}: {len(jobs) + len(commands)} jobs running: {st.profiling_window_s:g} s profiling "
+            f"window, then {st.window_s:g} s measured"
+        )
+        ended = _wait(procs, names, commands, agents, token, st, end_at)
+        codes = procs.wait_all(names, max(0.0, end_at - time.time()) + 90.0)
+        measured = {c.id: cmd.collect(c, agents, token) for c in commands}
+        outputs = _outputs(specs, work, codes, procs)
         with _http(dsock) as client:
             decision = client.get("/v1/decisions/latest").json()
         paths = _trace(tb, jobs, outputs)
     finally:
+        if commands and agents:
+            cmd.stop_commands(commands, agents, token)
         procs.close()
-    return PolicyRun(policy=policy, start=start, outputs=dict(outputs), decision=decision, paths=paths)
+    return PolicyRun(
+        policy=policy,
+        start=start,
+        outputs=dict(outputs),
+        decision=decision,
+        paths=paths,
+        commands=measured,
+        ended=ended,
+        work=work,
+    )
+
+
+def _wait(
+    procs: Processes,
+    names: list[str],
+    commands: list[CommandJob],
+    agents: dict[str, Path],
+    token: str,
+    st: RunSettings,
+    end_at: float,
+) -> dict[str, float]:
+    """Wait until the run's end or every job's exit, with a progress line per job every 5 s.
+
+    Returns when each command job's last rank exited by itself (wall clock).
+    """
+    ended: dict[str, float] = {}
+    last = time.monotonic()
+    work = procs.logdir
+    while time.time() < end_at + 1.0:
+        lib_done = all(procs.procs[n].poll() is not None for n in names)
+        for job in commands:
+            if job.id not in ended and cmd.finished(job, agents, token):
+                ended[job.id] = time.time()
+        if lib_done and len(ended) == len(commands):
+            break
+        if st.progress is not None and time.monotonic() - last >= 5.0:
+            last = time.monotonic()
+            for n in names:
+                done = work / f"{n.removeprefix('job-')}.progress"
+                count = done.read_text() if done.exists() else "0"
+                st.say(f"  {n.removeprefix('job-')}: {count} iterations")
+            for job in commands:
+                st.say(f"  {job.id}: {cmd.progress_line(job, agents, token)}")
+        time.sleep(0.5)
+    return ended
+
+
+def _outputs(
+    specs: list[tuple[JobLayout, int, str]], work: Path, codes: dict[str, int | None], procs: Processes
+) -> dict[str, list[dict[str, Any]]]:
+    """The result records of the library job processes (an error names the first failure)."""
+    outputs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for job, k, _host in specs:
+        path = work / f"{job.id}-{k}.json"
+        if not path.exists():
+            raise TestbedError(
+                f"job {job.id} host {k} gave no result (exit {codes[f'job-{job.id}-{k}']}): "
+                f"{procs.tail(f'job-{job.id}-{k}')}"
+            )
+        res = json.loads(path.read_text())
+        if res["errors"]:
+            raise TestbedError(f"job {job.id} host {k}: {res['errors'][0]}")
+        outputs[job.id].append(res)
+    return outputs

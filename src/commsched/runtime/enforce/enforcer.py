@@ -23,17 +23,16 @@ import re
 import threading
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from commsched.errors import InputError
-from commsched.runtime.enforce import nft
+from commsched.runtime.enforce import nft, reports
 from commsched.runtime.enforce.cgroups import JobCgroup, cgroup2_root, descendants
-from commsched.runtime.enforce.conns import read_conntrack
 from commsched.runtime.enforce.ledger import Ledger, clean, read_ledger, write_ledger
-from commsched.runtime.enforce.pinning import PathOracle, PortSearch, find_ports
+from commsched.runtime.enforce.pinning import PathOracle
+from commsched.runtime.enforce.pins import Pinning
 from commsched.runtime.enforce.spawn import JobProcess, ProcessSpec
 
 __all__ = ["MARK_BASE", "Enforcer", "EnforcerConfig"]
@@ -69,18 +68,7 @@ class JobState:
     procs: dict[int, JobProcess] = field(default_factory=dict)
     profile_window_s: float = 0.0
     profile: dict[str, Any] | None = None
-
-
-@dataclass(slots=True)
-class PinState:
-    """The decision for one key ``(mark, src, dst, dport)``: its ports, paths and why."""
-
-    chain: int | None
-    ports: tuple[int, ...]
-    forward: tuple[int, ...] | None
-    reverse: tuple[int, ...] | None
-    pinned: bool
-    reason: str
+    profile_checked: float = 0.0
 
 
 class Enforcer:
@@ -102,13 +90,10 @@ class Enforcer:
         self.parent = self.root / f"commsched-{tag}"
         self.lock = threading.RLock()
         self.jobs: dict[str, JobState] = {}
-        self.pins: dict[tuple[int, str, str, int], PinState] = {}
-        self.inflight: set[tuple[int, str, str, int]] = set()
         self.view: dict[str, Any] = {}
-        self._chains = 0
         self._made: set[str] = set()
         self._marks: dict[str, int] = {}
-        self._workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pin")
+        self.pinning = Pinning(self)
         self._loops: Any = None
         self.failures: list[str] = []
         self._acct: str | None = None
@@ -156,7 +141,7 @@ class Enforcer:
         """Stop the loops; remove the table and every cgroup (processes go back to the root cgroup)."""
         if self._loops is not None:
             self._loops.stop()
-        self._workers.shutdown(wait=True, cancel_futures=True)
+        self.pinning.close()
         with self.lock:
             for job in self.jobs.values():
                 if stop_processes:
@@ -262,8 +247,7 @@ class Enforcer:
                 return
             state.cgroup.release()
             state.cgroup.remove()
-            for key in [k for k in self.pins if k[0] == state.mark]:
-                del self.pins[key]
+            self.pinning.forget(state.mark)
             self._rules()
             write_ledger(self.cfg.ledger, self._ledger())
 
@@ -284,9 +268,7 @@ class Enforcer:
             remote = {ips[c["dst_nic"]] for c in view.get("connections", []) if c["dst_nic"] in ips}
             remote |= {ips[c["src_nic"]] for c in view.get("inbound", []) if c["src_nic"] in ips}
             nft.run_nft(nft.marks_script(self.table, dscp) + nft.fabric_script(self.table, remote))
-            stale = [k for k, st in self.pins.items() if self._decided(k) != (st.forward, st.reverse)]
-        for key in stale:
-            self._workers.submit(self.pin, key)
+        self.pinning.refresh()
 
     def apply_safely(self, view: dict[str, Any]) -> None:
         """:meth:`apply` for the follower's thread: a failure is kept (``/health``), not raised."""
@@ -296,163 +278,26 @@ class Enforcer:
             self.failures.append(f"apply version {view.get('version')}: {type(exc).__name__}: {exc}")
             del self.failures[:-20]
 
-    def _decided(
-        self, key: tuple[int, str, str, int]
-    ) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
-        """The decided links of ``src -> dst`` and ``dst -> src`` for the job of ``key``'s mark."""
-        mark, src, dst, _ = key
-        job = next((j.id for j in self.jobs.values() if j.mark == mark), None)
-        ips = self.view.get("nic_ips", {})
-        fwd = rev = None
-        for c in self.view.get("connections", []):
-            if c["job"] == job and ips.get(c["src_nic"]) == src and ips.get(c["dst_nic"]) == dst:
-                fwd = tuple(int(x) for x in c["links"])
-        for c in self.view.get("inbound", []):
-            if c["job"] == job and ips.get(c["src_nic"]) == dst and ips.get(c["dst_nic"]) == src:
-                rev = tuple(int(x) for x in c["links"])
-        return fwd, rev
-
     def prepin(self, job: str, dst: str, dport: int) -> None:
         """Pin ``job``'s connections to ``dst:dport`` now (the source the kernel would choose)."""
-        import socket
-
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            try:
-                s.connect((dst, dport))
-            except OSError:
-                return
-            src = s.getsockname()[0]
-        if src == dst or dst.startswith("127."):
-            return
-        self.pin((self.ensure_job(job).mark, src, dst, dport))
+        self.pinning.prepin(self.ensure_job(job).mark, dst, dport)
 
     def request_pin(self, key: tuple[int, str, str, int]) -> None:
-        """Pin ``key`` on a worker thread (once at a time per key)."""
-        with self.lock:
-            if key in self.inflight or key in self.pins:
-                return
-            self.inflight.add(key)
-        self._workers.submit(self.pin, key)
-
-    def pin(self, key: tuple[int, str, str, int]) -> PinState:
-        """Decide ``key``'s ports from the current view and install them (or mark it undecided)."""
-        try:
-            with self.lock:
-                fwd, rev = self._decided(key)
-                old = self.pins.get(key)
-            state = self._search(key, fwd, rev)
-            with self.lock:
-                self._chains += 1
-                chain = self._chains if state.ports else None
-                pin = nft.Pin(mark=key[0], src=key[1], dst=key[2], dport=key[3], ports=state.ports)
-                old_chain = old.chain if old is not None else None
-                nft.run_nft(
-                    nft.pin_script(self.table, pin, chain or 0, old_chain=old_chain, known=old is not None)
-                )
-                state.chain = chain
-                self.pins[key] = state
-            return state
-        finally:
-            with self.lock:
-                self.inflight.discard(key)
-
-    def _search(
-        self, key: tuple[int, str, str, int], fwd: tuple[int, ...] | None, rev: tuple[int, ...] | None
-    ) -> PinState:
-        _, src, dst, dport = key
-        if fwd is None and rev is None:
-            return PinState(
-                chain=None, ports=(), forward=None, reverse=None, pinned=False, reason="no decision"
-            )
-        if self.oracle is None:
-            return PinState(
-                chain=None, ports=(), forward=fwd, reverse=rev, pinned=False, reason="no path oracle"
-            )
-        if self.oracle.n_paths(src, dst) == 1 and self.oracle.n_paths(dst, src) == 1:
-            return PinState(chain=None, ports=(), forward=fwd, reverse=rev, pinned=True, reason="single path")
-        busy = frozenset(
-            t.wire_sport for t in read_conntrack() if t.orig[0] == src and t.orig[2:] == (dst, dport)
-        )
-        s = PortSearch(src=src, dst=dst, dport=dport, forward=fwd, reverse=rev, exclude=busy)
-        ports = find_ports(self.oracle, s)
-        if ports:
-            return PinState(chain=None, ports=ports, forward=fwd, reverse=rev, pinned=True, reason="ports")
-        if fwd is not None and rev is not None:  # both directions together not found: forward alone
-            ports = find_ports(
-                self.oracle, PortSearch(src=src, dst=dst, dport=dport, forward=fwd, reverse=None)
-            )
-        reason = "reverse direction not pinned: no port for both paths" if ports else "no port for the path"
-        return PinState(chain=None, ports=ports, forward=fwd, reverse=rev, pinned=False, reason=reason)
+        self.pinning.request(key)
 
     # ------------------------------------------------------------------ reports
 
     def connections(self, job: str) -> list[dict[str, Any]]:
         """The job's tracked connections on this host, each with its pin (connecting side only)."""
-        from commsched.runtime.enforce.nccl import interface_addresses
-
-        state = self.job(job)
-        local = set(interface_addresses())
-        out = []
-        for t in read_conntrack():
-            if (
-                t.mark != state.mark
-                or t.orig[2].startswith("127.")
-                or (t.orig[2] in local
-                and t.orig[0] in local)
-            ):
-                continue
-            row: dict[str, Any] = {
-                "role": "connecting" if t.orig[0] in local else "accepting",
-                "local": [t.orig[0], t.orig[1]] if t.orig[0] in local else [t.orig[2], t.orig[3]],
-                "remote": [t.orig[2], t.orig[3]] if t.orig[0] in local else [t.orig[0], t.orig[1]],
-                "wire_sport": t.wire_sport,
-                "state": t.state,
-                "bytes_out": t.orig_bytes if t.orig[0] in local else t.reply_bytes,
-                "bytes_in": t.reply_bytes if t.orig[0] in local else t.orig_bytes,
-            }
-            if row["role"] == "connecting":
-                with self.lock:
-                    pin = self.pins.get((state.mark, t.orig[0], t.orig[2], t.orig[3]))
-                row.update(
-                    pinned=bool(pin and pin.pinned and (not pin.ports or t.wire_sport in pin.ports)),
-                    reason=pin.reason if pin else "opened before its key was decided",
-                    forward=list(pin.forward) if pin and pin.forward else None,
-                    reverse=list(pin.reverse) if pin and pin.reverse else None,
-                )
-            out.append(row)
-        return out
+        return reports.connections(self, self.job(job))
 
     def traffic(self, job: str, since: float = 0.0) -> dict[str, Any]:
         """The job's counter samples after ``since``: time, data bytes, all bytes, held SYNs."""
-        state = self.job(job)
-        with self.lock:
-            rows = [s for s in state.samples if s[0] > since]
-        return {
-            "job": job,
-            "sample_s": self.cfg.sample_s,
-            "t": [r[0] for r in rows],
-            "data_bytes": [r[1] for r in rows],
-            "bytes": [r[2] for r in rows],
-            "held": [r[3] for r in rows],
-        }
+        return reports.traffic(self, self.job(job), since)
 
     def report(self, job: str) -> dict[str, Any]:
-        state = self.job(job)
-        with self.lock:
-            last = state.samples[-1] if state.samples else (0.0, 0, 0, 0)
-            procs = [p.to_json() for p in state.procs.values()]
-        return {
-            "job": job,
-            "mark": state.mark,
-            "cgroup": str(state.cgroup.path),
-            "pids": state.cgroup.pids(),
-            "processes": procs,
-            "data_bytes": last[1],
-            "bytes": last[2],
-            "held_syns": last[3],
-            "profile": state.profile,
-            "table": self.table,
-        }
+        """The job's cgroup, processes, counters and posted profile on this host."""
+        return reports.report(self, self.job(job))
 
     def forget_idle(self) -> None:
         """Remove the jobs that left the decision and have no process left here."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from commsched.runtime.enforce.conns import SYN_SENT, read_sockets, socket_inodes
 from commsched.runtime.enforce.nflink import CounterReader
-from commsched.runtime.enforce.traffic import outside_profile
+from commsched.runtime.enforce.traffic import iterations, outside_profile, series, steady
 
 if TYPE_CHECKING:
     from commsched.runtime.enforce.enforcer import Enforcer, JobState
@@ -28,7 +28,7 @@ __all__ = ["Loops", "profile_body"]
 
 WATCH_S = 0.05
 ALIVE_EVERY_S = 1.0
-MIN_ITERATIONS = 3
+PROFILE_EVERY_S = 0.5
 
 
 class Loops:
@@ -82,7 +82,7 @@ class Loops:
             ips = e.view.get("nic_ips", {})
             fabric = {ips[c["dst_nic"]] for c in e.view.get("connections", []) if c["dst_nic"] in ips}
             fabric |= {ips[c["src_nic"]] for c in e.view.get("inbound", []) if c["src_nic"] in ips}
-            decided = {k[1:] for k in e.pins} | {k[1:] for k in e.inflight}
+            decided = {k[1:] for k in e.pinning.pins} | {k[1:] for k in e.pinning.inflight}
         waiting = [
             s
             for s in read_sockets()
@@ -133,6 +133,13 @@ class Loops:
             self._maybe_profile(j)
 
     def _maybe_profile(self, job: JobState) -> None:
+        """Post ``job``'s profile once the last window of its traffic shows steady iterations.
+
+        Only the host of the job's first rank posts. The window slides until it holds at least three
+        regular bursts (:func:`.traffic.steady`), so the start-up (connections, the first broadcast)
+        is not profiled; a job whose traffic has no silent gaps is profiled by its spectrum alone,
+        over the window that ends two windows after its first byte.
+        """
         e = self.e
         window = job.profile_window_s
         if window <= 0 or job.profile is not None or e.poster is None:
@@ -143,19 +150,27 @@ class Loops:
         with e.lock:
             rows = list(job.samples)
         first = next((t for t, d, _, _ in rows if d > 0), None)
-        if first is None or rows[-1][0] - first < window:
+        now = rows[-1][0] if rows else 0.0
+        if first is None or now - first < window or now - job.profile_checked < PROFILE_EVERY_S:
             return
+        job.profile_checked = now
         t = [r[0] for r in rows]
         cum = [float(r[1]) for r in rows]
+        dt = e.cfg.sample_s
         try:
-            prof = outside_profile(t, cum, sample_s=e.cfg.sample_s, start=first, end=rows[-1][0])
-        except Exception as exc:  # no period yet: wait for more traffic
-            self._note(exc)
-            return
-        if prof.iterations < MIN_ITERATIONS:
+            st = iterations(series(t, cum, sample_s=dt, start=now - window, end=now), sample_s=dt)
+            if not steady(st) and not (st.method == "fft" and now - first >= 2 * window):
+                return
+            prof = outside_profile(t, cum, sample_s=dt, start=now - window, end=now)
+        except Exception:  # no period yet: wait for more traffic
             return
         body = profile_body(prof.to_json(), e.view, job.id)
-        job.profile = {"measured": prof.to_json(), "posted": body, "at": time.time()}
+        job.profile = {
+            "measured": prof.to_json(),
+            "posted": body,
+            "at": time.time(),
+            "window": [now - window, now],
+        }
         threading.Thread(target=self._post, args=(job, body), name="profile-post", daemon=True).start()
 
     def _post(self, job: JobState, body: dict[str, Any]) -> None:

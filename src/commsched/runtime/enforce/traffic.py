@@ -30,7 +30,7 @@ import numpy as np
 from commsched.errors import InputError
 from commsched.runtime.profiler import iteration_period
 
-__all__ = ["IterationStats", "OutsideProfile", "iterations", "outside_profile", "series"]
+__all__ = ["IterationStats", "OutsideProfile", "iterations", "outside_profile", "series", "steady"]
 
 
 def series(
@@ -69,6 +69,25 @@ class IterationStats:
         out = asdict(self)
         out["starts"] = list(self.starts)
         return out
+
+
+def steady(st: IterationStats, *, min_count: int = 3, spread: float = 1.5) -> bool:
+    """Whether ``st`` shows a job in its steady training loop: ``min_count`` burst spacings or more,
+    none longer than ``spread`` times their median (a start-up phase has irregular bursts).
+
+    Examples
+    --------
+    >>> st = IterationStats(mean_s=1.0, count=3, starts=(0.0, 1.0, 2.1, 3.0), period_s=1.0, gap_s=0.2,
+    ...                     method="bursts")
+    >>> steady(st), steady(IterationStats(mean_s=1.0, count=3, starts=(0.0, 0.5, 3.0, 3.5),
+    ...                                   period_s=1.0, gap_s=0.2, method="bursts"))
+    (True, False)
+    """
+    if st.method != "bursts" or st.count < min_count or len(st.starts) < 2:
+        return False
+    gaps = [b - a for a, b in itertools.pairwise(st.starts)]
+    mid = statistics.median(gaps)
+    return mid > 0 and max(gaps) <= spread * mid and min(gaps) >= mid / spread
 
 
 def _runs(active: np.ndarray[Any, Any]) -> list[tuple[int, int]]:
