@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 from collections.abc import Mapping
@@ -42,7 +43,7 @@ __all__ = [
 
 def traffic_iterations(traffic: Mapping[str, Any], *, start: float, end: float) -> IterationStats | None:
     """Iterations in ``[start, end)`` of one host's samples (``None``: no period in that window)."""
-    t, cum, dt = traffic["t"], traffic["data_bytes"], float(traffic["sample_s"])
+    t, cum, dt = traffic["t"], traffic["rx_data_bytes"], float(traffic["sample_s"])
     if len(t) < 2 or end - start < 4 * dt:
         return None
     x = series(t, cum, sample_s=dt, start=start, end=min(end, t[-1]))
@@ -91,12 +92,17 @@ def twin_profile(
     if posted:
         return {**posted, "from": "posted by the agent"}
     tr = first["traffic"]
-    start = next((t for t, d in zip(tr["t"], tr["data_bytes"], strict=True) if d > 0), None)
+    start = next((t for t, d in zip(tr["t"], tr["rx_data_bytes"], strict=True) if d > 0), None)
     if start is None:
         return {"error": "the job sent nothing in the profiling window"}
     try:
         prof = outside_profile(
-            tr["t"], tr["data_bytes"], sample_s=float(tr["sample_s"]), start=start, end=end
+            tr["t"],
+            tr["rx_data_bytes"],
+            tr["data_bytes"],
+            sample_s=float(tr["sample_s"]),
+            start=start,
+            end=end,
         )
     except Exception as exc:  # too little traffic for a period
         return {"error": f"{type(exc).__name__}: {exc}"}
@@ -211,8 +217,11 @@ def command_inputs(
         windows[job.id] = (p_end, min(w_end, ended) if ended is not None else w_end)
         prof = twin_profile(job, data, run.decision, end=p_end)
         profiles[job.id] = prof
-        if "error" in prof:
-            missing[job.id] = str(prof["error"])
+        bad = [k for k in ("compute_s", "comm_bytes") if not 0 <= float(prof.get(k, -1.0)) < math.inf]
+        if "error" in prof or bad or float(prof["compute_s"]) <= 0:
+            missing[job.id] = str(
+                prof.get("error", f"profile without a usable {', '.join(bad) or 'compute_s'}")
+            )
             continue
         count = None
         if ended is not None:

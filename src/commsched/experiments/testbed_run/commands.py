@@ -153,9 +153,7 @@ def _ok(r: Any, what: str) -> Any:
     return r.json()
 
 
-def start_commands(
-    jobs: list[CommandJob], agents: dict[str, Path], token: str, work: Path, profile_window_s: float
-) -> None:
+def start_commands(jobs: list[CommandJob], agents: dict[str, Path], token: str, work: Path) -> None:
     """Start every rank of every command job through its host's agent."""
     for job in jobs:
         for rank in job.ranks:
@@ -167,7 +165,6 @@ def start_commands(
                     "env": env,
                     "cwd": str(work),
                     "log": str(work / f"{job.id}-rank{rank.rank}.out"),
-                    "profile_window_s": profile_window_s,
                 }
                 _ok(c.post(f"/v1/jobs/{job.id}/processes", json=body), f"start of {job.id} rank {rank.rank}")
 
@@ -204,7 +201,7 @@ def _iterating(job: CommandJob, agents: dict[str, Path], token: str, work: Path)
         return sum(1 for line in text.splitlines() if rx.search(line)) >= 2
     with _client(agents[job.ranks[0].host], token) as c:
         tr = _ok(c.get(f"/v1/jobs/{job.id}/traffic"), f"traffic of {job.id}")
-    t, cum, dt = tr["t"], tr["data_bytes"], float(tr["sample_s"])
+    t, cum, dt = tr["t"], tr["rx_data_bytes"], float(tr["sample_s"])
     first = next((x for x, d in zip(t, cum, strict=True) if d > 0), None)
     if first is None or t[-1] - first < 1.0:
         return False
@@ -259,7 +256,8 @@ def progress_line(job: CommandJob, agents: dict[str, Path], token: str) -> str:
         dt = float(tr["sample_s"])
         try:
             st = iterations(
-                series(tr["t"], tr["data_bytes"], sample_s=dt, start=tr["t"][0], end=tr["t"][-1]), sample_s=dt
+                series(tr["t"], tr["rx_data_bytes"], sample_s=dt, start=tr["t"][0], end=tr["t"][-1]),
+                sample_s=dt,
             )
             done = (
                 str(st.count + 1)
@@ -271,6 +269,18 @@ def progress_line(job: CommandJob, agents: dict[str, Path], token: str) -> str:
     prof = rep[job.ranks[0].host].get("profile")
     posted = f", profile posted (period {prof['measured']['period_s']:.3f} s)" if prof else ""
     return f"{done} iterations (from its traffic), {sent:.1f} MB sent{posted}"
+
+
+def post_profiles(
+    jobs: list[CommandJob], agents: dict[str, Path], token: str, start: float, end: float
+) -> dict[str, Any]:
+    """Ask the agent of every job's first rank to profile ``[start, end)`` and post it to the daemon."""
+    out: dict[str, Any] = {}
+    for job in jobs:
+        with _client(agents[job.ranks[0].host], token) as c:
+            r = c.post(f"/v1/jobs/{job.id}/profile", json={"start": start, "end": end})
+            out[job.id] = r.json() if r.status_code < 300 else {"error": r.json().get("error", r.text[:200])}
+    return out
 
 
 def stop_commands(jobs: list[CommandJob], agents: dict[str, Path], token: str) -> None:

@@ -125,8 +125,7 @@ def _start_services(
         nics = [a for nic, ip in tb.host_addresses(name).items() for a in ("--nic", f"{nic}={ip}")]
         ports = [] if _uses_hash(policy) else ["--ports", str(table)]
         # an enforcing agent needs the cgroup hierarchy, which `ip netns exec` hides (nsenter keeps it)
-        window = st.profile_share * st.profiling_window_s
-        extra = ["--enforce", "--testbed", tb.name, "--profile-window", str(window)] if enforce else []
+        extra = ["--enforce", "--testbed", tb.name] if enforce else []  # profiles: asked for (_wait)
         argv = cli_argv(
             "agent", "--daemon", f"unix:{dsock}", "--host", name, "--listen", f"unix:{asock}",
             "--token-file", str(work / "token"), "--state", str(work / f"agent-{name}.json"),
@@ -325,7 +324,7 @@ def run_policy(
         _register(dsock, token, _bodies(jobs, commands), agents, 60.0)
         if commands:
             st.say(f"{policy}: starting {len(commands)} command jobs: {', '.join(c.id for c in commands)}")
-            cmd.start_commands(commands, agents, token, work, st.profile_share * st.profiling_window_s)
+            cmd.start_commands(commands, agents, token, work)
             cmd.wait_iterating(commands, agents, token, work, st.start_timeout_s)
         start = time.time() + 0.5
         end_at = start + st.profiling_window_s + st.window_s
@@ -339,6 +338,8 @@ def run_policy(
         ended = _wait(procs, names, commands, agents, token, st, end_at)
         codes = procs.wait_all(names, max(0.0, end_at - time.time()) + 90.0)
         measured = {c.id: cmd.collect(c, agents, token) for c in commands}
+        for job_id, data in measured.items():  # kept with the run's files (--keep)
+            (work / f"{job_id}.measured.json").write_text(json.dumps(data))
         outputs = _outputs(specs, work, codes, procs)
         with _http(dsock) as client:
             decision = client.get("/v1/decisions/latest").json()
@@ -375,7 +376,19 @@ def _wait(
     ended: dict[str, float] = {}
     last = time.monotonic()
     work = procs.logdir
+    start = end_at - st.profiling_window_s - st.window_s
+    profile_at = start + st.profile_share * st.profiling_window_s if commands and st.profile_share else None
     while time.time() < end_at + 1.0:
+        if profile_at is not None and time.time() >= profile_at:
+            for jid, body in cmd.post_profiles(commands, agents, token, start, profile_at).items():
+                got = body.get("measured")
+                st.say(
+                    f"  {jid}: profile posted: period {got['period_s']:.3f} s, "
+                    f"compute {got['compute_s']:.3f} s, {got['bytes_per_iteration'] / 1e6:.2f} MB per iteration"
+                    if got
+                    else f"  {jid}: no profile from its traffic: {body.get('error')}"
+                )
+            profile_at = None
         lib_done = all(procs.procs[n].poll() is not None for n in names)
         for job in commands:
             if job.id not in ended and cmd.finished(job, agents, token):

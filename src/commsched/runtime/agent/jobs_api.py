@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from commsched.errors import InputError
 from commsched.runtime.agent.follower import Follower
 
-__all__ = ["AdoptIn", "ProcessIn", "add_job_routes"]
+__all__ = ["AdoptIn", "ProcessIn", "ProfileIn", "add_job_routes"]
 
 _JOB = r"^[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,63}$"
 
@@ -46,6 +46,13 @@ class ProcessIn(_Strict):
     cwd: str | None = Field(default=None, max_length=4096)
     log: str | None = Field(default=None, max_length=4096, description="file for its standard output")
     profile_window_s: float | None = Field(default=None, ge=0, le=86_400)
+
+
+class ProfileIn(_Strict):
+    """A window of the job's traffic to profile now (wall-clock seconds) and post to the daemon."""
+
+    start: float = Field(ge=0)
+    end: float = Field(ge=0)
 
 
 class _RefusedError(Exception):
@@ -151,6 +158,18 @@ def add_job_routes(app: FastAPI, follower: Follower, enforcer: Any, *, token: st
     @app.get("/v1/jobs/{job}/traffic")
     def traffic(job: str, since: float = Query(0.0, ge=0)) -> dict[str, Any]:
         return dict(enforcing().traffic(job, since))
+
+    @app.post("/v1/jobs/{job}/profile")
+    def profile(
+        job: str, body: ProfileIn, authorization: Annotated[str | None, Header()] = None
+    ) -> dict[str, Any]:
+        from commsched.runtime.enforce.loops import profile_now
+
+        allowed(authorization)
+        e = enforcing()
+        if body.end <= body.start:
+            raise _RefusedError(400, "the window ends before it starts", "end")
+        return profile_now(e, e.job(job), body.start, body.end)
 
     @app.delete("/v1/jobs/{job}")
     def forget(job: str, authorization: Annotated[str | None, Header()] = None) -> dict[str, Any]:

@@ -64,7 +64,8 @@ class JobState:
     mark: int
     name: str
     cgroup: JobCgroup
-    samples: deque[tuple[float, int, int, int]] = field(default_factory=deque)  # t, data, all, held
+    #: t, data bytes out, all bytes out, SYNs held, data bytes in
+    samples: deque[tuple[float, int, int, int, int]] = field(default_factory=deque)
     procs: dict[int, JobProcess] = field(default_factory=dict)
     profile_window_s: float = 0.0
     profile: dict[str, Any] | None = None
@@ -160,9 +161,17 @@ class Enforcer:
     # ------------------------------------------------------------------ jobs
 
     def _mark_for(self, job: str) -> int:
+        """The job's connection mark: its predecessor's (a takeover), else a new one.
+
+        New marks start from this agent's process id, so that the tracked connections another
+        agent left in this namespace (closing, in ``TIME_WAIT``) are not taken for this one's.
+        """
         if job not in self._marks:
             used = set(self._marks.values())
-            n = next(i for i in range(1, 0xFFFF) if MARK_BASE | i not in used)
+            base = (os.getpid() * 64) & 0xFFFF
+            n = next(
+                (base + i) & 0xFFFF for i in range(1, 0xFFFF) if MARK_BASE | ((base + i) & 0xFFFF) not in used
+            )
             self._marks[job] = MARK_BASE | n
         return self._marks[job]
 

@@ -12,10 +12,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from commsched.runtime.enforce.conns import SYN_SENT, read_sockets, socket_inodes
 from commsched.runtime.enforce.nflink import CounterReader
@@ -24,11 +25,12 @@ from commsched.runtime.enforce.traffic import iterations, outside_profile, serie
 if TYPE_CHECKING:
     from commsched.runtime.enforce.enforcer import Enforcer, JobState
 
-__all__ = ["Loops", "profile_body"]
+__all__ = ["Loops", "profile_body", "profile_now"]
 
 WATCH_S = 0.05
 ALIVE_EVERY_S = 1.0
 PROFILE_EVERY_S = 0.5
+CONTINUOUS = 0.9
 
 
 class Loops:
@@ -126,9 +128,9 @@ class Loops:
         now = time.time()
         with e.lock:
             for j in active:
-                d, a, h = (values.get(f"{c}_{j.name}") for c in ("txd", "tx", "held"))
-                if d is not None and a is not None and h is not None:
-                    j.samples.append((now, d.bytes, a.bytes, h.packets))
+                d, a, h, r = (values.get(f"{c}_{j.name}") for c in ("txd", "tx", "held", "rxd"))
+                if d is not None and a is not None and h is not None and r is not None:
+                    j.samples.append((now, d.bytes, a.bytes, h.packets, r.bytes))
         for j in active:
             self._maybe_profile(j)
 
@@ -137,7 +139,8 @@ class Loops:
 
         Only the host of the job's first rank posts. The window slides until it holds at least three
         regular bursts (:func:`.traffic.steady`), so the start-up (connections, the first broadcast)
-        is not profiled; a job whose traffic has no silent gaps is profiled by its spectrum alone,
+        is not profiled; a job whose traffic never pauses (in :data:`CONTINUOUS` of the bins at
+        least: its communication hidden behind its compute) is profiled by its spectrum alone,
         over the window that ends two windows after its first byte.
         """
         e = self.e
@@ -149,40 +152,53 @@ class Loops:
             return
         with e.lock:
             rows = list(job.samples)
-        first = next((t for t, d, _, _ in rows if d > 0), None)
+        first = next((r[0] for r in rows if r[4] > 0), None)
         now = rows[-1][0] if rows else 0.0
         if first is None or now - first < window or now - job.profile_checked < PROFILE_EVERY_S:
             return
         job.profile_checked = now
         t = [r[0] for r in rows]
-        cum = [float(r[1]) for r in rows]
+        rx = [float(r[4]) for r in rows]
         dt = e.cfg.sample_s
         try:
-            st = iterations(series(t, cum, sample_s=dt, start=now - window, end=now), sample_s=dt)
-            if not steady(st) and not (st.method == "fft" and now - first >= 2 * window):
+            x = series(t, rx, sample_s=dt, start=now - window, end=now)
+            st = iterations(x, sample_s=dt)
+            continuous = st.method == "fft" and float(np.mean(x > 0)) >= CONTINUOUS
+            if not steady(st) and not (continuous and now - first >= 2 * window):
                 return
-            prof = outside_profile(t, cum, sample_s=dt, start=now - window, end=now)
+            job.profile = {"pending": True}  # posted once, by the thread below
         except Exception:  # no period yet: wait for more traffic
             return
-        body = profile_body(prof.to_json(), e.view, job.id)
-        job.profile = {
-            "measured": prof.to_json(),
-            "posted": body,
-            "at": time.time(),
-            "window": [now - window, now],
-        }
-        threading.Thread(target=self._post, args=(job, body), name="profile-post", daemon=True).start()
+        threading.Thread(
+            target=profile_now, args=(e, job, now - window, now), name="profile-post", daemon=True
+        ).start()
 
-    def _post(self, job: JobState, body: dict[str, Any]) -> None:
-        assert self.e.poster is not None
-        answer: Any
+
+def profile_now(e: Enforcer, job: JobState, start: float, end: float) -> dict[str, Any]:
+    """Profile ``job`` over ``[start, end)`` of its samples, post it to the daemon, keep and return it.
+
+    Raises :class:`~commsched.errors.InputError` when that window shows no iterations.
+    """
+    with e.lock:
+        rows = list(job.samples)
+    t = [r[0] for r in rows]
+    rx = [float(r[4]) for r in rows]  # the pace of the wire
+    tx = [float(r[1]) for r in rows]  # what this host sends
+    prof = outside_profile(t, rx, tx, sample_s=e.cfg.sample_s, start=start, end=end)
+    body = profile_body(prof.to_json(), e.view, job.id)
+    out: dict[str, Any] = {
+        "measured": prof.to_json(),
+        "posted": body,
+        "at": time.time(),
+        "window": [start, end],
+    }
+    job.profile = out
+    if e.poster is not None:
         try:
-            answer = self.e.poster(job.id, body)
+            out["answer"] = e.poster(job.id, body)
         except Exception as exc:  # the job keeps its declared profile; the error is in the report
-            answer = {"error": f"{type(exc).__name__}: {exc}"}
-        with contextlib.suppress(TypeError), self.e.lock:
-            if job.profile is not None:
-                job.profile["answer"] = answer
+            out["answer"] = {"error": f"{type(exc).__name__}: {exc}"}
+    return out
 
 
 def profile_body(prof: dict[str, Any], view: dict[str, Any], job: str) -> dict[str, Any]:

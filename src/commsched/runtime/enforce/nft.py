@@ -9,7 +9,7 @@ with ``nft delete table inet NAME``)::
       set known   ipv4_addr . ipv4_addr . inet_service     (src, dst, dport) decided
       set alive   mark, with timeouts          jobs whose first SYNs may be held
       map pins    mark . ipv4_addr . ipv4_addr . inet_service : verdict
-      counter tx_J, txd_J, held_J             per job: bytes out, data bytes out, SYNs held
+      counter tx_J, txd_J, rxd_J, held_J      per job: bytes out, data bytes out / in, SYNs held
       chain out   filter output mangle         socket cgroupv2 level L "PATH" ct mark set M;
                                                counters; ct mark vmap @dscp; the hold
       chain in    filter input mangle          socket cgroupv2 ... ct mark set M (its listeners)
@@ -110,7 +110,7 @@ def jobs_script(table: str, jobs: Iterable[JobRules], *, made: Iterable[str] = (
     lines = [f"flush chain inet {table} out", f"flush chain inet {table} in"]
     for j in jobs:
         if j.name not in have:
-            lines += [f"add counter inet {table} {c}_{j.name}" for c in ("tx", "txd", "held")]
+            lines += [f"add counter inet {table} {c}_{j.name}" for c in ("tx", "txd", "rxd", "held")]
     for j in jobs:
         match = f'socket cgroupv2 level {j.level} "{j.cgroup}" ct mark set {j.mark:#x}'
         lines.append(f"add rule inet {table} out {match}")
@@ -120,6 +120,11 @@ def jobs_script(table: str, jobs: Iterable[JobRules], *, made: Iterable[str] = (
         lines.append(f'add rule inet {table} out {m} oifname != "lo" counter name "tx_{j.name}"')
         lines.append(
             f'add rule inet {table} out {m} oifname != "lo" meta length > 100 counter name "txd_{j.name}"'
+        )
+    for j in jobs:  # data received: at the pace of the wire (sent data waits in queues first)
+        lines.append(
+            f'add rule inet {table} in ct mark {j.mark:#x} iifname != "lo" meta length > 100 '
+            f'counter name "rxd_{j.name}"'
         )
     lines.append(f"add rule inet {table} out ct mark vmap @dscp")
     for j in jobs:

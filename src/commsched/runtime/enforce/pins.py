@@ -9,6 +9,7 @@ port: new decisions reach the next connections).
 from __future__ import annotations
 
 import socket
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -56,6 +57,7 @@ class Pinning:
         self.inflight: set[Key] = set()
         self._chains = 0
         self._workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pin")
+        self._one = threading.Lock()
 
     def close(self) -> None:
         self._workers.shutdown(wait=True, cancel_futures=True)
@@ -71,6 +73,24 @@ class Pinning:
             stale = [k for k, st in self.pins.items() if self.decided(k) != (st.forward, st.reverse)]
         for key in stale:
             self._workers.submit(self.pin, key)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """Every key with its current ports and paths, and how many sets it had before."""
+        with self.e.lock:
+            return [
+                {
+                    "mark": k[0],
+                    "src": k[1],
+                    "dst": k[2],
+                    "dport": k[3],
+                    "ports": list(st.ports),
+                    "pinned": st.pinned,
+                    "reason": st.reason,
+                    "decision": st.version,
+                    "earlier": len(st.earlier),
+                }
+                for k, st in self.pins.items()
+            ]
 
     def pin_of(self, mark: int, src: str, dst: str, dport: int, port: int) -> dict[str, Any]:
         """Whether a connection that left with source ``port`` is pinned, and on which decided paths."""
@@ -126,31 +146,38 @@ class Pinning:
         self._workers.submit(self.pin, key)
 
     def pin(self, key: tuple[int, str, str, int]) -> PinState:
-        """Decide ``key``'s ports from the current view and install them (or mark it undecided)."""
+        """Decide ``key``'s ports from the current view and install them (or mark it undecided).
+
+        One key at a time (two searches for one key would each replace the other's set).
+        """
         try:
-            with self.e.lock:
-                fwd, rev = self.decided(key)
-                old = self.pins.get(key)
-            state = self.search(key, fwd, rev)
-            with self.e.lock:
-                self._chains += 1
-                chain = self._chains if state.ports else None
-                pin = nft.Pin(mark=key[0], src=key[1], dst=key[2], dport=key[3], ports=state.ports)
-                old_chain = old.chain if old is not None else None
-                script = nft.pin_script(
-                    self.e.table, pin, chain or 0, old_chain=old_chain, known=old is not None
-                )
-                nft.run_nft(script)
-                state.chain = chain
-                state.version = int(self.e.view.get("version", 0))
-                if old is not None:
-                    state.earlier = [*old.earlier, old][-16:]
-                    old.earlier = []
-                self.pins[key] = state
-            return state
+            with self._one:
+                return self._pin(key)
         finally:
             with self.e.lock:
                 self.inflight.discard(key)
+
+    def _pin(self, key: tuple[int, str, str, int]) -> PinState:
+        with self.e.lock:
+            fwd, rev = self.decided(key)
+            old = self.pins.get(key)
+        if old is not None and (old.forward, old.reverse) == (fwd, rev):
+            return old  # decided already (a second request while the first was searching)
+        state = self.search(key, fwd, rev)
+        with self.e.lock:
+            self._chains += 1
+            chain = self._chains if state.ports else None
+            pin = nft.Pin(mark=key[0], src=key[1], dst=key[2], dport=key[3], ports=state.ports)
+            old_chain = old.chain if old is not None else None
+            script = nft.pin_script(self.e.table, pin, chain or 0, old_chain=old_chain, known=old is not None)
+            nft.run_nft(script)
+            state.chain = chain
+            state.version = int(self.e.view.get("version", 0))
+            if old is not None:
+                state.earlier = [*old.earlier, old][-16:]
+                old.earlier = []
+            self.pins[key] = state
+        return state
 
     def search(
         self, key: tuple[int, str, str, int], fwd: tuple[int, ...] | None, rev: tuple[int, ...] | None

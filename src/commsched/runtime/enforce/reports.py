@@ -40,7 +40,8 @@ def connections(e: Enforcer, state: JobState) -> list[dict[str, Any]]:
 
 
 def traffic(e: Enforcer, state: JobState, since: float = 0.0) -> dict[str, Any]:
-    """The job's counter samples after ``since``: time, data bytes, all bytes, held SYNs."""
+    """The job's counter samples after ``since``: time, data bytes out, all bytes out, held SYNs,
+    data bytes in (cumulative)."""
     with e.lock:
         rows = [s for s in state.samples if s[0] > since]
     return {
@@ -50,13 +51,14 @@ def traffic(e: Enforcer, state: JobState, since: float = 0.0) -> dict[str, Any]:
         "data_bytes": [r[1] for r in rows],
         "bytes": [r[2] for r in rows],
         "held": [r[3] for r in rows],
+        "rx_data_bytes": [r[4] for r in rows],
     }
 
 
 def report(e: Enforcer, state: JobState) -> dict[str, Any]:
     """The job's cgroup, processes, counters and posted profile on this host."""
     with e.lock:
-        last = state.samples[-1] if state.samples else (0.0, 0, 0, 0)
+        last = state.samples[-1] if state.samples else (0.0, 0, 0, 0, 0)
         procs = [p.to_json() for p in state.procs.values()]
     return {
         "job": state.id,
@@ -67,6 +69,8 @@ def report(e: Enforcer, state: JobState) -> dict[str, Any]:
         "data_bytes": last[1],
         "bytes": last[2],
         "held_syns": last[3],
+        "rx_data_bytes": last[4],
         "profile": state.profile,
+        "pins": [p for p in e.pinning.to_json() if p["mark"] == state.mark],
         "table": e.table,
     }

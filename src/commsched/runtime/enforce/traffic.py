@@ -20,6 +20,7 @@ data-parallel job's traffic is a train of bursts, one per iteration, separated b
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -106,10 +107,57 @@ def _runs(active: np.ndarray[Any, Any]) -> list[tuple[int, int]]:
     return out
 
 
+def _merged(ratio: float) -> int:
+    """How many iterations a spacing of ``ratio`` typical spacings holds: one unless it is at least
+    1.75 (iterations vary by half a typical one; a missed gap makes about two).
+
+    Examples
+    --------
+    >>> [_merged(r) for r in (0.4, 1.0, 1.6, 1.8, 2.9)]
+    [1, 1, 1, 2, 3]
+    """
+    return max(1, math.floor(ratio + 0.25))
+
+
+#: weight of the few-spacings penalty: a split with few spacings looks regular by chance
+FEW = 0.5
+
+
+def _cut(runs: list[tuple[int, int]]) -> int:
+    """The shortest silent run that separates iterations, among the runs ``(start bin, length)``.
+
+    The compute gaps between iterations are long; the pauses inside a burst (between buckets,
+    between the steps of a collective, a stall) are mostly shorter, but the two can overlap. Every
+    threshold is scored by how far the spacings of the bursts it starts are from whole multiples of
+    their median (a threshold that merges two iterations gives a spacing of two; one that lets a
+    pause split an iteration gives fractions), plus :data:`FEW` over the square root of the number
+    of spacings (a high threshold that keeps only a few long stalls looks regular by chance, as the
+    spread of a small sample is small); the lowest score wins.
+    """
+    scored: list[tuple[float, int, int]] = []  # (score, number of gaps, threshold)
+    for theta in sorted({n for _, n in runs}):
+        ends = [i + n for i, n in runs if n >= theta]
+        if len(ends) < 3:
+            break
+        spacing = [b - a for a, b in itertools.pairwise(ends)]
+        typical = statistics.median(spacing)
+        dev = [d / typical - _merged(d / typical) for d in spacing]
+        rms = math.sqrt(statistics.fmean(x * x for x in dev))
+        scored.append((rms + FEW / math.sqrt(len(spacing)), -len(ends), theta))
+    if not scored:
+        return max(n for _, n in runs)
+    return min(scored)[2]
+
+
 def iterations(x: np.ndarray[Any, Any], *, sample_s: float, start: float = 0.0) -> IterationStats:
     """The iterations in the bytes-per-bin series ``x`` (first bin at ``start``).
 
-    Raises :class:`~commsched.errors.InputError` when the series shows no period.
+    Silent runs of two bins or more inside the series are told apart into pauses and compute gaps
+    (:func:`_cut`); a burst starts where a compute gap ends. Each spacing between starts counts
+    the iterations :func:`_merged` finds in it (two bursts merged by a late sample count two).
+    Without two such gaps (communication hidden behind compute) the period is the spectrum's
+    (:func:`commsched.runtime.profiler.iteration_period`), method ``"fft"``. Raises
+    :class:`~commsched.errors.InputError` when the series shows no period at all.
 
     Examples
     --------
@@ -118,28 +166,25 @@ def iterations(x: np.ndarray[Any, Any], *, sample_s: float, start: float = 0.0) 
     >>> round(st.mean_s, 4), st.count, round(st.gap_s, 3), st.method
     (0.1, 38, 0.07, 'bursts')
     """
-    period = iteration_period(x, sample_s=sample_s)
     peak = float(np.percentile(x[x > 0], 50)) if np.any(x > 0) else 0.0
-    active = x > 0.02 * peak
-    runs = _runs(active)
-    expect = max(1, int(x.size * sample_s / period))
-    lengths = sorted((n for i, n in runs if i > 0), reverse=True)  # a gap at the very start is no edge
-    if len(lengths) < 2:
-        return IterationStats(mean_s=period, count=0, starts=(), period_s=period, gap_s=0.0, method="fft")
-    need = lengths[min(expect, len(lengths)) - 1]
-    cut = max(2, need // 2)
-    gaps = [(i, n) for i, n in runs if i > 0 and n >= cut and i + n < x.size]
+    runs = [(i, n) for i, n in _runs(x > 0.02 * peak) if i > 0 and i + n < x.size and n >= 2]
+    gaps = [(i, n) for i, n in runs if n >= _cut(runs)] if len(runs) >= 3 else []
     starts = [start + (i + n) * sample_s for i, n in gaps]
-    if len(starts) < 2:
+    if len(starts) < 3:
+        period = iteration_period(x, sample_s=sample_s)
+        if not (math.isfinite(period) and period > 2 * sample_s):
+            raise InputError(f"no iteration period in the traffic (got {period:g} s)", where="traffic")
         return IterationStats(
             mean_s=period, count=0, starts=tuple(starts), period_s=period, gap_s=0.0, method="fft"
         )
-    count = sum(max(1, round((b - a) / period)) for a, b in itertools.pairwise(starts))
+    spacing = [b - a for a, b in itertools.pairwise(starts)]
+    typical = statistics.median(spacing)
+    count = sum(_merged(d / typical) for d in spacing)
     return IterationStats(
         mean_s=(starts[-1] - starts[0]) / count,
         count=count,
         starts=tuple(starts),
-        period_s=period,
+        period_s=typical,
         gap_s=statistics.median(n for _, n in gaps) * sample_s,
         method="bursts",
     )
@@ -162,10 +207,22 @@ class OutsideProfile:
 
 
 def outside_profile(
-    t: Sequence[float], cum: Sequence[float], *, sample_s: float, start: float, end: float
+    t: Sequence[float],
+    cum: Sequence[float],
+    sent: Sequence[float] | None = None,
+    *,
+    sample_s: float,
+    start: float,
+    end: float,
 ) -> OutsideProfile:
-    """The profile of the window ``[start, end)`` of the counter samples ``(t, cum)``."""
+    """The profile of the window ``[start, end)`` of the counter samples ``(t, cum)``.
+
+    ``cum``: the bytes whose timing shows the iterations (the data a host receives arrives at the
+    pace of the wire; what it sends may wait in queues first); ``sent``: the bytes counted per
+    iteration (default ``cum``).
+    """
     x = series(t, cum, sample_s=sample_s, start=start, end=end)
+    y = x if sent is None else series(t, sent, sample_s=sample_s, start=start, end=end)
     if not np.any(x > 0):
         raise InputError("no traffic in the profiling window", where="profile", expected="a job that sends")
     st = iterations(x, sample_s=sample_s, start=start)
@@ -173,9 +230,13 @@ def outside_profile(
     window = x.size * sample_s
     n = window / period
     compute = st.gap_s if st.method == "bursts" else period
+    per_iteration = float(y.sum()) / n
+    if st.method == "bursts":  # the bytes of whole iterations: from the first burst to the last one
+        a, b = (round((s0 - start) / sample_s) for s0 in (st.starts[0], st.starts[-1]))
+        per_iteration = float(y[a:b].sum()) / st.count
     return OutsideProfile(
         period_s=period,
-        bytes_per_iteration=float(x.sum()) / n,
+        bytes_per_iteration=per_iteration,
         busy_s=max(period - compute, 0.0),
         compute_s=compute,
         iterations=n,
