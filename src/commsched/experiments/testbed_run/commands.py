@@ -243,32 +243,35 @@ def finished(job: CommandJob, agents: dict[str, Path], token: str) -> bool:
     return bool(procs) and all(p["returncode"] is not None for p in procs)
 
 
-def progress_line(job: CommandJob, agents: dict[str, Path], token: str) -> str:
-    """How far ``job`` is: its iterations so far (bursts of its traffic), bytes sent, profile."""
+def progress_line(job: CommandJob, agents: dict[str, Path], token: str, work: Path) -> str:
+    """How far ``job`` is: iterations in its own log (or its recent period), bytes sent, profile."""
+    import re
+
     from commsched.runtime.enforce.traffic import iterations, series
 
     rep = status(job, agents, token)
     sent = sum(body["data_bytes"] for body in rep.values()) / 1e6
-    with _client(agents[job.ranks[0].host], token) as c:
-        tr = _ok(c.get(f"/v1/jobs/{job.id}/traffic"), f"traffic of {job.id}")
-    done = "?"
-    if len(tr["t"]) > 2:
-        dt = float(tr["sample_s"])
+    done = ""
+    if job.iteration_log is not None:
+        rx = re.compile(job.iteration_log)
         try:
-            st = iterations(
-                series(tr["t"], tr["rx_data_bytes"], sample_s=dt, start=tr["t"][0], end=tr["t"][-1]),
-                sample_s=dt,
-            )
-            done = (
-                str(st.count + 1)
-                if st.method == "bursts"
-                else f"~{(tr['t'][-1] - tr['t'][0]) / st.period_s:.0f}"
-            )
-        except Exception:  # too early for a period
-            done = "0"
+            text = (work / f"{job.id}-rank0.out").read_text(errors="replace")
+            done = f"{sum(1 for line in text.splitlines() if rx.search(line))} iterations (its log), "
+        except OSError:
+            pass
+    else:  # the last ten seconds of traffic: its period now
+        with _client(agents[job.ranks[0].host], token) as c:
+            tr = _ok(c.get(f"/v1/jobs/{job.id}/traffic", params={"since": time.time() - 10}), "traffic")
+        if len(tr["t"]) > 2:
+            dt = float(tr["sample_s"])
+            try:
+                x = series(tr["t"], tr["rx_data_bytes"], sample_s=dt, start=tr["t"][0], end=tr["t"][-1])
+                done = f"iterating every {iterations(x, sample_s=dt).mean_s:.3f} s, "
+            except Exception:  # no period in the last seconds
+                done = "no period yet, "
     prof = rep[job.ranks[0].host].get("profile")
-    posted = f", profile posted (period {prof['measured']['period_s']:.3f} s)" if prof else ""
-    return f"{done} iterations (from its traffic), {sent:.1f} MB sent{posted}"
+    posted = ", profile posted" if prof and "posted" in prof else ""
+    return f"{done}{sent:.1f} MB sent{posted}"
 
 
 def post_profiles(

@@ -53,6 +53,9 @@ class RunSettings:
     profile_share: float = 0.6
     #: testbed rate scale (to turn the bytes a job process measures back into the job's bytes)
     rate_scale: float = 1.0
+    #: command jobs are profiled over this share of the profiling window from its start (more than
+    #: the library jobs: their iterations are measured from outside, with a sample's resolution)
+    command_profile_share: float = 0.8
     #: where progress lines go (``None``: nowhere)
     progress: Callable[[str], None] | None = None
 
@@ -374,25 +377,28 @@ def _wait(
     Returns when each command job's last rank exited by itself (wall clock).
     """
     ended: dict[str, float] = {}
-    last = time.monotonic()
+    last = polled = time.monotonic()
     work = procs.logdir
     start = end_at - st.profiling_window_s - st.window_s
-    profile_at = start + st.profile_share * st.profiling_window_s if commands and st.profile_share else None
+    share = st.command_profile_share
+    profile_at = start + share * st.profiling_window_s if commands and st.profile_share else None
     while time.time() < end_at + 1.0:
         if profile_at is not None and time.time() >= profile_at:
             for jid, body in cmd.post_profiles(commands, agents, token, start, profile_at).items():
                 got = body.get("measured")
                 st.say(
                     f"  {jid}: profile posted: period {got['period_s']:.3f} s, "
-                    f"compute {got['compute_s']:.3f} s, {got['bytes_per_iteration'] / 1e6:.2f} MB per iteration"
+                    f"compute {got['compute_s']:.3f} s, {got['bytes_per_iteration'] / 1e6:.2f} MB/iteration"
                     if got
                     else f"  {jid}: no profile from its traffic: {body.get('error')}"
                 )
             profile_at = None
         lib_done = all(procs.procs[n].poll() is not None for n in names)
-        for job in commands:
-            if job.id not in ended and cmd.finished(job, agents, token):
-                ended[job.id] = time.time()
+        if time.monotonic() - polled >= 2.0:
+            polled = time.monotonic()
+            for job in commands:
+                if job.id not in ended and cmd.finished(job, agents, token):
+                    ended[job.id] = time.time()
         if lib_done and len(ended) == len(commands):
             break
         if st.progress is not None and time.monotonic() - last >= 5.0:
@@ -402,7 +408,7 @@ def _wait(
                 count = done.read_text() if done.exists() else "0"
                 st.say(f"  {n.removeprefix('job-')}: {count} iterations")
             for job in commands:
-                st.say(f"  {job.id}: {cmd.progress_line(job, agents, token)}")
+                st.say(f"  {job.id}: {cmd.progress_line(job, agents, token, work)}")
         time.sleep(0.5)
     return ended
 

@@ -214,11 +214,10 @@ def profile_body(prof: dict[str, Any], view: dict[str, Any], job: str) -> dict[s
     {'compute_s': 0.3, 'comm_bytes': 2000000.0, 'period_s': 0.4, 'overlap': 1.0}
     """
     share = sum(float(c.get("share", 0.0)) for c in view.get("connections", []) if c["job"] == job)
+    per = float(prof["bytes_per_iteration"])
     return {
         "compute_s": max(float(prof["compute_s"]), 1e-6),
-        "comm_bytes": float(prof["bytes_per_iteration"]) / share
-        if share > 0
-        else float(prof["bytes_per_iteration"]),
+        "comm_bytes": per / share if share > 0 else per,
         "period_s": float(prof["period_s"]),
-        "overlap": 1.0,
+        "overlap": float(prof.get("overlap", 1.0)),
     }

@@ -196,8 +196,10 @@ class OutsideProfile:
 
     period_s: float
     bytes_per_iteration: float  # bytes out of this host per iteration
-    busy_s: float  # time with traffic per iteration
-    compute_s: float  # silent time per iteration (the compute, with the communication not overlapped)
+    busy_s: float  # time with data arriving per iteration
+    compute_s: float  # the rest of the iteration: compute, and the pauses inside the communication
+    overlap: float  # 1: the communication follows the compute; 0: hidden behind it (no silent gap)
+    gap_s: float  # the median silent gap between iterations (the compute alone)
     iterations: float
     window_s: float
     method: str
@@ -219,27 +221,42 @@ def outside_profile(
 
     ``cum``: the bytes whose timing shows the iterations (the data a host receives arrives at the
     pace of the wire; what it sends may wait in queues first); ``sent``: the bytes counted per
-    iteration (default ``cum``).
+    iteration (default ``cum``). The compute per iteration is the time no data arrives: the gap
+    between iterations and the pauses inside the communication (between buckets, between the steps
+    of a collective), which are the program's time too, not the network's. A job whose traffic never
+    pauses has its communication behind its compute: compute = period, ``overlap`` 0.
     """
     x = series(t, cum, sample_s=sample_s, start=start, end=end)
     y = x if sent is None else series(t, sent, sample_s=sample_s, start=start, end=end)
     if not np.any(x > 0):
         raise InputError("no traffic in the profiling window", where="profile", expected="a job that sends")
     st = iterations(x, sample_s=sample_s, start=start)
-    period = st.mean_s if st.method == "bursts" else st.period_s
     window = x.size * sample_s
-    n = window / period
-    compute = st.gap_s if st.method == "bursts" else period
-    per_iteration = float(y.sum()) / n
-    if st.method == "bursts":  # the bytes of whole iterations: from the first burst to the last one
-        a, b = (round((s0 - start) / sample_s) for s0 in (st.starts[0], st.starts[-1]))
-        per_iteration = float(y[a:b].sum()) / st.count
+    if st.method != "bursts":
+        n = window / st.period_s
+        return OutsideProfile(
+            period_s=st.period_s,
+            bytes_per_iteration=float(y.sum()) / n,
+            busy_s=st.period_s,
+            compute_s=st.period_s,
+            overlap=0.0,
+            gap_s=0.0,
+            iterations=n,
+            window_s=window,
+            method=st.method,
+        )
+    # whole iterations only: from the first burst's start to the last one's
+    a, b = (round((s0 - start) / sample_s) for s0 in (st.starts[0], st.starts[-1]))
+    peak = float(np.percentile(x[x > 0], 50))
+    busy = float(np.count_nonzero(x[a:b] > 0.02 * peak)) * sample_s / st.count
     return OutsideProfile(
-        period_s=period,
-        bytes_per_iteration=per_iteration,
-        busy_s=max(period - compute, 0.0),
-        compute_s=compute,
-        iterations=n,
+        period_s=st.mean_s,
+        bytes_per_iteration=float(y[a:b].sum()) / st.count,
+        busy_s=busy,
+        compute_s=max(st.mean_s - busy, sample_s),
+        overlap=1.0,
+        gap_s=st.gap_s,
+        iterations=window / st.mean_s,
         window_s=window,
         method=st.method,
     )
