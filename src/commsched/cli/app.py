@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cmd_daemon",
     "cmd_policies",
     "cmd_ps",
+    "cmd_launch",
 )
 
 app = typer.Typer(
