@@ -84,6 +84,8 @@ class CommandJob:
             "MASTER_PORT": str(self.master_port),
             "GLOO_SOCKET_IFNAME": rank.iface,
             "NCCL_SOCKET_IFNAME": "=" + rank.iface,
+            # torchrun's default with several processes per machine: one thread each (CPU ops)
+            "OMP_NUM_THREADS": "1",
         }
 
 
@@ -187,7 +189,8 @@ def status(job: CommandJob, agents: dict[str, Path], token: str) -> dict[str, An
 
 
 def _iterating(job: CommandJob, agents: dict[str, Path], token: str, work: Path) -> bool:
-    """Whether ``job`` is in its training loop: two lines of its own log, or three regular bursts."""
+    """Whether ``job`` is in its training loop: two lines of its own log, or regular bursts (at least
+    three spacings) in its last ten seconds of traffic."""
     from commsched.runtime.enforce.traffic import iterations, series, steady
 
     if job.iteration_log is not None:
@@ -199,10 +202,10 @@ def _iterating(job: CommandJob, agents: dict[str, Path], token: str, work: Path)
         except OSError:
             return False
         return sum(1 for line in text.splitlines() if rx.search(line)) >= 2
-    with _client(agents[job.ranks[0].host], token) as c:
-        tr = _ok(c.get(f"/v1/jobs/{job.id}/traffic"), f"traffic of {job.id}")
+    with _client(agents[job.ranks[0].host], token) as c:  # the last ten seconds
+        tr = _ok(c.get(f"/v1/jobs/{job.id}/traffic", params={"since": time.time() - 10}), "traffic")
     t, cum, dt = tr["t"], tr["rx_data_bytes"], float(tr["sample_s"])
-    first = next((x for x, d in zip(t, cum, strict=True) if d > 0), None)
+    first = next((x for x, d in zip(t, cum, strict=True) if d > cum[0]), None) if t else None
     if first is None or t[-1] - first < 1.0:
         return False
     try:

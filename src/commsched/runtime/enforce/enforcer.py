@@ -50,7 +50,7 @@ class EnforcerConfig:
     ledger: Path
     netns: str | None = None  # the namespace name (for ``testbed down``), when on a testbed
     label: str = ""  # part of the table and cgroup names (e.g. the testbed name)
-    sample_s: float = 0.005
+    sample_s: float = 0.01
     hold_timeout_s: float = 4.0
     profile_window_s: float = 0.0  # 0: no profile is posted
     max_samples: int = 400_000

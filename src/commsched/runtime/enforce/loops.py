@@ -1,6 +1,6 @@
 """The enforcer's background loops: held connections, the hold's heartbeat, counter samples, profiles.
 
-* **watch** (every 50 ms): a job's socket in ``SYN_SENT`` towards a fabric address whose
+* **watch** (every 100 ms): a job's socket in ``SYN_SENT`` towards a fabric address whose
   ``(source, destination, port)`` is not decided yet is a held connection: its key is pinned on a
   worker (:meth:`Enforcer.request_pin`) before TCP sends the SYN again (1 s). Every second the
   ``alive`` set is refreshed for the jobs with processes here, so that a dead agent stops holding
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Loops", "profile_body", "profile_now"]
 
-WATCH_S = 0.05
+WATCH_S = 0.1
 ALIVE_EVERY_S = 1.0
 PROFILE_EVERY_S = 0.5
 CONTINUOUS = 0.9

@@ -119,6 +119,9 @@ def _merged(ratio: float) -> int:
     return max(1, math.floor(ratio + 0.25))
 
 
+#: a jump this large between the sorted silent runs separates pauses from compute gaps
+GAP_RATIO = 3.0
+
 #: weight of the few-spacings penalty: a split with few spacings looks regular by chance
 FEW = 0.5
 
@@ -127,13 +130,23 @@ def _cut(runs: list[tuple[int, int]]) -> int:
     """The shortest silent run that separates iterations, among the runs ``(start bin, length)``.
 
     The compute gaps between iterations are long; the pauses inside a burst (between buckets,
-    between the steps of a collective, a stall) are mostly shorter, but the two can overlap. Every
-    threshold is scored by how far the spacings of the bursts it starts are from whole multiples of
-    their median (a threshold that merges two iterations gives a spacing of two; one that lets a
-    pause split an iteration gives fractions), plus :data:`FEW` over the square root of the number
-    of spacings (a high threshold that keeps only a few long stalls looks regular by chance, as the
-    spread of a small sample is small); the lowest score wins.
+    between the steps of a collective, a stall) are mostly shorter. Where the sorted lengths jump by
+    :data:`GAP_RATIO` or more (the pauses all shorter than the compute gaps), the split is there.
+    Where the two overlap, every threshold is scored by how far the spacings of the bursts it
+    starts are from whole multiples of their median (a threshold that merges two iterations gives
+    a spacing of two; one that lets a pause split an iteration gives fractions), plus :data:`FEW`
+    over the square root of the number of spacings (a high threshold that keeps only a few long
+    stalls looks regular by chance, as the spread of a small sample is small); the lowest score
+    wins.
     """
+    lengths = sorted(n for _, n in runs)
+    jumps = [
+        (b / a, b)
+        for a, b in itertools.pairwise(lengths)
+        if lengths.count(b) + sum(x > b for x in lengths) >= 3
+    ]
+    if jumps and max(jumps)[0] >= GAP_RATIO:  # pauses and compute gaps far apart: split between them
+        return max(jumps)[1]
     scored: list[tuple[float, int, int]] = []  # (score, number of gaps, threshold)
     for theta in sorted({n for _, n in runs}):
         ends = [i + n for i, n in runs if n >= theta]
