@@ -26,7 +26,7 @@ from typing import Any
 from commsched.experiments.testbed_run.commands import CommandJob
 from commsched.experiments.testbed_run.twin import MeasuredJob
 from commsched.runtime.enforce.loops import profile_body
-from commsched.runtime.enforce.traffic import IterationStats, iterations, outside_profile, series
+from commsched.runtime.enforce.traffic import IterationStats, outside_profile, window_iterations
 from commsched.testbed import Testbed
 from commsched.testbed.probe import trace_tuples
 
@@ -43,12 +43,13 @@ __all__ = [
 
 def traffic_iterations(traffic: Mapping[str, Any], *, start: float, end: float) -> IterationStats | None:
     """Iterations in ``[start, end)`` of one host's samples (``None``: no period in that window)."""
-    t, cum, dt = traffic["t"], traffic["rx_data_bytes"], float(traffic["sample_s"])
+    t, dt = traffic["t"], float(traffic["sample_s"])
     if len(t) < 2 or end - start < 4 * dt:
         return None
-    x = series(t, cum, sample_s=dt, start=start, end=min(end, t[-1]))
     try:
-        return iterations(x, sample_s=dt, start=start)
+        return window_iterations(
+            t, traffic["rx_data_bytes"], traffic["data_bytes"], sample_s=dt, start=start, end=min(end, t[-1])
+        )
     except Exception:  # no traffic, or no period in it
         return None
 

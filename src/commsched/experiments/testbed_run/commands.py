@@ -191,7 +191,7 @@ def status(job: CommandJob, agents: dict[str, Path], token: str) -> dict[str, An
 def _iterating(job: CommandJob, agents: dict[str, Path], token: str, work: Path) -> bool:
     """Whether ``job`` is in its training loop: two lines of its own log, or regular bursts (at least
     three spacings) in its last ten seconds of traffic."""
-    from commsched.runtime.enforce.traffic import iterations, series, steady
+    from commsched.runtime.enforce.traffic import steady, window_iterations
 
     if job.iteration_log is not None:
         import re
@@ -209,7 +209,7 @@ def _iterating(job: CommandJob, agents: dict[str, Path], token: str, work: Path)
     if first is None or t[-1] - first < 1.0:
         return False
     try:
-        return steady(iterations(series(t, cum, sample_s=dt, start=first, end=t[-1]), sample_s=dt))
+        return steady(window_iterations(t, cum, tr["data_bytes"], sample_s=dt, start=first, end=t[-1]))
     except Exception:  # no period in the traffic yet
         return False
 
@@ -250,7 +250,7 @@ def progress_line(job: CommandJob, agents: dict[str, Path], token: str, work: Pa
     """How far ``job`` is: iterations in its own log (or its recent period), bytes sent, profile."""
     import re
 
-    from commsched.runtime.enforce.traffic import iterations, series
+    from commsched.runtime.enforce.traffic import window_iterations
 
     rep = status(job, agents, token)
     sent = sum(body["data_bytes"] for body in rep.values()) / 1e6
@@ -268,8 +268,15 @@ def progress_line(job: CommandJob, agents: dict[str, Path], token: str, work: Pa
         if len(tr["t"]) > 2:
             dt = float(tr["sample_s"])
             try:
-                x = series(tr["t"], tr["rx_data_bytes"], sample_s=dt, start=tr["t"][0], end=tr["t"][-1])
-                done = f"iterating every {iterations(x, sample_s=dt).mean_s:.3f} s, "
+                st = window_iterations(
+                    tr["t"],
+                    tr["rx_data_bytes"],
+                    tr["data_bytes"],
+                    sample_s=dt,
+                    start=tr["t"][0],
+                    end=tr["t"][-1],
+                )
+                done = f"iterating every {st.mean_s:.3f} s, "
             except Exception:  # no period in the last seconds
                 done = "no period yet, "
     prof = rep[job.ranks[0].host].get("profile")

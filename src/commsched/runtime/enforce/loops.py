@@ -20,7 +20,7 @@ import numpy as np
 
 from commsched.runtime.enforce.conns import SYN_SENT, read_sockets, socket_inodes
 from commsched.runtime.enforce.nflink import CounterReader
-from commsched.runtime.enforce.traffic import iterations, outside_profile, series, steady
+from commsched.runtime.enforce.traffic import outside_profile, series, steady, window_iterations
 
 if TYPE_CHECKING:
     from commsched.runtime.enforce.enforcer import Enforcer, JobState
@@ -161,8 +161,10 @@ class Loops:
         rx = [float(r[4]) for r in rows]
         dt = e.cfg.sample_s
         try:
+            st = window_iterations(
+                t, rx, [float(r[1]) for r in rows], sample_s=dt, start=now - window, end=now
+            )
             x = series(t, rx, sample_s=dt, start=now - window, end=now)
-            st = iterations(x, sample_s=dt)
             continuous = st.method == "fft" and float(np.mean(x > 0)) >= CONTINUOUS
             if not steady(st) and not (continuous and now - first >= 2 * window):
                 return

@@ -31,7 +31,15 @@ import numpy as np
 from commsched.errors import InputError
 from commsched.runtime.profiler import iteration_period
 
-__all__ = ["IterationStats", "OutsideProfile", "iterations", "outside_profile", "series", "steady"]
+__all__ = [
+    "IterationStats",
+    "OutsideProfile",
+    "iterations",
+    "outside_profile",
+    "series",
+    "steady",
+    "window_iterations",
+]
 
 
 def series(
@@ -162,10 +170,26 @@ def _cut(runs: list[tuple[int, int]]) -> int:
     return min(scored)[2]
 
 
-def iterations(x: np.ndarray[Any, Any], *, sample_s: float, start: float = 0.0) -> IterationStats:
+def _active(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Bins with traffic: above 2 % of the median non-empty bin (a stray ACK-sized packet is none)."""
+    peak = float(np.percentile(x[x > 0], 50)) if np.any(x > 0) else 0.0
+    out: np.ndarray[Any, Any] = x > 0.02 * peak
+    return out
+
+
+def iterations(
+    x: np.ndarray[Any, Any],
+    *,
+    sample_s: float,
+    start: float = 0.0,
+    also: np.ndarray[Any, Any] | None = None,
+) -> IterationStats:
     """The iterations in the bytes-per-bin series ``x`` (first bin at ``start``).
 
-    Silent runs of two bins or more inside the series are told apart into pauses and compute gaps
+    ``also``: a second series of the same bins (the bytes the host sends): a bin is silent only
+    when both are; inside a collective one direction often goes on while the other pauses, while
+    between iterations both are silent. Silent runs of two bins or more inside the series are
+    told apart into pauses and compute gaps
     (:func:`_cut`); a burst starts where a compute gap ends. Each spacing between starts counts
     the iterations :func:`_merged` finds in it (two bursts merged by a late sample count two).
     Without two such gaps (communication hidden behind compute) the period is the spectrum's
@@ -179,8 +203,8 @@ def iterations(x: np.ndarray[Any, Any], *, sample_s: float, start: float = 0.0) 
     >>> round(st.mean_s, 4), st.count, round(st.gap_s, 3), st.method
     (0.1, 38, 0.07, 'bursts')
     """
-    peak = float(np.percentile(x[x > 0], 50)) if np.any(x > 0) else 0.0
-    runs = [(i, n) for i, n in _runs(x > 0.02 * peak) if i > 0 and i + n < x.size and n >= 2]
+    active = _active(x) if also is None else _active(x) | _active(also)
+    runs = [(i, n) for i, n in _runs(active) if i > 0 and i + n < x.size and n >= 2]
     gaps = [(i, n) for i, n in runs if n >= _cut(runs)] if len(runs) >= 3 else []
     starts = [start + (i + n) * sample_s for i, n in gaps]
     if len(starts) < 3:
@@ -201,6 +225,22 @@ def iterations(x: np.ndarray[Any, Any], *, sample_s: float, start: float = 0.0) 
         gap_s=statistics.median(n for _, n in gaps) * sample_s,
         method="bursts",
     )
+
+
+def window_iterations(
+    t: Sequence[float],
+    received: Sequence[float],
+    sent: Sequence[float],
+    *,
+    sample_s: float,
+    start: float,
+    end: float,
+) -> IterationStats:
+    """:func:`iterations` of one host's cumulative counters over ``[start, end)``: the timing of the
+    bytes it received, a bin silent only when nothing was sent either."""
+    x = series(t, received, sample_s=sample_s, start=start, end=end)
+    y = series(t, sent, sample_s=sample_s, start=start, end=end)
+    return iterations(x, sample_s=sample_s, start=start, also=y)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -243,7 +283,7 @@ def outside_profile(
     y = x if sent is None else series(t, sent, sample_s=sample_s, start=start, end=end)
     if not np.any(x > 0):
         raise InputError("no traffic in the profiling window", where="profile", expected="a job that sends")
-    st = iterations(x, sample_s=sample_s, start=start)
+    st = iterations(x, sample_s=sample_s, start=start, also=None if sent is None else y)
     window = x.size * sample_s
     if st.method != "bursts":
         n = window / st.period_s
@@ -260,8 +300,7 @@ def outside_profile(
         )
     # whole iterations only: from the first burst's start to the last one's
     a, b = (round((s0 - start) / sample_s) for s0 in (st.starts[0], st.starts[-1]))
-    peak = float(np.percentile(x[x > 0], 50))
-    busy = float(np.count_nonzero(x[a:b] > 0.02 * peak)) * sample_s / st.count
+    busy = float(np.count_nonzero(_active(x)[a:b])) * sample_s / st.count
     return OutsideProfile(
         period_s=st.mean_s,
         bytes_per_iteration=float(y[a:b].sum()) / st.count,
