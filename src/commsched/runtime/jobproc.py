@@ -185,13 +185,19 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     policies = []
     comms = []
     poster = ProfilePoster(job, spec["profile"]) if spec.get("profile") else None
+    flat = spec.get("flat")
     for r in range(rails):
-        peers = [(str(ip), int(port)) for ip, port in spec["listen"][r]]
+        if flat:  # one ring over every GPU: this host's r-th rank, the job's rank flat["local"][r]
+            peers = [(str(ip), int(port)) for ip, port in flat["peers"]]
+            rank, world, name, pol_rail, pol_rails = int(flat["local"][r]), len(peers), f"{job}.flat", 0, 1
+        else:  # the ring of rail r over the hosts
+            peers = [(str(ip), int(port)) for ip, port in spec["listen"][r]]
+            rank, world, name, pol_rail, pol_rails = k, hosts, f"{job}.rail{r}", r, rails
         pol = AgentPolicy(
             socket_path=spec.get("agent"),
             job=job,
-            rail=r,
-            rails=rails,
+            rail=pol_rail,
+            rails=pol_rails,
             dports=[p for _, p in peers],
             refresh_s=spec.get("refresh_s"),
         )
@@ -202,9 +208,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             policy_refresh_s=spec.get("refresh_s"),
             observer=None if poster is None else poster.record_transfer,
         )
-        comms.append(init(job=f"{job}.rail{r}", rank=k, world_size=hosts, peers=peers, options=opts))
+        comms.append(init(job=name, rank=rank, world_size=world, peers=peers, options=opts))
     bufs = [np.zeros(n_elems, dtype=np.float32) for _ in range(rails)]
-    small = [np.zeros(hosts, dtype=np.float32) for _ in range(rails)]  # one element per rank
+    small = [np.zeros(comm.world_size, dtype=np.float32) for comm in comms]  # one element per rank
     Path(spec["ready"]).write_text(str(os.getpid()))
     start, end_at = _wait_go(Path(spec["go"]), time.time() + float(spec.get("go_timeout_s", 300.0)))
     time.sleep(max(0.0, start - time.time()))
@@ -253,7 +259,14 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             if bufs[0][0] > 0.5:
                 break
         conns = [
-            {"rail": r, "peer": c.peer, "local": list(c.local), "remote": list(c.remote), "dscp": c.dscp}
+            {
+                "rail": r,
+                "rank": comm.rank,
+                "peer": c.peer,
+                "local": list(c.local),
+                "remote": list(c.remote),
+                "dscp": c.dscp,
+            }
             for r, comm in enumerate(comms)
             for c in comm.connections()
             if c.direction == "out"
@@ -280,7 +293,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "profile": None if poster is None else poster.report,
         # seconds per ring step of a tiny all-reduce (median; 2(h-1) steps per all-reduce)
         "step_latency_s": (
-            statistics.median(calib[1:]) / (2 * (hosts - 1)) if len(calib) > 1 and hosts > 1 else None
+            statistics.median(calib[1:]) / (2 * (comms[0].world_size - 1))
+            if len(calib) > 1 and comms[0].world_size > 1
+            else None
         ),  # CPU this process used (all threads), for the load report
     }
 

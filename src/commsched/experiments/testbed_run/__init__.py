@@ -30,10 +30,11 @@ from commsched.experiments.testbed_run.placing import (
     policy_placement,
     static_circuits,
 )
-from commsched.experiments.testbed_run.queues import deepen_queues, mtu_packets, steady_tcp
+from commsched.experiments.testbed_run.queues import deepen_queues, mtu_packets, shape_loopback, steady_tcp
 from commsched.experiments.testbed_run.session import PolicyRun, RunSettings, run_policy
 from commsched.experiments.testbed_run.twin import simulate_twin
 from commsched.io.scenario import Scenario
+from commsched.topology import LinkId
 
 __all__ = ["RunOptions", "measured_means", "run_scenario"]
 
@@ -168,6 +169,7 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
             library = replace(placed, jobs=tuple(j for j in placed.jobs if not j.command))
             jobs = job_layouts(library, tb.topology, nic_ip)
             commands = command_jobs(placed, tb)
+            intra = shape_loopback(tb, jobs)
             key = (tuple(sorted((k, tuple(v)) for k, v in placing.gpus.items())), circuits)
             if key not in tables:
                 table = work / f"ports-{len(tables)}.json"
@@ -190,7 +192,8 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
                 commands=commands,
             )
             twin_scenario = placed if circuits is None else replace(placed, topology=tb.topology)
-            out = _policy_report(twin_scenario, tb, jobs, run, opts, commands)
+            out = _policy_report(twin_scenario, tb, jobs, run, opts, commands, intra["links"])
+            out["intra_host"] = {"shaped": len(intra["shaped"]), "unshaped": intra["unshaped"]}
             out["placement"] = {
                 "placed_by": placing.placed_by,
                 "hosts": {j.id: list(j.hosts) for j in jobs},
@@ -246,8 +249,11 @@ def _policy_report(
     run: PolicyRun,
     opts: RunOptions,
     commands: list[CommandJob] | None = None,
+    intra_links: dict[int, float] | None = None,
 ) -> dict[str, Any]:
+    """One policy's part of the report (``intra_links``: intra-host links shaped on loopback, bit/s)."""
     commands = commands or []
+    emulated = {**tb.scaled_capacity_bps(), **{LinkId(k): v for k, v in (intra_links or {}).items()}}
     classes = {j: int(v["class"]) for j, v in run.decision.get("jobs", {}).items()}
     steps = [
         float(r["step_latency_s"])
@@ -263,7 +269,7 @@ def _policy_report(
             scenario,
             policy=run.policy,
             rate_scale=opts.rate_scale,
-            emulated=tb.scaled_capacity_bps(),
+            emulated=emulated,
             paths={**run.paths, **cmd.paths},
             classes=classes,
             warmup_s=opts.profiling_window_s,

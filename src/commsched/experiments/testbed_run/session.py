@@ -152,20 +152,33 @@ def _profile_spec(job: JobLayout, k: int, work: Path, st: RunSettings) -> dict[s
     window = st.profile_share * st.profiling_window_s
     if k != 0 or h < 2 or window <= 0:
         return None
+    # flat ring: each of the host's g ranks sends 2 (n - 1) / n of the buffer to its successor
+    n = len(job.listeners)
+    share = 2 * (n - 1) / n * job.rails if job.flat else 2 * (h - 1) / h
     return {
         "window_s": window,
         "daemon": str(work / "daemon.sock"),
         "token_file": str(work / "token"),
         "compute_scale": 1.0 / st.time_scale,
-        "bytes_scale": h / (2 * (h - 1)) / (st.rate_scale * st.time_scale),
+        "bytes_scale": 1.0 / share / (st.rate_scale * st.time_scale),
         "time_scale": 1.0 / st.time_scale,
     }
 
 
 def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, agent: Path, st: RunSettings) -> Path:
-    # the rail's shard of the scaled buffer, dilated like the compute
-    rail_bytes = tb.scale_bytes(job.sync_bytes) * st.time_scale / job.rails
+    # the rail's shard of the scaled buffer, dilated like the compute (a flat ring: all of it per rank)
+    rail_bytes = tb.scale_bytes(job.sync_bytes) * st.time_scale / (1 if job.flat else job.rails)
+    flat = (
+        {
+            "ranks": len(job.listeners),
+            "local": [k * job.rails + i for i in range(job.rails)],
+            "peers": [[x.ip, x.port] for x in job.listeners],
+        }
+        if job.flat
+        else None
+    )
     spec = {
+        "flat": flat,
         "job": job.id,
         "host_index": k,
         "hosts": len(job.hosts),
@@ -213,7 +226,7 @@ def _bodies(jobs: list[JobLayout], commands: list[CommandJob]) -> list[dict[str,
             "compute_s": job.compute_s,
             "comm_bytes": job.sync_bytes,
             "overlap": job.overlap,
-            "collective": "hierarchical_ring" if job.rails > 1 else "ring",
+            "collective": "hierarchical_ring" if job.rails > 1 and not job.flat else "ring",
         }
         for job in jobs
     ]
@@ -271,8 +284,11 @@ def _trace(
             k = int(res["host_index"])
             for c in res["connections"]:
                 r, peer = int(c["rail"]), int(c["peer"])
-                src, dst = job.listener(r, k), job.listener(r, peer)
-                if src.nic == dst.nic or peer == k or h < 2:
+                if job.flat:  # ranks of one ring over every GPU
+                    src, dst = job.listeners[int(c["rank"])], job.listeners[peer]
+                else:
+                    src, dst = job.listener(r, k), job.listener(r, peer)
+                if src.nic == dst.nic or src.host_index == dst.host_index or h < 2:
                     continue
                 key = (job.id, str(src.gpu), str(dst.gpu))
                 # the NIC the connection really left from (its local address), not the planned one
