@@ -100,7 +100,10 @@ def add_job_routes(app: FastAPI, follower: Follower, enforcer: Any, *, token: st
         view = follower.view
         ips = view.get("nic_ips", {})
         prefix = f"{follower.host}/"
-        mine = [ip for nic, ip in ips.items() if nic.startswith(prefix)]
+        # the job's NICs on this host: the ends of its connections here
+        nics = [c["src_nic"] for c in view.get("connections", []) if c["job"] == job]
+        nics += [c["dst_nic"] for c in view.get("inbound", []) if c["job"] == job]
+        mine = [ips[n] for n in dict.fromkeys(nics) if n.startswith(prefix) and n in ips]
         levels = int(view.get("priority_levels") or 8)
         out = job_environment(
             info, mine, interfaces=interface_addresses(), hcas=rdma_devices(), levels=levels
