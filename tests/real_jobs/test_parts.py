@@ -45,9 +45,10 @@ def test_proc_parsers() -> None:
         s.local == ("10.0.0.1", 40000) and s.remote == ("10.0.4.1", 15000) and s.state == 2 and s.inode == 777
     )
     line = (
-        "ipv4 2 tcp 6 300 ESTABLISHED src=10.0.0.1 dst=10.0.4.1 sport=40000 dport=15000 packets=9 bytes=900 "
-        "src=10.0.4.1 dst=10.0.0.1 sport=15000 dport=20011 packets=4 bytes=400 [ASSURED] mark=7 zone=0 use=2\n"
-        "ipv4 2 udp 17 30 src=1.1.1.1 dst=2.2.2.2 sport=1 dport=2 src=2.2.2.2 dst=1.1.1.1 sport=2 dport=1 mark=0\n"
+        "ipv4 2 tcp 6 300 ESTABLISHED src=10.0.0.1 dst=10.0.4.1 sport=40000 dport=15000 packets=9 "
+        "bytes=900 src=10.0.4.1 dst=10.0.0.1 sport=15000 dport=20011 packets=4 bytes=400 [ASSURED] "
+        "mark=7 zone=0 use=2\nipv4 2 udp 17 30 src=1.1.1.1 dst=2.2.2.2 sport=1 dport=2 src=2.2.2.2 "
+        "dst=1.1.1.1 sport=2 dport=1 mark=0\n"
     )
     (t,) = parse_conntrack(line)
     assert t.wire_sport == 20011 and t.mark == 7 and (t.orig_bytes, t.reply_bytes) == (900, 400)
@@ -157,7 +158,8 @@ def test_collectives_not_run_say_why() -> None:
     assert set(NOT_RUN) | {"ring", "hierarchical_ring"} == set(collective_registry().names())
     sc = scenario_from_data(
         {"topology": {"kind": "crux_testbed"}, "horizon_s": 60, "jobs": [
-            {"id": "a", "hosts": ["h0", "h4"], "compute_s": 1, "comm_bytes": 1e6, "collective": "halving_doubling"}]},
+            {"id": "a", "hosts": ["h0", "h4"], "compute_s": 1, "comm_bytes": 1e6,
+             "collective": "halving_doubling"}]},
         source="x",
     )  # fmt: skip
     with pytest.raises(InputError, match="no halving-doubling all-reduce"):

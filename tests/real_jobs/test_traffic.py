@@ -21,11 +21,11 @@ def _job(period_s: float, burst_s: float, n: int, *, dt: float, jitter: float = 
     now, got, sent = 0.0, 0.0, 0.0
     for _ in range(n):
         gap = period_s - burst_s + rng.uniform(-jitter, jitter)
-        steps = int(round(gap / dt))
+        steps = round(gap / dt)
         for _ in range(steps):
             now += dt
             t.append(now), rx.append(got), tx.append(sent)
-        k = int(round(burst_s / dt))
+        k = round(burst_s / dt)
         pause = {k // 3, k // 3 + 1, 2 * k // 3, 2 * k // 3 + 1}
         for i in range(k):
             now += dt
@@ -51,7 +51,7 @@ def test_mean_iteration_from_bursts(period: float, burst: float, jitter: float) 
 def test_merged_bursts_still_count_their_iterations() -> None:
     """A late sample that fills a compute gap merges two bursts; they count two iterations."""
     dt = 0.01
-    t, rx, tx = _job(0.5, 0.1, 40, dt=dt)
+    t, rx, _tx = _job(0.5, 0.1, 40, dt=dt)
     x = series(t, rx, sample_s=dt, start=0.0, end=float(t[-1]))
     x[int(10.42 / dt) : int(10.82 / dt)] = x.max()  # one gap filled
     st = iterations(x, sample_s=dt)

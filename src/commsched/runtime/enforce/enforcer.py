@@ -102,7 +102,10 @@ class Enforcer:
     # ------------------------------------------------------------------ lifecycle
 
     def _ledger(self) -> Ledger:
-        jobs = {j.id: {"mark": j.mark, "cgroup": str(j.cgroup.path)} for j in self.jobs.values()}
+        jobs = {
+            j.id: {"mark": j.mark, "cgroup": str(j.cgroup.path), "pins": self.pinning.history(j.mark)}
+            for j in self.jobs.values()
+        }
         return Ledger(
             agent_pid=os.getpid(),
             netns=self.cfg.netns,
@@ -122,6 +125,8 @@ class Enforcer:
         old = read_ledger(self.cfg.ledger)
         if old is not None:
             self._marks.update({k: int(v["mark"]) for k, v in old.jobs.items()})
+            for info in old.jobs.values():  # what its connections were pinned to (the report)
+                self.pinning.inherit(int(info["mark"]), list(info.get("pins", [])))
         write_ledger(self.cfg.ledger, self._ledger())
         nft.run_nft(nft.base_script(self.table))
         self._acct = _set_acct()

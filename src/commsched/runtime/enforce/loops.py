@@ -3,8 +3,10 @@
 * **watch** (every 100 ms): a job's socket in ``SYN_SENT`` towards a fabric address whose
   ``(source, destination, port)`` is not decided yet is a held connection: its key is pinned on a
   worker (:meth:`Enforcer.request_pin`) before TCP sends the SYN again (1 s). Every second the
-  ``alive`` set is refreshed for the jobs with processes here, so that a dead agent stops holding
-  SYNs within :attr:`EnforcerConfig.hold_timeout_s`.
+  ``alive`` set is refreshed, so that a dead agent stops holding SYNs within
+  :attr:`EnforcerConfig.hold_timeout_s`, and a key whose ports are half taken by tracked
+  connections gets a fresh set (:meth:`.pins.Pinning.widen`), so that a new connection never
+  finds every port of its set taken.
 * **sample** (every :attr:`EnforcerConfig.sample_s`): the jobs' counters in one netlink dump
   (:mod:`.nflink`); once a job's traffic spans its profiling window on the host of its first rank,
   its profile (:func:`.traffic.outside_profile`) is posted to the daemon.
@@ -77,6 +79,7 @@ class Loops:
     def _alive(self) -> None:
         self.e.refresh_alive()
         self.e.forget_idle()
+        self.e.pinning.widen()
 
     def _held(self) -> None:
         e = self.e

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from commsched.runtime.enforce import nft
 from commsched.runtime.enforce.conns import read_conntrack
+from commsched.runtime.enforce.ledger import write_ledger
 from commsched.runtime.enforce.pinning import PortSearch, find_ports
 
 if TYPE_CHECKING:
@@ -55,12 +56,43 @@ class Pinning:
         self.e = enforcer
         self.pins: dict[Key, PinState] = {}
         self.inflight: set[Key] = set()
+        self.inherited: dict[Key, list[PinState]] = {}
         self._chains = 0
         self._workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pin")
         self._one = threading.Lock()
 
     def close(self) -> None:
         self._workers.shutdown(wait=True, cancel_futures=True)
+
+    def history(self, mark: int) -> list[dict[str, Any]]:
+        """Every set of ports installed for job ``mark`` (for the ledger: a successor reports them)."""
+        out = []
+        with self.e.lock:
+            for k, st in self.pins.items():
+                if k[0] == mark:
+                    for x in [*st.earlier, st]:
+                        if x.ports:
+                            out.append(
+                                {"key": list(k), "ports": list(x.ports), "forward": x.forward,
+                                 "reverse": x.reverse, "pinned": x.pinned, "version": x.version}
+                            )  # fmt: skip
+        return out
+
+    def inherit(self, mark: int, rows: list[dict[str, Any]]) -> None:
+        """The sets a predecessor installed for job ``mark``: connections it opened are reported
+        on the paths decided for them then."""
+        for row in rows:
+            key = (mark, *row["key"][1:])
+            st = PinState(
+                chain=None,
+                ports=tuple(int(p) for p in row["ports"]),
+                forward=tuple(row["forward"]) if row.get("forward") else None,
+                reverse=tuple(row["reverse"]) if row.get("reverse") else None,
+                pinned=bool(row.get("pinned")),
+                reason="pinned by this host's previous agent",
+                version=int(row.get("version", 0)),
+            )
+            self.inherited.setdefault(key, []).append(st)
 
     def forget(self, mark: int) -> None:
         """Drop the keys of job ``mark`` (its rules go with the job's)."""
@@ -88,15 +120,48 @@ class Pinning:
                     "reason": st.reason,
                     "decision": st.version,
                     "earlier": len(st.earlier),
+                    "sets": [
+                        {
+                            "ports": list(x.ports),
+                            "decision": x.version,
+                            "forward": x.forward,
+                            "reverse": x.reverse,
+                        }
+                        for x in [*st.earlier, st]
+                    ],
                 }
                 for k, st in self.pins.items()
             ]
+
+    def widen(self) -> None:
+        """Give a fresh set of ports to every key whose current set is at least half taken.
+
+        The translated ports of a key are handed out in turn; a port still held by a tracked
+        connection (open, or in ``TIME_WAIT``) cannot be given again, and a SYN that gets one is
+        dropped by connection tracking. A fresh search excludes the taken ports.
+        """
+        with self.e.lock:
+            sets = {k: set(st.ports) for k, st in self.pins.items() if st.ports}
+        if not sets:
+            return
+        taken: dict[Key, int] = {}
+        for t in read_conntrack():
+            for k, ports in sets.items():
+                if t.orig[0] == k[1] and t.orig[2:] == (k[2], k[3]) and t.wire_sport in ports:
+                    taken[k] = taken.get(k, 0) + 1
+        for k, n in taken.items():
+            if 2 * n >= len(sets[k]):
+                self._workers.submit(self.pin, k, True)
 
     def pin_of(self, mark: int, src: str, dst: str, dport: int, port: int) -> dict[str, Any]:
         """Whether a connection that left with source ``port`` is pinned, and on which decided paths."""
         with self.e.lock:
             pin = self.pins.get((mark, src, dst, dport))
             hit = pin.opened_with(port) if pin is not None and pin.ports else pin
+            if hit is None or not hit.ports:  # not from a set of this agent's: its predecessor's?
+                old = self.inherited.get((mark, src, dst, dport), [])
+                hit = next((st for st in reversed(old) if port in st.ports), hit)
+                pin = pin or hit
         if pin is None or hit is None:
             why = "opened before its key was decided" if pin is None else "its port is in no set installed"
             return {"pinned": False, "reason": why, "forward": None, "reverse": None, "decision": None}
@@ -145,23 +210,24 @@ class Pinning:
             self.inflight.add(key)
         self._workers.submit(self.pin, key)
 
-    def pin(self, key: tuple[int, str, str, int]) -> PinState:
+    def pin(self, key: tuple[int, str, str, int], fresh: bool = False) -> PinState:
         """Decide ``key``'s ports from the current view and install them (or mark it undecided).
 
-        One key at a time (two searches for one key would each replace the other's set).
+        ``fresh``: search again even when the decided paths did not change (:meth:`widen`). One key
+        at a time (two searches for one key would each replace the other's set).
         """
         try:
             with self._one:
-                return self._pin(key)
+                return self._pin(key, fresh)
         finally:
             with self.e.lock:
                 self.inflight.discard(key)
 
-    def _pin(self, key: tuple[int, str, str, int]) -> PinState:
+    def _pin(self, key: tuple[int, str, str, int], fresh: bool) -> PinState:
         with self.e.lock:
             fwd, rev = self.decided(key)
             old = self.pins.get(key)
-        if old is not None and (old.forward, old.reverse) == (fwd, rev):
+        if old is not None and (old.forward, old.reverse) == (fwd, rev) and not fresh:
             return old  # decided already (a second request while the first was searching)
         state = self.search(key, fwd, rev)
         with self.e.lock:
@@ -177,6 +243,7 @@ class Pinning:
                 state.earlier = [*old.earlier, old][-16:]
                 old.earlier = []
             self.pins[key] = state
+        write_ledger(self.e.cfg.ledger, self.e._ledger())  # a successor reports what this decided
         return state
 
     def search(

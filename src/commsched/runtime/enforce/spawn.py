@@ -2,19 +2,19 @@
 
 The process enters the cgroup before its program runs: a shell writes its own PID to the cgroup's
 ``cgroup.procs`` and then ``exec``\\ s the program, so every socket the program ever opens belongs to
-the job. Standard output goes to ``LOG`` as written and, one JSON line per output line with the
-wall-clock time it arrived, to ``LOG.lines.jsonl`` (the program's own log of its iterations, timed
-from outside); standard error goes to ``LOG.err``.
+the job. Standard output goes, through a reader process of its own (:mod:`.stamp`, which outlives
+the agent), to ``LOG`` as written and, one JSON line per output line with the wall-clock time it
+arrived, to ``LOG.lines.jsonl`` (the program's own log of its iterations, timed from outside);
+standard error goes to ``LOG.err``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
-import threading
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,7 +49,7 @@ class JobProcess:
         try:
             self.proc = subprocess.Popen(
                 ["/bin/sh", "-c", _ENTER, str(cgroup_procs), *spec.argv],
-                stdout=subprocess.PIPE,
+                stdout=subprocess.PIPE if log is not None else subprocess.DEVNULL,
                 stderr=err,
                 stdin=subprocess.DEVNULL,
                 env={**base_env, **spec.env},
@@ -61,28 +61,26 @@ class JobProcess:
                 err.close()
         self.pid = self.proc.pid
         self.started = time.time()
-        self.lines = 0
-        self._pump = threading.Thread(target=self._copy, args=(log,), name=f"out-{self.pid}", daemon=True)
-        self._pump.start()
+        self._stamp: subprocess.Popen[bytes] | None = None
+        if log is not None and self.proc.stdout is not None:
+            # the job's output goes to a reader of its own, which outlives this agent
+            self._stamp = subprocess.Popen(
+                [sys.executable, "-m", "commsched.runtime.enforce.stamp", str(log)],
+                stdin=self.proc.stdout,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            self.proc.stdout.close()
 
-    def _copy(self, log: Path | None) -> None:
-        assert self.proc.stdout is not None
-        raw = open(log, "wb") if log else None  # noqa: SIM115 - closed below
-        timed = open(log.with_name(log.name + ".lines.jsonl"), "w") if log else None  # noqa: SIM115
+    @property
+    def lines(self) -> int:
+        """Lines of output so far."""
         try:
-            for line in self.proc.stdout:
-                now = time.time()
-                self.lines += 1
-                if raw is not None and timed is not None:
-                    raw.write(line)
-                    raw.flush()
-                    text = line.decode(errors="replace").rstrip("\n")
-                    timed.write(json.dumps({"t": now, "line": text}) + "\n")
-                    timed.flush()
-        finally:
-            for fh in (raw, timed):
-                if fh is not None:
-                    fh.close()
+            with open(str(self.spec.log), "rb") as fh:
+                return sum(1 for _ in fh)
+        except (OSError, TypeError):
+            return 0
 
     def returncode(self) -> int | None:
         return self.proc.poll()
@@ -98,7 +96,12 @@ class JobProcess:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.pid, signal.SIGKILL)
                 self.proc.wait(timeout=5.0)
-        self._pump.join(timeout=2.0)
+        if self._stamp is not None:
+            try:
+                self._stamp.wait(timeout=5.0)  # its input ended with the job
+            except subprocess.TimeoutExpired:
+                self._stamp.kill()
+                self._stamp.wait(timeout=5.0)
         return self.proc.returncode
 
     def to_json(self) -> dict[str, Any]:
