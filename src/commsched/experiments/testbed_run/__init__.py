@@ -306,6 +306,12 @@ def _policy_report(
             ),
             "unpinned": [{"job": j, **u} for j, t in cmd.traced.items() for u in t["unpinned"]],
         },
+        # the bytes each link of the command jobs' paths sent in the measuring window (its counters)
+        "link_bytes": {
+            str(lk): run.link_bytes.get(lk, 0)
+            for lk in sorted({int(x) for v in cmd.paths.values() for x in v})
+            if lk in run.link_bytes
+        },
         "decision_version": run.decision.get("version"),
         "profiles": {
             **{

@@ -79,6 +79,8 @@ class PolicyRun:
     ended: dict[str, float] = field(default_factory=dict)
     #: the run's working directory (logs, the command jobs' output)
     work: Path = Path()
+    #: bytes every emulated link sent in the measuring window (its counters), command-job runs
+    link_bytes: dict[int, int] = field(default_factory=dict)
 
 
 def _http(sock: Path, token: str | None = None) -> Any:
@@ -354,7 +356,7 @@ def run_policy(
             f"{policy}: {len(jobs) + len(commands)} jobs running: {st.profiling_window_s:g} s profiling "
             f"window, then {st.window_s:g} s measured"
         )
-        ended = _wait(procs, names, commands, agents, token, st, end_at)
+        ended, link_bytes = _wait(procs, names, commands, agents, token, st, end_at, tb)
         codes = procs.wait_all(names, max(0.0, end_at - time.time()) + 90.0)
         measured = {c.id: cmd.collect(c, agents, token) for c in commands}
         for job_id, data in measured.items():  # kept with the run's files (--keep)
@@ -376,6 +378,7 @@ def run_policy(
         commands=measured,
         ended=ended,
         work=work,
+        link_bytes=link_bytes,
     )
 
 
@@ -387,18 +390,26 @@ def _wait(
     token: str,
     st: RunSettings,
     end_at: float,
-) -> dict[str, float]:
+    tb: Testbed,
+) -> tuple[dict[str, float], dict[int, int]]:
     """Wait until the run's end or every job's exit, with a progress line per job every 5 s.
 
-    Returns when each command job's last rank exited by itself (wall clock).
+    Returns when each command job's last rank exited by itself (wall clock), and, when there are
+    command jobs, the bytes every link sent in the measuring window (its counters).
     """
+    from commsched.testbed.counters import delta, link_bytes
+
     ended: dict[str, float] = {}
     last = polled = time.monotonic()
     work = procs.logdir
     start = end_at - st.profiling_window_s - st.window_s
     share = st.command_profile_share
     profile_at = start + share * st.profiling_window_s if commands and st.profile_share else None
+    window_at: float | None = start + st.profiling_window_s if commands else None
+    before: dict[Any, int] = {}
     while time.time() < end_at + 1.0:
+        if window_at is not None and time.time() >= window_at:
+            before, window_at = link_bytes(tb.layout), None
         if profile_at is not None and time.time() >= profile_at:
             for jid, body in cmd.post_profiles(commands, agents, token, start, profile_at).items():
                 got = body.get("measured")
@@ -426,7 +437,8 @@ def _wait(
             for job in commands:
                 st.say(f"  {job.id}: {cmd.progress_line(job, agents, token, work)}")
         time.sleep(0.5)
-    return ended
+    counted = {int(k): int(v) for k, v in delta(link_bytes(tb.layout), before).items()} if before else {}
+    return ended, counted
 
 
 def _outputs(
