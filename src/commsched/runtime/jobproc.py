@@ -7,14 +7,20 @@ are done), and runs the inter-host phase of the hierarchical ring all-reduce for
 all-reduce per rail (the GPUs with the same local index on every host of the job, each on its NIC),
 of the rail's share of the job's (scaled) bytes, through :mod:`commsched.runtime`. The rails run in
 threads and are joined, so a host waits for its slowest rail as the job's collective does. The
-intra-host phases cross NVLink / PCIe, which the testbed does not emulate; they are not run.
+intra-host phases cross NVLink / PCIe, which the testbed does not emulate; they are not run. With
+``flat`` in the spec (a flat ring over several GPUs per host) the host's threads are instead its
+ranks of one ring over every GPU of the job (``flat.local``: their ranks, ``flat.peers``: every
+rank's address), each all-reducing the whole buffer; the hops between two ranks of this host cross
+its loopback.
 
 Every connection binds the source port and sets the DSCP that the host agent answers
 (``GET /v1/port`` over its Unix socket) for the job's ranks; ``policy_refresh_s`` re-asks it, so a
 class change (the end of the profiling window) re-marks open connections.
 
 The spec (JSON, written by the launcher): ``job``, ``host_index``, ``hosts``, ``rails``, ``compute_s``,
-``overlap``, ``rail_bytes`` (bytes all-reduced per rail and iteration, already scaled),
+``overlap``, ``rail_bytes`` (bytes all-reduced per rail and iteration, already scaled), ``flat``
+(``null``, or ``{"ranks", "local", "peers"}`` for a flat ring), ``progress`` (a file the process
+rewrites with the number of iterations done),
 ``listen`` (per rail: ``[ip, port]`` of every host of the job, in host order), ``agent`` (Unix socket
 path or ``null``), ``ready`` (file to create once listening), ``go`` (file the launcher writes when
 all processes are ready: ``{"start": T0, "end_at": T1}``, wall-clock seconds: start at ``T0``, stop
