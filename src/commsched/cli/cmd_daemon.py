@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from commsched.cli.common import user_errors
+from commsched.cli.common import read_token, user_errors
 from commsched.errors import InputError
 
 
@@ -167,12 +167,7 @@ def agent(
     where = parse_listen(listen)
     table = load_probe_table(ports) if ports is not None else None
     source = counter_source(counters)
-    token = None
-    if token_file is not None:
-        try:
-            token = token_file.read_text().strip()
-        except OSError as exc:
-            raise InputError(f"cannot read the token file: {exc.strerror}", where=str(token_file)) from None
+    token = read_token(token_file)
     nics = []
     for item in nic:
         nid, sep, ip = item.partition("=")

@@ -16,7 +16,7 @@ from typing import Any
 
 import typer
 
-from commsched.cli.common import user_errors
+from commsched.cli.common import read_token, user_errors
 from commsched.errors import InputError
 
 #: where ``launch`` looks for the agent when neither ``--agent`` nor ``$COMMSCHED_AGENT`` says
@@ -77,12 +77,7 @@ def launch(
     tf = token_file or (
         Path(os.environ["COMMSCHED_TOKEN_FILE"]) if os.environ.get("COMMSCHED_TOKEN_FILE") else None
     )
-    token = None
-    if tf is not None:
-        try:
-            token = tf.read_text().strip()
-        except OSError as exc:
-            raise InputError(f"cannot read the token file: {exc.strerror}", where=str(tf)) from None
+    token = read_token(tf)
     answer = _ask(url, token, "GET", f"/v1/jobs/{job}/env")
     if answer.get("enforcing"):
         _ask(url, token, "POST", f"/v1/jobs/{job}/adopt", {"pids": [os.getpid()]})
