@@ -29,10 +29,14 @@ def make_enforcer(
     to the testbed's state directory. Elsewhere no oracle is known: connections are marked but not
     pinned (the report says why).
     """
-    from commsched.errors import InputError
+    from commsched.errors import CapabilityError, InputError
     from commsched.runtime.enforce.nft import nft_argv
     from commsched.runtime.enforce.pinning import TestbedOracle
+    from commsched.testbed.netns import missing_capability
 
+    why = missing_capability()
+    if why is not None:  # cgroups and nftables need what network namespaces need
+        raise CapabilityError(why.replace("the testbed", "--enforce"), where="--enforce")
     nft_argv()  # the nft command exists, or a clear error now
     oracle = None
     netns = None
