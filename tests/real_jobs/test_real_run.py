@@ -82,7 +82,7 @@ def test_unmodified_ddp_jobs_under_two_policies(tmp_path: Path) -> None:
 
     text = (
         "name: real-jobs\ntopology: {kind: crux_testbed}\npriority_levels: 8\nhorizon_s: 600\njobs:\n"
-        + _ddp("big", ["h0", "h4"], 768, 60, 0.05)
+        + _ddp("big", ["h0", "h4"], 768, 40, 0.2)
         + _ddp("small", ["h2", "h6"], 256, 150, 0.3)
     )
     sc = scenario_from_text(text, source="test", measured_commands=True)

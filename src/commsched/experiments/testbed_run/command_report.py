@@ -81,38 +81,48 @@ def logged_iterations(path: Path, pattern: str, *, start: float, end: float) -> 
     return {"mean_s": (times[-1] - times[0]) / (len(times) - 1), "iterations": float(len(times) - 1)}
 
 
+def _host_profile(tr: Mapping[str, Any], start: float, end: float) -> dict[str, Any]:
+    prof = outside_profile(
+        tr["t"], tr["rx_data_bytes"], tr["data_bytes"], sample_s=float(tr["sample_s"]), start=start, end=end
+    )
+    return prof.to_json()
+
+
 def twin_profile(
     job: CommandJob, data: Mapping[str, Any], decision: Mapping[str, Any], *, end: float
 ) -> dict[str, Any]:
-    """The profile the twin gets: the one posted from the profiling window, else the same computed here.
+    """The profile the twin gets: the one posted from the profiling window (else the same computed
+    here), with the compute the least of the job's hosts' over that window.
 
-    ``end``: the end of the profiling window (wall clock).
+    A host's silent time is the program's compute plus its waits for the others (a peer whose data
+    is queued behind another job's on a shared link): the host that waited least tells the compute
+    best, and the fluid model adds the contention back. ``end``: the end of the profiling window.
     """
     first = data[job.ranks[0].host]
     posted = (first["report"].get("profile") or {}).get("posted")
-    if posted:
-        return {**posted, "from": "posted by the agent"}
-    tr = first["traffic"]
-    start = next((t for t, d in zip(tr["t"], tr["rx_data_bytes"], strict=True) if d > 0), None)
-    if start is None:
-        return {"error": "the job sent nothing in the profiling window"}
-    try:
-        prof = outside_profile(
-            tr["t"],
-            tr["rx_data_bytes"],
-            tr["data_bytes"],
-            sample_s=float(tr["sample_s"]),
-            start=start,
-            end=end,
-        )
-    except Exception as exc:  # too little traffic for a period
-        return {"error": f"{type(exc).__name__}: {exc}"}
-    view = {
-        "connections": [
-            c for c in decision.get("connections", []) if str(c["src"]) in {str(g) for g in job.gpus}
-        ]
-    }
-    return {**profile_body(prof.to_json(), view, job.id), "from": "profiling window, computed at the end"}
+    window = (first["report"].get("profile") or {}).get("window")
+    if posted and window:
+        body, start, end = {**posted, "from": "posted by the agent"}, float(window[0]), float(window[1])
+    else:
+        tr = first["traffic"]
+        start = next((t for t, d in zip(tr["t"], tr["rx_data_bytes"], strict=True) if d > 0), 0.0)
+        try:
+            prof = _host_profile(tr, start, end)
+        except Exception as exc:  # too little traffic for a period
+            return {"error": f"{type(exc).__name__}: {exc}"}
+        gpus = {str(g) for g in job.gpus}
+        view = {"connections": [c for c in decision.get("connections", []) if str(c["src"]) in gpus]}
+        body = {**profile_body(prof, view, job.id), "from": "profiling window, computed at the end"}
+    per_host: dict[str, float] = {}
+    for host, d in data.items():
+        try:
+            per_host[host] = float(_host_profile(d["traffic"], start, end)["compute_s"])
+        except Exception:  # a host without a period in that window does not vote
+            continue
+    if per_host and body.get("overlap", 1.0) > 0:
+        body["compute_by_host"] = per_host
+        body["compute_s"] = min(per_host.values())
+    return body
 
 
 def _traced(tb: Testbed, rows: list[dict[str, Any]]) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
