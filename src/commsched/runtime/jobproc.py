@@ -183,14 +183,11 @@ def _progress(path: str | None, done: int) -> None:
         tmp.replace(path)
 
 
-def run(spec: dict[str, Any]) -> dict[str, Any]:
-    """Run the job's part on this host as ``spec`` says; returns the result record."""
+def _communicators(spec: dict[str, Any], poster: ProfilePoster | None) -> tuple[list[Any], list[AgentPolicy]]:
+    """One communicator per rail (or per local rank of a flat ring), each with its agent policy."""
     job, k, hosts, rails = spec["job"], int(spec["host_index"]), int(spec["hosts"]), int(spec["rails"])
-    compute_s, overlap = float(spec["compute_s"]), float(spec["overlap"])
-    n_elems = max(1, math.ceil(float(spec["rail_bytes"]) / 4))  # float32: 4 bytes per element
-    policies = []
-    comms = []
-    poster = ProfilePoster(job, spec["profile"]) if spec.get("profile") else None
+    comms: list[Any] = []
+    policies: list[AgentPolicy] = []
     flat = spec.get("flat")
     for r in range(rails):
         if flat:  # one ring over every GPU: this host's r-th rank, the job's rank flat["local"][r]
@@ -215,6 +212,16 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             observer=None if poster is None else poster.record_transfer,
         )
         comms.append(init(job=name, rank=rank, world_size=world, peers=peers, options=opts))
+    return comms, policies
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run the job's part on this host as ``spec`` says; returns the result record."""
+    job, k, rails = spec["job"], int(spec["host_index"]), int(spec["rails"])
+    compute_s, overlap = float(spec["compute_s"]), float(spec["overlap"])
+    n_elems = max(1, math.ceil(float(spec["rail_bytes"]) / 4))  # float32: 4 bytes per element
+    poster = ProfilePoster(job, spec["profile"]) if spec.get("profile") else None
+    comms, policies = _communicators(spec, poster)
     bufs = [np.zeros(n_elems, dtype=np.float32) for _ in range(rails)]
     small = [np.zeros(comm.world_size, dtype=np.float32) for comm in comms]  # one element per rank
     Path(spec["ready"]).write_text(str(os.getpid()))

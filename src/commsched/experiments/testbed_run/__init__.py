@@ -17,7 +17,7 @@ import statistics
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -160,47 +160,11 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
             rate_scale=opts.rate_scale,
             progress=opts.progress,
         )
-        tables: dict[tuple[Any, ...], tuple[Path, dict[str, Any]]] = {}
+        ctx = _Context(
+            scenario=scenario, topology_spec=topology_spec, settings=settings, opts=opts, work=work
+        )
         for policy in opts.policies:
-            placing = policy_placement(scenario, policy)
-            placed = placed_scenario(scenario, placing)
-            tb, circuits = _set_circuits(tb, opts.name, placing)
-            nic_ip = {str(n): ip for h in tb.topology.hosts for n, ip in tb.host_addresses(h.id).items()}
-            library = replace(placed, jobs=tuple(j for j in placed.jobs if not j.command))
-            jobs = job_layouts(library, tb.topology, nic_ip)
-            commands = command_jobs(placed, tb)
-            intra = shape_loopback(tb, jobs)
-            key = (tuple(sorted((k, tuple(v)) for k, v in placing.gpus.items())), circuits)
-            if key not in tables:
-                table = work / f"ports-{len(tables)}.json"
-                opts.say(f"probing the paths of {len(jobs)} library jobs' connections")
-                tables[key] = (table, _probe_table(tb, jobs, table))
-            table, probed = tables[key]
-            report.setdefault("probe", probed)
-            spec = (
-                topology_spec
-                if circuits is None
-                else {**topology_spec, "circuits": [list(r) for r in circuits]}
-            )
-            run = run_policy(
-                tb,
-                jobs,
-                policy,
-                replace(settings, topology=spec),
-                work=work / policy,
-                table=table,
-                commands=commands,
-            )
-            twin_scenario = placed if circuits is None else replace(placed, topology=tb.topology)
-            out = _policy_report(twin_scenario, tb, jobs, run, opts, commands, intra["links"])
-            out["intra_host"] = {"shaped": len(intra["shaped"]), "unshaped": intra["unshaped"]}
-            out["placement"] = {
-                "placed_by": placing.placed_by,
-                "hosts": {j.id: list(j.hosts) for j in jobs},
-                "circuits_changed": placing.circuits_changed if placing.circuits is not None else None,
-            }
-            out["probe"] = probed
-            report["policies"][policy] = out
+            tb = _run_one(ctx, tb, policy, report)
     finally:
         opts.say(f"tearing down testbed {opts.name}")
         _down(opts.name)
@@ -208,6 +172,57 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
             shutil.copytree(work, opts.keep_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.sock"))
         shutil.rmtree(work, ignore_errors=True)
     return report
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Context:
+    """What every policy of one run shares (``tables``: probe tables per placement and circuits)."""
+
+    scenario: Scenario
+    topology_spec: dict[str, Any]
+    settings: RunSettings
+    opts: RunOptions
+    work: Path
+    tables: dict[tuple[Any, ...], tuple[Path, dict[str, Any]]] = field(default_factory=dict)
+
+
+def _run_one(ctx: _Context, tb: Any, policy: str, report: dict[str, Any]) -> Any:
+    """Place, lay out, probe and run the jobs under ``policy``; its report goes in ``report``.
+
+    Returns the testbed (rebuilt when the policy's circuits changed it).
+    """
+    opts = ctx.opts
+    placing = policy_placement(ctx.scenario, policy)
+    placed = placed_scenario(ctx.scenario, placing)
+    tb, circuits = _set_circuits(tb, opts.name, placing)
+    nic_ip = {str(n): ip for h in tb.topology.hosts for n, ip in tb.host_addresses(h.id).items()}
+    library = replace(placed, jobs=tuple(j for j in placed.jobs if not j.command))
+    jobs = job_layouts(library, tb.topology, nic_ip)
+    commands = command_jobs(placed, tb)
+    intra = shape_loopback(tb, jobs)
+    key = (tuple(sorted((k, tuple(v)) for k, v in placing.gpus.items())), circuits)
+    if key not in ctx.tables:
+        table = ctx.work / f"ports-{len(ctx.tables)}.json"
+        opts.say(f"probing the paths of {len(jobs)} library jobs' connections")
+        ctx.tables[key] = (table, _probe_table(tb, jobs, table))
+    table, probed = ctx.tables[key]
+    report.setdefault("probe", probed)
+    spec = ctx.topology_spec
+    if circuits is not None:
+        spec = {**spec, "circuits": [list(r) for r in circuits]}
+    settings = replace(ctx.settings, topology=spec)
+    run = run_policy(tb, jobs, policy, settings, work=ctx.work / policy, table=table, commands=commands)
+    twin_scenario = placed if circuits is None else replace(placed, topology=tb.topology)
+    out = _policy_report(twin_scenario, tb, jobs, run, opts, commands, intra["links"])
+    out["intra_host"] = {"shaped": len(intra["shaped"]), "unshaped": intra["unshaped"]}
+    out["placement"] = {
+        "placed_by": placing.placed_by,
+        "hosts": {**{j.id: list(j.hosts) for j in jobs}, **{c.id: list(c.hosts) for c in commands}},
+        "circuits_changed": placing.circuits_changed if placing.circuits is not None else None,
+    }
+    out["probe"] = probed
+    report["policies"][policy] = out
+    return tb
 
 
 def _down(name: str) -> None:
@@ -291,7 +306,6 @@ def _policy_report(
         for c in run.decision.get("connections", [])
     }
     taken = {**run.paths, **cmd.paths}
-    rows = [r for t in cmd.traced.values() for r in t["connections"]]
     return {
         "jobs": out_jobs,
         "allocated_gpu_utilization": _allocated(jobs, commands, out_jobs, sim),
@@ -299,12 +313,7 @@ def _policy_report(
             "connections": len(taken),
             "on_decision_path": sum(1 for k, v in taken.items() if planned.get(k) == v),
             "not_in_model": unknown,
-            "command_connections": len(rows),
-            "command_forward_on_decision_path": sum(t["on_decision_path"] for t in cmd.traced.values()),
-            "command_reverse_on_decision_path": sum(
-                t["reverse_on_decision_path"] for t in cmd.traced.values()
-            ),
-            "unpinned": [{"job": j, **u} for j, t in cmd.traced.items() for u in t["unpinned"]],
+            **_command_paths(cmd),
         },
         # the bytes each link of the command jobs' paths sent in the measuring window (its counters)
         "link_bytes": {
@@ -321,6 +330,16 @@ def _policy_report(
         },
         "step_latency_s": alpha,
         "twin_calibrated": bool(opts.calibrate and alpha is not None),
+    }
+
+
+def _command_paths(cmd: Any) -> dict[str, Any]:
+    """The report's path counts of the command jobs' connections (both directions) and the unpinned."""
+    return {
+        "command_connections": sum(t["fabric_connections"] for t in cmd.traced.values()),
+        "command_forward_on_decision_path": sum(t["on_decision_path"] for t in cmd.traced.values()),
+        "command_reverse_on_decision_path": sum(t["reverse_on_decision_path"] for t in cmd.traced.values()),
+        "unpinned": [{"job": j, **u} for j, t in cmd.traced.items() for u in t["unpinned"]],
     }
 
 

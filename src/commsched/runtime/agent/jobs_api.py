@@ -11,6 +11,7 @@ with its own privileges.
 from __future__ import annotations
 
 import hmac
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Header, Query, Request
@@ -61,6 +62,35 @@ class _RefusedError(Exception):
         self.status, self.message, self.field = status, message, field
 
 
+@dataclass(frozen=True, slots=True)
+class _Guard:
+    """What every route checks: the agent enforces, the caller has the token, the job is decided."""
+
+    follower: Follower
+    enforcer: Any
+    token: str | None
+
+    def enforcing(self) -> Any:
+        if self.enforcer is None:
+            raise _RefusedError(409, "this agent does not enforce (start it with --enforce)", "enforce")
+        return self.enforcer
+
+    def allowed(self, authorization: str | None) -> None:
+        if self.token is None:
+            return
+        scheme, _, cred = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(cred.encode(), self.token.encode()):
+            raise _RefusedError(401, "missing or wrong bearer token", "Authorization")
+
+    def decided(self, job: str) -> dict[str, Any]:
+        f = self.follower
+        info = f.view.get("jobs", {}).get(job)
+        if info is None:
+            msg = f"no decision for job {job!r} on host {f.host!r} (version {f.version})"
+            raise _RefusedError(404, msg, "job")
+        return dict(info)
+
+
 def add_job_routes(app: FastAPI, follower: Follower, enforcer: Any, *, token: str | None) -> None:
     """Add the job routes to the agent's ``app`` (``enforcer``: an Enforcer, or ``None``)."""
 
@@ -73,24 +103,14 @@ def add_job_routes(app: FastAPI, follower: Follower, enforcer: Any, *, token: st
         code = 404 if e.where == "job" else 400
         return JSONResponse({"error": e.line(), "field": e.where}, status_code=code)
 
-    def enforcing() -> Any:
-        if enforcer is None:
-            raise _RefusedError(409, "this agent does not enforce (start it with --enforce)", "enforce")
-        return enforcer
+    g = _Guard(follower=follower, enforcer=enforcer, token=token)
+    _env_route(app, g)
+    _process_routes(app, g)
+    _measure_routes(app, g)
 
-    def allowed(authorization: str | None) -> None:
-        if token is None:
-            return
-        scheme, _, cred = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(cred.encode(), token.encode()):
-            raise _RefusedError(401, "missing or wrong bearer token", "Authorization")
 
-    def decided(job: str) -> dict[str, Any]:
-        info = follower.view.get("jobs", {}).get(job)
-        if info is None:
-            msg = f"no decision for job {job!r} on host {follower.host!r} (version {follower.version})"
-            raise _RefusedError(404, msg, "job")
-        return dict(info)
+def _env_route(app: FastAPI, g: _Guard) -> None:
+    follower, enforcer, decided = g.follower, g.enforcer, g.decided
 
     @app.get("/v1/jobs/{job}/env")
     def job_env(job: Annotated[str, PathParam(pattern=_JOB)]) -> dict[str, Any]:
@@ -110,6 +130,10 @@ def add_job_routes(app: FastAPI, follower: Follower, enforcer: Any, *, token: st
         )
         out["env"]["COMMSCHED_JOB"] = job
         return {**out, "job": job, "version": follower.version, "enforcing": enforcer is not None}
+
+
+def _process_routes(app: FastAPI, g: _Guard) -> None:
+    allowed, decided, enforcing = g.allowed, g.decided, g.enforcing
 
     @app.post("/v1/jobs/{job}/adopt")
     def adopt(
@@ -148,6 +172,10 @@ def add_job_routes(app: FastAPI, follower: Follower, enforcer: Any, *, token: st
         allowed(authorization)
         codes = enforcing().stop(job, grace_s)
         return {"job": job, "stopped": {str(k): v for k, v in codes.items()}}
+
+
+def _measure_routes(app: FastAPI, g: _Guard) -> None:
+    allowed, enforcing = g.allowed, g.enforcing
 
     @app.get("/v1/jobs/{job}")
     def report(job: str) -> dict[str, Any]:
