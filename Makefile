@@ -6,8 +6,9 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: setup sysdeps demo test test-fast test-slow lint typecheck bench clean docs
 
-#: Debian packages the runtime tests use (headless Chromium for the status page, tcpdump for captures)
-SYSDEPS := chromium tcpdump iproute2
+#: Debian packages the runtime tests use (headless Chromium for the status page, tcpdump for captures,
+#: nftables for transparent enforcement on unmodified jobs)
+SYSDEPS := chromium tcpdump iproute2 nftables
 #: the PyTorch the runtime's integration is tested with (a CPU build; a newer one pulls CUDA packages)
 TORCH_VERSION := 2.13.0
 

@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cmd_policies",
     "cmd_ps",
     "cmd_profile",
+    "cmd_launch",
 )
 
 app = typer.Typer(

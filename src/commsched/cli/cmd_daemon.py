@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from commsched.cli.common import user_errors
+from commsched.cli.common import read_token, user_errors
 from commsched.errors import InputError
 
 
@@ -136,8 +136,24 @@ def agent(
     nic: list[str] = typer.Option([], "--nic", help="NIC_ID=IP registered with the daemon (repeatable)."),
     counters: str = typer.Option("none", "--counters", help="Counter source: none, netdev, netdev:IF,..."),
     wait_s: float = typer.Option(20.0, "--wait", min=0.1, help="Long-poll duration, s."),
+    enforce: bool = typer.Option(
+        False, "--enforce", help="Enforce on unmodified jobs: cgroups, DSCP and paths by nftables (root)."
+    ),
+    testbed: str | None = typer.Option(
+        None, "--testbed", help="With --enforce: the testbed this host is on (its routers find the ports)."
+    ),
+    profile_window: float = typer.Option(
+        0.0, "--profile-window", min=0.0, help="With --enforce: post each job's traffic profile after S s."
+    ),
+    ledger: Path | None = typer.Option(
+        None, "--ledger", help="With --enforce: what the agent made (default: beside --state)."
+    ),
 ) -> None:
-    """Run a host agent: follow the daemon's decisions and serve local jobs their source port and DSCP."""
+    """Run a host agent: follow the daemon's decisions and serve local jobs their source port and DSCP.
+
+    With --enforce it also puts each job's processes in a cgroup and enforces the job's DSCP and paths
+    on every TCP connection they open, with no change to the program (docs/real-jobs.md).
+    """
     _need_runtime()
     from commsched.runtime.agent import counter_source, load_probe_table
     from commsched.runtime.agent.app import create_agent_app
@@ -151,12 +167,7 @@ def agent(
     where = parse_listen(listen)
     table = load_probe_table(ports) if ports is not None else None
     source = counter_source(counters)
-    token = None
-    if token_file is not None:
-        try:
-            token = token_file.read_text().strip()
-        except OSError as exc:
-            raise InputError(f"cannot read the token file: {exc.strerror}", where=str(token_file)) from None
+    token = read_token(token_file)
     nics = []
     for item in nic:
         nid, sep, ip = item.partition("=")
@@ -173,12 +184,26 @@ def agent(
         state_path=state or Path(f"commsched-agent-{host}.json"),
         registration={"name": host, "nics": nics, "agent": url},
     )
+    enforcer = None
+    if enforce:
+        from commsched.runtime.enforce import make_enforcer
+
+        enforcer = make_enforcer(
+            follower,
+            testbed=testbed,
+            ledger=ledger or Path(str(follower.state_path) + ".enforce.json"),
+            profile_window_s=profile_window,
+        )
+    elif testbed is not None or ledger is not None or profile_window:
+        raise InputError("given without --enforce", where="--testbed/--ledger/--profile-window")
     follower.start()
     _announce(url)
     try:
-        serve(create_agent_app(follower, table=table, counters=source), sock)
+        serve(create_agent_app(follower, table=table, counters=source, enforcer=enforcer, token=token), sock)
     finally:
         follower.stop()
+        if enforcer is not None:
+            enforcer.close()
 
 
 def register(app: typer.Typer) -> None:

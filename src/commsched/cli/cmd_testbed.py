@@ -114,12 +114,17 @@ def up(
 
 @user_errors
 def down(name: str = typer.Argument(..., help="Testbed name.")) -> None:
-    """Remove a testbed: exactly the namespaces its state file records, then the state file."""
+    """Remove a testbed: what its agents made (cgroups, nftables), the namespaces it records, its state."""
+    from commsched.runtime.enforce.ledger import clean_dir
     from commsched.testbed import build
+    from commsched.testbed.state import agents_dir, read_state
 
     t0 = time.monotonic()
+    read_state(name)  # an unknown testbed is reported before anything is touched
+    made = clean_dir(agents_dir(name), kill=True)
     gone = build.down(name)
-    _out([f"testbed {name} down in {time.monotonic() - t0:.1f} s: {len(gone)} namespaces removed"])
+    extra = f", {len(made)} cgroups and tables of its agents" if made else ""
+    _out([f"testbed {name} down in {time.monotonic() - t0:.1f} s: {len(gone)} namespaces removed{extra}"])
 
 
 def _status(name: str) -> dict[str, Any]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,8 @@ import typer
 
 from commsched.cli.common import print_json, stdout_console, user_errors
 from commsched.errors import InputError
+
+_T0 = time.monotonic()
 
 
 def _load(spec: str) -> tuple[Any, dict[str, Any]]:
@@ -26,12 +30,18 @@ def _load(spec: str) -> tuple[Any, dict[str, Any]]:
             text, where = p.read_text(encoding="utf-8"), str(p)
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror}", where=str(p), expected="a scenario") from None
-    scenario = scenario_from_text(text, source=where)
+    scenario = scenario_from_text(text, source=where, measured_commands=True)
     raw = yamlio.load(text)
     topo = raw.get("topology") if isinstance(raw, dict) else None
     if not isinstance(topo, dict) or "kind" not in topo:
         raise InputError("no topology kind", where=f"{where}: topology", expected="a mapping with 'kind'")
     return scenario, dict(topo)
+
+
+def _progress(line: str) -> None:
+    """A progress line on stderr, with the time since the command started."""
+    sys.stderr.write(f"[{time.monotonic() - _T0:7.1f} s] {line}\n")
+    sys.stderr.flush()
 
 
 @user_errors
@@ -60,6 +70,7 @@ def run(
     ),
     seed: int | None = typer.Option(None, "--seed", help="Multipath hash seed; default: the scenario's."),
     keep: Path | None = typer.Option(None, "--keep", help="Copy the run's files (logs, results) here."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
 ) -> None:
     """Run every job of SCENARIO as real processes on the testbed, per policy; measured vs simulated."""
     from commsched.catalog import policy_registry
@@ -86,6 +97,7 @@ def run(
         profile_share=0.6 if post_profiles else 0.0,
         seed=seed,
         keep_dir=keep,
+        progress=None if quiet else _progress,
     )
     report = run_scenario(sc, topo, opts)
     if as_json:

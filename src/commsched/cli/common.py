@@ -62,6 +62,16 @@ def option_names(**names: str) -> Iterator[None]:
         raise
 
 
+def read_token(path: Path | None) -> str | None:
+    """The bearer token in ``path`` (``None`` when no file is given); an unreadable file is one line."""
+    if path is None:
+        return None
+    try:
+        return path.read_text().strip()
+    except OSError as exc:
+        raise InputError(f"cannot read the token file: {exc.strerror}", where=str(path)) from None
+
+
 def check_count(value: int | None, where: str, *, lo: int = 1, hi: int) -> int | None:
     """A count given on the command line, within ``lo .. hi`` (bounded so that no run is absurd)."""
     if value is not None and not lo <= value <= hi:

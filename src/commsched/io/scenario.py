@@ -57,17 +57,23 @@ def load_scenario(path: str | Path) -> Scenario:
     return scenario_from_data(data, source=str(p), text=text)
 
 
-def scenario_from_text(text: str, *, source: str = "<scenario>") -> Scenario:
+def scenario_from_text(text: str, *, source: str = "<scenario>", measured_commands: bool = False) -> Scenario:
     """Validate and build a scenario from YAML text (embedded scenarios)."""
     try:
         data = yamlio.load(text)
     except yaml.YAMLError as exc:
         raise yamlio.input_error(exc, source) from None
-    return scenario_from_data(data, source=source, text=text)
+    return scenario_from_data(data, source=source, text=text, measured_commands=measured_commands)
 
 
-def scenario_from_data(data: object, *, source: str, text: str = "") -> Scenario:
-    """Validate parsed YAML data and build the scenario."""
+def scenario_from_data(
+    data: object, *, source: str, text: str = "", measured_commands: bool = False
+) -> Scenario:
+    """Validate parsed YAML data and build the scenario.
+
+    ``measured_commands``: a job with a ``command`` may leave out ``compute_s`` and ``comm_bytes``
+    (``testbed run`` measures them from its traffic); the simulator alone needs them.
+    """
     probs = Problems(source, line_index(text) if text else {})
     if not isinstance(data, dict):
         probs.add(
@@ -97,10 +103,12 @@ def scenario_from_data(data: object, *, source: str, text: str = "") -> Scenario
             warmup_s=0.0,
             jobs=[],
         )
-    return _build(raw, entries, probs)
+    return _build(raw, entries, probs, measured_commands)
 
 
-def _build(raw: ScenarioFile, entries: list[JobEntry | None], probs: Problems) -> Scenario:
+def _build(
+    raw: ScenarioFile, entries: list[JobEntry | None], probs: Problems, measured_commands: bool = False
+) -> Scenario:
     from commsched.catalog import placement_names, policy_names, queue_registry
 
     topo = _build_topology(raw.topology, probs)
@@ -134,7 +142,7 @@ def _build(raw: ScenarioFile, entries: list[JobEntry | None], probs: Problems) -
             )
         seen.setdefault(entry.id, i)
         check_job_numbers(entry, i, raw, probs)
-        job = build_job(entry, i, topo, probs)
+        job = build_job(entry, i, topo, probs, measured_commands=measured_commands)
         if job is not None:
             jobs.append(job)
             index.append(i)

@@ -8,6 +8,10 @@ from commsched.io.schema import JobEntry, ProfileRef, ScenarioFile, ScenarioJob
 from commsched.topology import NodeId, Topology
 from commsched.workload import JobId, JobSpec, ModelProfile, SyncKind
 
+#: what a command job that declares nothing is registered with until its traffic is measured
+NOMINAL_COMPUTE_S = 1.0
+NOMINAL_BYTES = 1.0e6
+
 
 def check_job_numbers(entry: JobEntry, i: int, raw: ScenarioFile, probs: Problems) -> None:
     """Rules between a job and the whole file: a priority class that exists, an arrival that lets it run."""
@@ -42,10 +46,29 @@ def _profile_file(ref: ProfileRef, i: int, probs: Problems) -> ModelProfile | No
         return None
 
 
-def _profile(entry: JobEntry, i: int, probs: Problems) -> ModelProfile | None:
+def _profile(entry: JobEntry, i: int, probs: Problems, measured: bool = False) -> ModelProfile | None:
     from commsched.workload.zoo import get_model
 
     explicit = {"compute_s": entry.compute_s, "comm_bytes": entry.comm_bytes, "overlap": entry.overlap}
+    undeclared = entry.model is None and entry.compute_s is None and entry.comm_bytes is None
+    if entry.command is not None and undeclared:
+        if not measured:
+            probs.add(
+                ("jobs", i),
+                f"job {entry.id!r} runs a command and declares no compute_s or comm_bytes",
+                "both (the simulator needs them; `commsched testbed run` measures them from its traffic)",
+            )
+            return None
+        # declares nothing: the same nominal numbers for every such job (so that the daemon spreads
+        # their connections over the paths like any jobs' until their measured profiles arrive)
+        return ModelProfile(
+            name=f"command:{entry.id}",
+            gpu="abstract",
+            compute_s=NOMINAL_COMPUTE_S,
+            sync_bytes=NOMINAL_BYTES,
+            overlap=1.0,
+            source="nominal: a command job that declares nothing is measured from its traffic",
+        )
     if entry.model is None:
         missing = [k for k in ("compute_s", "comm_bytes") if explicit[k] is None]
         for k in missing:
@@ -124,8 +147,10 @@ def _placement(entry: JobEntry, i: int, topo: Topology, probs: Problems) -> tupl
     return tuple(gpus)
 
 
-def build_job(entry: JobEntry, i: int, topo: Topology | None, probs: Problems) -> ScenarioJob | None:
-    profile = _profile(entry, i, probs)
+def build_job(
+    entry: JobEntry, i: int, topo: Topology | None, probs: Problems, *, measured_commands: bool = False
+) -> ScenarioJob | None:
+    profile = _profile(entry, i, probs, measured_commands)
     if entry.iterations is not None and entry.duration_s is not None:
         probs.add(("jobs", i), "both iterations and duration_s given", "at most one of them")
     if topo is None or profile is None:
@@ -173,7 +198,41 @@ def build_job(entry: JobEntry, i: int, topo: Topology | None, probs: Problems) -
     )
     _check_collective(entry, i, probs)
     _check_sync(entry, i, profile, probs)
-    return ScenarioJob(spec=spec, gpu_ids=gpu_ids)
+    _check_command(entry, i, probs)
+    return ScenarioJob(
+        spec=spec,
+        gpu_ids=gpu_ids,
+        command=tuple(entry.command or ()),
+        processes=entry.processes,
+        iteration_log=entry.iteration_log,
+        declared=not (
+            entry.command is not None
+            and entry.model is None
+            and entry.compute_s is None
+            and entry.comm_bytes is None
+        ),
+    )
+
+
+def _check_command(entry: JobEntry, i: int, probs: Problems) -> None:
+    import re
+
+    if entry.command is None and (entry.iteration_log is not None or entry.processes != "per_host"):
+        field = "iteration_log" if entry.iteration_log is not None else "processes"
+        probs.add(("jobs", i, field), "given for a job without a command", "command: [PROGRAM, ARG, ...]")
+    if entry.iteration_log is None:
+        return
+    try:
+        groups = re.compile(entry.iteration_log).groups
+    except re.error as exc:
+        probs.add(("jobs", i, "iteration_log"), f"not a regular expression: {exc}", "a Python regex")
+        return
+    if groups != 1:
+        probs.add(
+            ("jobs", i, "iteration_log"),
+            f"{groups} groups",
+            "one group: the time of the iteration in seconds, e.g. 'iteration \\d+ ([0-9.]+)'",
+        )
 
 
 def _check_sync(entry: JobEntry, i: int, profile: ModelProfile, probs: Problems) -> None:

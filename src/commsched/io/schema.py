@@ -68,6 +68,12 @@ class JobEntry(_Strict):
     sync: Literal["allreduce", "ps", "byteps"] = "allreduce"
     cpu_machines: SInt = Field(default=0, ge=0)
     intrajob: str | None = None
+    #: an unmodified program run as the job's ranks by ``testbed run`` (argv), see docs/real-jobs.md
+    command: list[Annotated[str, Field(min_length=1)]] | None = Field(default=None, min_length=1)
+    #: one process per host (``per_host``) or per GPU slot (``per_gpu``) of a command job
+    processes: Literal["per_host", "per_gpu"] = "per_host"
+    #: regex over a command job's output whose one group is a time in seconds (its own iteration log)
+    iteration_log: str | None = None
 
     @field_validator("id", mode="before")
     @classmethod
@@ -117,6 +123,12 @@ class ScenarioJob:
 
     spec: JobSpec
     gpu_ids: tuple[NodeId, ...]
+    #: the program of a command job (empty: the job runs the project's job library on a testbed)
+    command: tuple[str, ...] = ()
+    processes: str = "per_host"
+    iteration_log: str | None = None
+    #: whether the profile is the file's (``False``: a command job that declares nothing)
+    declared: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

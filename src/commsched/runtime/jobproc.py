@@ -7,14 +7,20 @@ are done), and runs the inter-host phase of the hierarchical ring all-reduce for
 all-reduce per rail (the GPUs with the same local index on every host of the job, each on its NIC),
 of the rail's share of the job's (scaled) bytes, through :mod:`commsched.runtime`. The rails run in
 threads and are joined, so a host waits for its slowest rail as the job's collective does. The
-intra-host phases cross NVLink / PCIe, which the testbed does not emulate; they are not run.
+intra-host phases cross NVLink / PCIe, which the testbed does not emulate; they are not run. With
+``flat`` in the spec (a flat ring over several GPUs per host) the host's threads are instead its
+ranks of one ring over every GPU of the job (``flat.local``: their ranks, ``flat.peers``: every
+rank's address), each all-reducing the whole buffer; the hops between two ranks of this host cross
+its loopback.
 
 Every connection binds the source port and sets the DSCP that the host agent answers
 (``GET /v1/port`` over its Unix socket) for the job's ranks; ``policy_refresh_s`` re-asks it, so a
 class change (the end of the profiling window) re-marks open connections.
 
 The spec (JSON, written by the launcher): ``job``, ``host_index``, ``hosts``, ``rails``, ``compute_s``,
-``overlap``, ``rail_bytes`` (bytes all-reduced per rail and iteration, already scaled),
+``overlap``, ``rail_bytes`` (bytes all-reduced per rail and iteration, already scaled), ``flat``
+(``null``, or ``{"ranks", "local", "peers"}`` for a flat ring), ``progress`` (a file the process
+rewrites with the number of iterations done),
 ``listen`` (per rail: ``[ip, port]`` of every host of the job, in host order), ``agent`` (Unix socket
 path or ``null``), ``ready`` (file to create once listening), ``go`` (file the launcher writes when
 all processes are ready: ``{"start": T0, "end_at": T1}``, wall-clock seconds: start at ``T0``, stop
@@ -169,21 +175,32 @@ def tcp_counters() -> dict[str, int]:
     return {k: int(values[k]) for k in ("OutSegs", "RetransSegs") if k in values}
 
 
-def run(spec: dict[str, Any]) -> dict[str, Any]:
-    """Run the job's part on this host as ``spec`` says; returns the result record."""
+def _progress(path: str | None, done: int) -> None:
+    """Write the number of iterations done to ``path`` (the launcher's progress lines)."""
+    if path:
+        tmp = Path(path + ".tmp")
+        tmp.write_text(str(done))
+        tmp.replace(path)
+
+
+def _communicators(spec: dict[str, Any], poster: ProfilePoster | None) -> tuple[list[Any], list[AgentPolicy]]:
+    """One communicator per rail (or per local rank of a flat ring), each with its agent policy."""
     job, k, hosts, rails = spec["job"], int(spec["host_index"]), int(spec["hosts"]), int(spec["rails"])
-    compute_s, overlap = float(spec["compute_s"]), float(spec["overlap"])
-    n_elems = max(1, math.ceil(float(spec["rail_bytes"]) / 4))  # float32: 4 bytes per element
-    policies = []
-    comms = []
-    poster = ProfilePoster(job, spec["profile"]) if spec.get("profile") else None
+    comms: list[Any] = []
+    policies: list[AgentPolicy] = []
+    flat = spec.get("flat")
     for r in range(rails):
-        peers = [(str(ip), int(port)) for ip, port in spec["listen"][r]]
+        if flat:  # one ring over every GPU: this host's r-th rank, the job's rank flat["local"][r]
+            peers = [(str(ip), int(port)) for ip, port in flat["peers"]]
+            rank, world, name, pol_rail, pol_rails = int(flat["local"][r]), len(peers), f"{job}.flat", 0, 1
+        else:  # the ring of rail r over the hosts
+            peers = [(str(ip), int(port)) for ip, port in spec["listen"][r]]
+            rank, world, name, pol_rail, pol_rails = k, hosts, f"{job}.rail{r}", r, rails
         pol = AgentPolicy(
             socket_path=spec.get("agent"),
             job=job,
-            rail=r,
-            rails=rails,
+            rail=pol_rail,
+            rails=pol_rails,
             dports=[p for _, p in peers],
             refresh_s=spec.get("refresh_s"),
         )
@@ -194,9 +211,19 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             policy_refresh_s=spec.get("refresh_s"),
             observer=None if poster is None else poster.record_transfer,
         )
-        comms.append(init(job=f"{job}.rail{r}", rank=k, world_size=hosts, peers=peers, options=opts))
+        comms.append(init(job=name, rank=rank, world_size=world, peers=peers, options=opts))
+    return comms, policies
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run the job's part on this host as ``spec`` says; returns the result record."""
+    job, k, rails = spec["job"], int(spec["host_index"]), int(spec["rails"])
+    compute_s, overlap = float(spec["compute_s"]), float(spec["overlap"])
+    n_elems = max(1, math.ceil(float(spec["rail_bytes"]) / 4))  # float32: 4 bytes per element
+    poster = ProfilePoster(job, spec["profile"]) if spec.get("profile") else None
+    comms, policies = _communicators(spec, poster)
     bufs = [np.zeros(n_elems, dtype=np.float32) for _ in range(rails)]
-    small = [np.zeros(hosts, dtype=np.float32) for _ in range(rails)]  # one element per rank
+    small = [np.zeros(comm.world_size, dtype=np.float32) for comm in comms]  # one element per rank
     Path(spec["ready"]).write_text(str(os.getpid()))
     start, end_at = _wait_go(Path(spec["go"]), time.time() + float(spec.get("go_timeout_s", 300.0)))
     time.sleep(max(0.0, start - time.time()))
@@ -239,12 +266,20 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             for t in threads:
                 t.join()
             iters.append((t0, time.time()))
+            _progress(spec.get("progress"), len(iters))
             if poster is not None:
                 poster.after_iteration(compute_s)
             if bufs[0][0] > 0.5:
                 break
         conns = [
-            {"rail": r, "peer": c.peer, "local": list(c.local), "remote": list(c.remote), "dscp": c.dscp}
+            {
+                "rail": r,
+                "rank": comm.rank,
+                "peer": c.peer,
+                "local": list(c.local),
+                "remote": list(c.remote),
+                "dscp": c.dscp,
+            }
             for r, comm in enumerate(comms)
             for c in comm.connections()
             if c.direction == "out"
@@ -271,7 +306,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "profile": None if poster is None else poster.report,
         # seconds per ring step of a tiny all-reduce (median; 2(h-1) steps per all-reduce)
         "step_latency_s": (
-            statistics.median(calib[1:]) / (2 * (hosts - 1)) if len(calib) > 1 and hosts > 1 else None
+            statistics.median(calib[1:]) / (2 * (comms[0].world_size - 1))
+            if len(calib) > 1 and comms[0].world_size > 1
+            else None
         ),  # CPU this process used (all threads), for the load report
     }
 

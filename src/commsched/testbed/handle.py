@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from commsched.errors import InputError
-from commsched.testbed import build
+from commsched.testbed import build, netns
 from commsched.testbed.counters import CounterSampler
 from commsched.testbed.layout import Layout, plan_layout
 from commsched.testbed.pinning import plan_paths
@@ -90,6 +90,14 @@ class Testbed:
     def exec_argv(self, host: HostId | str, argv: Sequence[str]) -> list[str]:
         """The command line that runs ``argv`` inside host ``host``'s namespace."""
         return ["ip", "netns", "exec", self.host_namespace(host), *argv]
+
+    def nsenter_argv(self, host: HostId | str, argv: Sequence[str]) -> list[str]:
+        """``argv`` inside ``host``'s network namespace, keeping the caller's mount namespace.
+
+        Unlike :meth:`exec_argv` (``ip netns exec`` remounts ``/sys``), the cgroup hierarchy under
+        ``/sys/fs/cgroup`` stays visible: what a host agent that enforces by cgroup needs.
+        """
+        return ["nsenter", f"--net={netns.NETNS_DIR / self.host_namespace(host)}", *argv]
 
     def scaled_capacity_bps(self) -> dict[LinkId, float]:
         """Emulated rate of every emulated link (capacity x rate scale)."""

@@ -137,6 +137,7 @@ class _Walk:
     links: list[LinkId]
     ns: str
     iif: str
+    dport: int
 
 
 def _oracle(groups: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -155,13 +156,20 @@ def _oracle(groups: dict[str, list[str]]) -> dict[str, list[str]]:
 
 
 def _walk(
-    layout: Layout, pairs: Sequence[tuple[NodeId, NodeId]], sports: Sequence[Sequence[int]], dport: int
+    layout: Layout,
+    pairs: Sequence[tuple[NodeId, NodeId]],
+    sports: Sequence[Sequence[int]],
+    dport: int | Sequence[int],
 ) -> list[tuple[int, int, PathKey]]:
-    """Follow each (pair, sport) hop by hop; return (pair index, sport, links) for every walk."""
+    """Follow each (pair, sport) hop by hop; return (pair index, sport, links) for every walk.
+
+    ``dport``: one destination port for all pairs, or one per pair.
+    """
     ends = _ends(layout)
     walks: list[_Walk] = []
     for i, (s, _) in enumerate(pairs):
         cable = layout.nic_cable(s)
+        dp = dport if isinstance(dport, int) else dport[i]
         for sp in sports[i]:
             walks.append(
                 _Walk(
@@ -170,6 +178,7 @@ def _walk(
                     links=list(cable.a.links_out),
                     ns=layout.node_ns(cable.b),
                     iif=cable.b.iface,
+                    dport=dp,
                 )
             )
     done: list[tuple[int, int, PathKey]] = []
@@ -181,7 +190,7 @@ def _walk(
             s, d = pairs[w.pair]
             groups[w.ns].append(
                 f"route get {layout.nic_ip[d]} from {layout.nic_ip[s]} iif {w.iif} "
-                f"ipproto tcp sport {w.sport} dport {dport}"
+                f"ipproto tcp sport {w.sport} dport {w.dport}"
             )
         answers = _oracle(groups)
         pos: dict[str, int] = defaultdict(int)
@@ -254,6 +263,22 @@ def trace_ports(layout: Layout, flows: Sequence[tuple[NodeId, NodeId, int]], *, 
         return []
     pairs = [(s, d) for s, d, _ in flows]
     walked = _walk(layout, pairs, [[sport] for _, _, sport in flows], dport)
+    out: list[PathKey] = [() for _ in flows]
+    for i, _sport, key in walked:
+        out[i] = tuple(LinkId(x) for x in key)
+    return out
+
+
+def trace_tuples(layout: Layout, flows: Sequence[tuple[NodeId, NodeId, int, int]]) -> list[PathKey]:
+    """The links of each TCP flow ``(src NIC, dst NIC, source port, destination port)``, per the routers.
+
+    :func:`trace_ports` with a destination port per flow: both directions of a connection at once
+    (its replies travel ``dst -> src`` from the listening port to the connecting side's port).
+    """
+    if not flows:
+        return []
+    pairs = [(s, d) for s, d, _, _ in flows]
+    walked = _walk(layout, pairs, [[sp] for _, _, sp, _ in flows], [dp for *_, dp in flows])
     out: list[PathKey] = [() for _ in flows]
     for i, _sport, key in walked:
         out[i] = tuple(LinkId(x) for x in key)

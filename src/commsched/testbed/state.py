@@ -62,6 +62,11 @@ def probe_path(name: str) -> Path:
     return state_dir() / f"{name}.probe.json"
 
 
+def agents_dir(name: str) -> Path:
+    """Where the host agents enforcing on testbed ``name`` list what they made (their ledgers)."""
+    return state_dir() / f"{name}.agents"
+
+
 def write_state(state: TestbedState) -> None:
     """Write atomically (temporary file + rename), so a crash never leaves half a file."""
     d = state_dir()

@@ -16,10 +16,13 @@ import shutil
 import statistics
 import tempfile
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from commsched.experiments.testbed_run.command_report import command_inputs, command_rows
+from commsched.experiments.testbed_run.commands import CommandJob, command_jobs
 from commsched.experiments.testbed_run.layout import JobLayout, job_layouts
 from commsched.experiments.testbed_run.placing import (
     PolicyPlacement,
@@ -27,10 +30,11 @@ from commsched.experiments.testbed_run.placing import (
     policy_placement,
     static_circuits,
 )
-from commsched.experiments.testbed_run.queues import deepen_queues, mtu_packets, steady_tcp
+from commsched.experiments.testbed_run.queues import deepen_queues, mtu_packets, shape_loopback, steady_tcp
 from commsched.experiments.testbed_run.session import PolicyRun, RunSettings, run_policy
 from commsched.experiments.testbed_run.twin import simulate_twin
 from commsched.io.scenario import Scenario
+from commsched.topology import LinkId
 
 __all__ = ["RunOptions", "measured_means", "run_scenario"]
 
@@ -59,6 +63,12 @@ class RunOptions:
     profile_share: float = 0.6
     seed: int | None = None
     keep_dir: Path | None = None
+    #: where progress lines go (the command line: stderr, unless --quiet)
+    progress: Callable[[str], None] | None = None
+
+    def say(self, line: str) -> None:
+        if self.progress is not None:
+            self.progress(line)
 
 
 def measured_means(run: PolicyRun, warmup_s: float) -> dict[str, dict[str, float]]:
@@ -79,12 +89,6 @@ def measured_means(run: PolicyRun, warmup_s: float) -> dict[str, dict[str, float
             "iterations": float(min(counts)) if counts else 0.0,
         }
     return out
-
-
-def _utilization(jobs: list[JobLayout], means: dict[str, float]) -> float:
-    """Allocated-GPU utilisation: busy (compute) GPU-seconds over allocated GPU-seconds."""
-    busy = sum(len(j.gpus) * j.compute_s / means[j.id] for j in jobs if means.get(j.id, 0) > 0)
-    return busy / sum(len(j.gpus) for j in jobs)
 
 
 def _probe_table(tb: Any, jobs: list[JobLayout], path: Path) -> dict[str, Any]:
@@ -125,6 +129,8 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
 
     seed = scenario.seed if opts.seed is None else opts.seed
     work = Path(tempfile.mkdtemp(prefix=f"{opts.name}-"))
+    work.chmod(0o755)  # command jobs may run as another user and read their files here
+    opts.say(f"building testbed {opts.name} ({scenario.topology.name}, rate scale {opts.rate_scale:g})")
     state = build.up(scenario.topology, name=opts.name, rate_scale=opts.rate_scale, routing="ecmp", seed=seed)
     report: dict[str, Any] = {
         "scenario": scenario.name,
@@ -152,43 +158,81 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
             time_scale=opts.time_scale,
             profile_share=opts.profile_share,
             rate_scale=opts.rate_scale,
+            progress=opts.progress,
         )
-        tables: dict[tuple[Any, ...], tuple[Path, dict[str, Any]]] = {}
+        ctx = _Context(
+            scenario=scenario, topology_spec=topology_spec, settings=settings, opts=opts, work=work
+        )
         for policy in opts.policies:
-            placing = policy_placement(scenario, policy)
-            placed = placed_scenario(scenario, placing)
-            tb, circuits = _set_circuits(tb, opts.name, placing)
-            nic_ip = {str(n): ip for h in tb.topology.hosts for n, ip in tb.host_addresses(h.id).items()}
-            jobs = job_layouts(placed, tb.topology, nic_ip)
-            key = (tuple(sorted((k, tuple(v)) for k, v in placing.gpus.items())), circuits)
-            if key not in tables:
-                table = work / f"ports-{len(tables)}.json"
-                tables[key] = (table, _probe_table(tb, jobs, table))
-            table, probed = tables[key]
-            report.setdefault("probe", probed)
-            spec = (
-                topology_spec
-                if circuits is None
-                else {**topology_spec, "circuits": [list(r) for r in circuits]}
-            )
-            run = run_policy(
-                tb, jobs, policy, replace(settings, topology=spec), work=work / policy, table=table
-            )
-            twin_scenario = placed if circuits is None else replace(placed, topology=tb.topology)
-            out = _policy_report(twin_scenario, tb, jobs, run, opts)
-            out["placement"] = {
-                "placed_by": placing.placed_by,
-                "hosts": {j.id: list(j.hosts) for j in jobs},
-                "circuits_changed": placing.circuits_changed if placing.circuits is not None else None,
-            }
-            out["probe"] = probed
-            report["policies"][policy] = out
+            tb = _run_one(ctx, tb, policy, report)
     finally:
-        build.down(opts.name)
+        opts.say(f"tearing down testbed {opts.name}")
+        _down(opts.name)
         if opts.keep_dir is not None:
             shutil.copytree(work, opts.keep_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.sock"))
         shutil.rmtree(work, ignore_errors=True)
     return report
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Context:
+    """What every policy of one run shares (``tables``: probe tables per placement and circuits)."""
+
+    scenario: Scenario
+    topology_spec: dict[str, Any]
+    settings: RunSettings
+    opts: RunOptions
+    work: Path
+    tables: dict[tuple[Any, ...], tuple[Path, dict[str, Any]]] = field(default_factory=dict)
+
+
+def _run_one(ctx: _Context, tb: Any, policy: str, report: dict[str, Any]) -> Any:
+    """Place, lay out, probe and run the jobs under ``policy``; its report goes in ``report``.
+
+    Returns the testbed (rebuilt when the policy's circuits changed it).
+    """
+    opts = ctx.opts
+    placing = policy_placement(ctx.scenario, policy)
+    placed = placed_scenario(ctx.scenario, placing)
+    tb, circuits = _set_circuits(tb, opts.name, placing)
+    nic_ip = {str(n): ip for h in tb.topology.hosts for n, ip in tb.host_addresses(h.id).items()}
+    library = replace(placed, jobs=tuple(j for j in placed.jobs if not j.command))
+    jobs = job_layouts(library, tb.topology, nic_ip)
+    commands = command_jobs(placed, tb)
+    intra = shape_loopback(tb, jobs)
+    key = (tuple(sorted((k, tuple(v)) for k, v in placing.gpus.items())), circuits)
+    if key not in ctx.tables:
+        table = ctx.work / f"ports-{len(ctx.tables)}.json"
+        opts.say(f"probing the paths of {len(jobs)} library jobs' connections")
+        ctx.tables[key] = (table, _probe_table(tb, jobs, table))
+    table, probed = ctx.tables[key]
+    report.setdefault("probe", probed)
+    spec = ctx.topology_spec
+    if circuits is not None:
+        spec = {**spec, "circuits": [list(r) for r in circuits]}
+    settings = replace(ctx.settings, topology=spec)
+    run = run_policy(tb, jobs, policy, settings, work=ctx.work / policy, table=table, commands=commands)
+    twin_scenario = placed if circuits is None else replace(placed, topology=tb.topology)
+    out = _policy_report(twin_scenario, tb, jobs, run, opts, commands, intra["links"])
+    out["intra_host"] = {"shaped": len(intra["shaped"]), "unshaped": intra["unshaped"]}
+    out["placement"] = {
+        "placed_by": placing.placed_by,
+        "hosts": {**{j.id: list(j.hosts) for j in jobs}, **{c.id: list(c.hosts) for c in commands}},
+        "circuits_changed": placing.circuits_changed if placing.circuits is not None else None,
+    }
+    out["probe"] = probed
+    report["policies"][policy] = out
+    return tb
+
+
+def _down(name: str) -> None:
+    """Remove the testbed and whatever its agents left (cgroups, nftables tables)."""
+    from commsched.runtime.enforce.ledger import clean_dir
+    from commsched.testbed import build
+    from commsched.testbed.state import agents_dir
+
+    clean_dir(agents_dir(name), kill=True)
+    build.down(name)
 
 
 def _set_circuits(
@@ -214,8 +258,17 @@ def _set_circuits(
 
 
 def _policy_report(
-    scenario: Scenario, tb: Any, jobs: list[JobLayout], run: PolicyRun, opts: RunOptions
+    scenario: Scenario,
+    tb: Any,
+    jobs: list[JobLayout],
+    run: PolicyRun,
+    opts: RunOptions,
+    commands: list[CommandJob] | None = None,
+    intra_links: dict[int, float] | None = None,
 ) -> dict[str, Any]:
+    """One policy's part of the report (``intra_links``: intra-host links shaped on loopback, bit/s)."""
+    commands = commands or []
+    emulated = {**tb.scaled_capacity_bps(), **{LinkId(k): v for k, v in (intra_links or {}).items()}}
     classes = {j: int(v["class"]) for j, v in run.decision.get("jobs", {}).items()}
     steps = [
         float(r["step_latency_s"])
@@ -224,25 +277,77 @@ def _policy_report(
         if r.get("step_latency_s") is not None
     ]
     alpha = statistics.median(steps) if steps else None
+    cmd = command_inputs(tb, commands, run, profiling_s=opts.profiling_window_s, window_s=opts.window_s)
 
     def twin(step_latency_s: float | None) -> tuple[Any, int]:
         return simulate_twin(
             scenario,
             policy=run.policy,
             rate_scale=opts.rate_scale,
-            emulated=tb.scaled_capacity_bps(),
-            paths=run.paths,
+            emulated=emulated,
+            paths={**run.paths, **cmd.paths},
             classes=classes,
             warmup_s=opts.profiling_window_s,
             window_s=opts.window_s,
             time_scale=opts.time_scale,
             step_latency_s=step_latency_s,
+            measured_jobs=cmd.measured,
         )
 
     ideal, unknown = twin(None)
     calibrated = twin(alpha)[0] if alpha is not None else None  # reported either way
     sim = calibrated if (opts.calibrate and calibrated is not None) else ideal
-    d = opts.time_scale  # every reported time on the cluster's time scale
+    out_jobs = _library_rows(tb, jobs, run, opts, ideal, calibrated, sim)
+    simulated_cmd = {str(r.id): float(r.mean_iteration_s) for r in sim.jobs if str(r.id) in cmd.windows}
+    work = run.work
+    out_jobs.update(command_rows(commands, cmd, run, simulated_cmd, work))
+    planned = {
+        (c["job"], c["src"], c["dst"]): tuple(int(x) for x in c["links"])
+        for c in run.decision.get("connections", [])
+    }
+    taken = {**run.paths, **cmd.paths}
+    return {
+        "jobs": out_jobs,
+        "allocated_gpu_utilization": _allocated(jobs, commands, out_jobs, sim),
+        "paths": {
+            "connections": len(taken),
+            "on_decision_path": sum(1 for k, v in taken.items() if planned.get(k) == v),
+            "not_in_model": unknown,
+            **_command_paths(cmd),
+        },
+        # the bytes each link of the command jobs' paths sent in the measuring window (its counters)
+        "link_bytes": {
+            str(lk): run.link_bytes.get(lk, 0)
+            for lk in sorted({int(x) for v in cmd.paths.values() for x in v})
+            if lk in run.link_bytes
+        },
+        "decision_version": run.decision.get("version"),
+        "profiles": {
+            **{
+                j: r.get("profile") for j, results in run.outputs.items() for r in results if r.get("profile")
+            },
+            **cmd.profiles,
+        },
+        "step_latency_s": alpha,
+        "twin_calibrated": bool(opts.calibrate and alpha is not None),
+    }
+
+
+def _command_paths(cmd: Any) -> dict[str, Any]:
+    """The report's path counts of the command jobs' connections (both directions) and the unpinned."""
+    return {
+        "command_connections": sum(t["fabric_connections"] for t in cmd.traced.values()),
+        "command_forward_on_decision_path": sum(t["on_decision_path"] for t in cmd.traced.values()),
+        "command_reverse_on_decision_path": sum(t["reverse_on_decision_path"] for t in cmd.traced.values()),
+        "unpinned": [{"job": j, **u} for j, t in cmd.traced.items() for u in t["unpinned"]],
+    }
+
+
+def _library_rows(
+    tb: Any, jobs: list[JobLayout], run: PolicyRun, opts: RunOptions, ideal: Any, calibrated: Any, sim: Any
+) -> dict[str, dict[str, Any]]:
+    """The report rows of the library jobs (every time on the cluster's time scale)."""
+    d = opts.time_scale
     measured = {
         k: {**v, "mean": v["mean"] / d, "median": v["median"] / d}
         for k, v in measured_means(run, opts.profiling_window_s).items()
@@ -252,19 +357,14 @@ def _policy_report(
     simulated_calibrated = (
         {} if calibrated is None else {str(r.id): float(r.mean_iteration_s) / d for r in calibrated.jobs}
     )
-    planned = {
-        (c["job"], c["src"], c["dst"]): tuple(int(x) for x in c["links"])
-        for c in run.decision.get("connections", [])
-    }
-    on_plan = sum(1 for k, v in run.paths.items() if planned.get(k) == v)
     dscps: dict[str, set[int]] = defaultdict(set)
     for job, results in run.outputs.items():
         for res in results:
             dscps[job].update(int(c["dscp"]) for c in res["connections"])
-    out_jobs = {}
+    out = {}
     for j in jobs:
         m, s = measured[j.id]["mean"], simulated[j.id]
-        out_jobs[j.id] = {
+        out[j.id] = {
             "measured_iteration_s": m,
             "simulated_iteration_s": s,
             "gap": m / s - 1 if s > 0 else math.nan,
@@ -273,28 +373,34 @@ def _policy_report(
             "measured_median_iteration_s": measured[j.id]["median"],
             "iterations_measured": measured[j.id]["iterations"],
             "cpu_s": sum(float(r.get("cpu_s", 0.0)) for r in run.outputs.get(j.id, [])),
-            "class": classes.get(j.id),
+            "class": run.decision.get("jobs", {}).get(j.id, {}).get("class"),
             "dscp": run.decision.get("jobs", {}).get(j.id, {}).get("dscp"),
             "dscp_on_sockets": sorted(dscps[j.id]),
             "compute_s": j.compute_s,
             "scaled_bytes": tb.scale_bytes(j.sync_bytes),
         }
+    return out
+
+
+def _allocated(
+    jobs: list[JobLayout], commands: list[CommandJob], rows: dict[str, dict[str, Any]], sim: Any
+) -> dict[str, float]:
+    """Allocated-GPU utilisation measured and simulated (compute over iteration, per GPU)."""
+    gpus = {j.id: len(j.gpus) for j in jobs} | {c.id: len(c.gpus) for c in commands}
+    compute = {j.id: j.compute_s for j in jobs} | {
+        c.id: float(rows[c.id]["compute_s"] or 0.0) for c in commands if c.id in rows
+    }
+
+    def util(key: str) -> float:
+        busy = sum(
+            gpus[k] * compute[k] / rows[k][key]
+            for k in gpus
+            if k in rows and (rows[k][key] or 0) > 0 and math.isfinite(rows[k][key])
+        )
+        return busy / sum(gpus.values()) if gpus else math.nan
+
     return {
-        "jobs": out_jobs,
-        "allocated_gpu_utilization": {
-            "measured": _utilization(jobs, {k: v["mean"] for k, v in measured.items()}),
-            "simulated": _utilization(jobs, simulated),
-            "simulated_window": float(sim.allocated_gpu_utilization),
-        },
-        "paths": {
-            "connections": len(run.paths),
-            "on_decision_path": on_plan,
-            "not_in_model": unknown,
-        },
-        "decision_version": run.decision.get("version"),
-        "profiles": {
-            j: r.get("profile") for j, results in run.outputs.items() for r in results if r.get("profile")
-        },
-        "step_latency_s": alpha,
-        "twin_calibrated": bool(opts.calibrate and alpha is not None),
+        "measured": util("measured_iteration_s"),
+        "simulated": util("simulated_iteration_s"),
+        "simulated_window": float(sim.allocated_gpu_utilization),
     }

@@ -2,9 +2,15 @@
 
 A job of ``n`` GPUs on ``h`` hosts has ``g = n / h`` GPUs per host (its ranks ``k*g .. k*g+g-1`` on
 host ``k``, as in the hierarchical ring), and one process per host (:mod:`commsched.runtime.jobproc`).
-Rail ``r`` is the ring of the ``r``-th GPU of every host; on host ``k`` it listens on the NIC of GPU
-``k*g + r``. Listeners that share a NIC address get consecutive ports from :data:`DPORT_BASE`; the
-ECMP hash includes the destination port, so the prober runs once per port in use.
+Hierarchical ring: rail ``r`` is the ring of the ``r``-th GPU of every host; on host ``k`` it listens
+on the NIC of GPU ``k*g + r``. Flat ring (``ring`` with several GPUs per host): one ring over all
+``n`` ranks in GPU order, each rank listening on its GPU's NIC; the hops between two GPUs of one host
+go over the host's loopback (:func:`.queues.shape_loopback`). Listeners that share a NIC address get
+consecutive ports from :data:`DPORT_BASE`; the ECMP hash includes the destination port, so the prober
+runs once per port in use.
+
+Collectives the job library does not run on the testbed are refused with the reason
+(:data:`NOT_RUN`); a command job (an unmodified program, :mod:`.commands`) may declare any.
 """
 
 from __future__ import annotations
@@ -16,10 +22,22 @@ from commsched.errors import InputError
 from commsched.io.scenario import Scenario
 from commsched.topology import NodeId, Topology
 
-__all__ = ["DPORT_BASE", "JobLayout", "Listener", "job_layouts"]
+__all__ = ["DPORT_BASE", "NOT_RUN", "JobLayout", "Listener", "job_layouts"]
 
 #: first listening port of the job processes (below the probe's source ports, 20000 and up)
 DPORT_BASE = 15201
+
+#: why the job library does not run a collective of the simulator on the testbed
+NOT_RUN = {
+    "halving_doubling": "the job library (commsched.runtime.transport) has no halving-doubling all-reduce",
+    "double_binary_tree": "the job library (commsched.runtime.transport) has no double binary tree",
+    "alltoall": (
+        "the job library's all-to-all sends to every rank at once, while the simulator's pairwise "
+        "schedule runs its n-1 steps one after another: the twin would not model the same traffic"
+    ),
+    "pipeline": "the job process runs data-parallel all-reduce iterations, not pipeline stages",
+    "ps": "parameter-server jobs run with `commsched ps` (docs/runtime-ps.md), not in a testbed run",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,13 +65,18 @@ class JobLayout:
     sync_bytes: float
     model: str | None
     listeners: tuple[Listener, ...]
+    #: one ring over every GPU (``ring`` with several GPUs per host), else one ring per rail
+    flat: bool = False
 
     def listener(self, rail: int, host_index: int) -> Listener:
         return self.listeners[host_index * self.rails + rail]
 
     def ring(self) -> list[tuple[Listener, Listener]]:
-        """Every directed inter-host connection (sender's listener, receiver's listener)."""
+        """Every directed connection of the collective (sender's listener, receiver's listener)."""
         h = len(self.hosts)
+        if self.flat:
+            n = len(self.listeners)
+            return [(self.listeners[i], self.listeners[(i + 1) % n]) for i in range(n)] if n > 1 else []
         if h < 2:
             return []
         out = []
@@ -72,10 +95,11 @@ def job_layouts(scenario: Scenario, topology: Topology, nic_ip: dict[str, str]) 
         if not job.gpu_ids:
             raise InputError("the job has no explicit placement", where=where, expected="hosts or gpu_ids")
         if job.spec.collective not in ("hierarchical_ring", "ring"):
+            why = NOT_RUN.get(job.spec.collective, "the job library has no such collective")
             raise InputError(
-                f"collective {job.spec.collective!r} is not run on the testbed",
+                f"collective {job.spec.collective!r} is not run on the testbed: {why}",
                 where=f"{where}.collective",
-                expected="hierarchical_ring or ring",
+                expected="ring or hierarchical_ring, or a command job (command: [...]) for any other",
             )
         gpus = tuple(NodeId(g) for g in job.gpu_ids)
         hosts: list[str] = []
@@ -90,12 +114,6 @@ def job_layouts(scenario: Scenario, topology: Topology, nic_ip: dict[str, str]) 
                 expected="consecutive equal groups per host",
             )
         rails = len(gpus) // len(hosts)
-        if job.spec.collective == "ring" and rails != 1 and len(hosts) > 1:
-            raise InputError(
-                "a flat ring over several GPUs per host is not run on the testbed",
-                where=f"{where}.collective",
-                expected="hierarchical_ring, or one GPU per host",
-            )
         listeners = []
         for k in range(len(hosts)):
             for r in range(rails):
@@ -118,6 +136,7 @@ def job_layouts(scenario: Scenario, topology: Topology, nic_ip: dict[str, str]) 
                 sync_bytes=float(p.sync_bytes),
                 model=job.spec.model,
                 listeners=tuple(listeners),
+                flat=job.spec.collective == "ring" and rails > 1,
             )
         )
     return out

@@ -17,11 +17,13 @@ none of them built (only ``bfifo``/``pfifo`` under HTB).
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
+from commsched.experiments.testbed_run.layout import JobLayout
 from commsched.testbed import Testbed, netns
 from commsched.testbed.config import LEVELS
 
-__all__ = ["deepen_queues", "mtu_packets", "steady_tcp"]
+__all__ = ["LOOPBACK_MAX_BPS", "deepen_queues", "mtu_packets", "shape_loopback", "steady_tcp"]
 
 
 def deepen_queues(tb: Testbed, limit_bytes: int) -> int:
@@ -66,3 +68,52 @@ def mtu_packets(tb: Testbed) -> int:
     for ns, batch in lines.items():
         netns.run(["ip", "-n", ns, "-batch", "-"], "\n".join(batch) + "\n")
     return sum(len(b) for b in lines.values())
+
+
+#: the fastest rate a hop over a host's loopback is shaped to: HTB held 2 Gbit/s within 5-11 % here
+#: (docs/testbed.md); a faster intra-host link is left unshaped (loopback's own speed, several
+#: Gbit/s for a Python TCP flow on this machine, and the report says so)
+LOOPBACK_MAX_BPS = 2e9
+
+
+def shape_loopback(tb: Testbed, jobs: list[JobLayout]) -> dict[str, Any]:
+    """Shape every intra-host hop of the flat rings of ``jobs`` to its link's scaled rate, on ``lo``.
+
+    A hop ``GPU a -> GPU b`` of one host runs between two listeners of that host's namespace, so its
+    packets cross the namespace's loopback; one HTB class per destination (address and port) holds
+    it to ``min capacity of the intra-host path x rate scale`` (bit/s), unless that is above
+    :data:`LOOPBACK_MAX_BPS`. Returns ``{"shaped": [...], "unshaped": [...], "links": {link: bps}}``
+    (``links``: the intra-host links at the rate they were shaped to, for the twin).
+    """
+    out: dict[str, Any] = {"shaped": [], "unshaped": [], "links": {}}
+    lines: dict[str, list[str]] = defaultdict(list)
+    topo = tb.topology
+    for job in (j for j in jobs if j.flat):
+        for a, b in job.ring():
+            if a.host_index != b.host_index:
+                continue
+            path = topo.intra_host_path(a.gpu, b.gpu)
+            rate = float(min(topo.capacity_bps[list(path.links)])) * tb.rate_scale  # bits/s
+            hop = {"job": job.id, "src": str(a.gpu), "dst": str(b.gpu), "rate_bps": rate}
+            if rate > LOOPBACK_MAX_BPS:
+                out["unshaped"].append({**hop, "why": f"above {LOOPBACK_MAX_BPS:.0e} bit/s"})
+                continue
+            ns = tb.host_namespace(job.hosts[a.host_index])
+            minor = 10 + sum(1 for x in lines[ns] if x.startswith("class"))
+            burst = max(64 << 10, int(rate / 8 * 1e-3))  # ~1 ms of traffic, bytes
+            lines[ns] += [
+                f"class add dev lo parent 1: classid 1:{minor} htb rate {rate:.0f}bit ceil {rate:.0f}bit "
+                f"burst {burst} cburst {burst} quantum 65536",
+                f"filter add dev lo parent 1: protocol ip prio 1 u32 match ip dst {b.ip}/32 "
+                f"match ip dport {b.port} 0xffff flowid 1:{minor}",
+            ]
+            out["shaped"].append(hop)
+            out["links"].update({int(lk): rate for lk in path.links})
+    for ns, batch in lines.items():
+        netns.run(["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", "lo", "root"], check=False)
+        head = [
+            "qdisc add dev lo root handle 1: htb default 1",
+            "class add dev lo parent 1: classid 1:1 htb rate 100gbit",
+        ]
+        netns.run(["ip", "netns", "exec", ns, "tc", "-batch", "-"], "\n".join(head + batch) + "\n")
+    return out

@@ -16,13 +16,17 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from commsched.errors import TestbedError
+from commsched.experiments.testbed_run import commands as cmd
+from commsched.experiments.testbed_run.commands import CommandJob
 from commsched.experiments.testbed_run.layout import JobLayout
 from commsched.experiments.testbed_run.procs import Processes, cli_argv
+from commsched.experiments.testbed_run.waiting import collect_outputs, wait_run
 from commsched.testbed import Testbed
 from commsched.testbed.probe import trace_ports
 from commsched.topology import NodeId
@@ -50,6 +54,15 @@ class RunSettings:
     profile_share: float = 0.6
     #: testbed rate scale (to turn the bytes a job process measures back into the job's bytes)
     rate_scale: float = 1.0
+    #: command jobs are profiled over this share of the profiling window from its start (more than
+    #: the library jobs: their iterations are measured from outside, with a sample's resolution)
+    command_profile_share: float = 0.8
+    #: where progress lines go (``None``: nowhere)
+    progress: Callable[[str], None] | None = None
+
+    def say(self, line: str) -> None:
+        if self.progress is not None:
+            self.progress(line)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,6 +74,14 @@ class PolicyRun:
     outputs: dict[str, list[dict[str, Any]]]  # job -> one result per host process
     decision: dict[str, Any]  # the daemon's last decision
     paths: dict[tuple[str, str, str], tuple[int, ...]]  # (job, src GPU, dst GPU) -> links taken
+    #: command jobs: per job, per host, what the agent measured (traffic, connections, report)
+    commands: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: command jobs: when each one's last rank exited by itself (wall clock)
+    ended: dict[str, float] = field(default_factory=dict)
+    #: the run's working directory (logs, the command jobs' output)
+    work: Path = Path()
+    #: bytes every emulated link sent in the measuring window (its counters), command-job runs
+    link_bytes: dict[int, int] = field(default_factory=dict)
 
 
 def _http(sock: Path, token: str | None = None) -> Any:
@@ -77,8 +98,17 @@ def _uses_hash(policy: str) -> bool:
 
 
 def _start_services(
-    tb: Testbed, procs: Processes, work: Path, policy: str, st: RunSettings, table: Path
+    tb: Testbed,
+    procs: Processes,
+    work: Path,
+    policy: str,
+    st: RunSettings,
+    table: Path,
+    *,
+    enforce: bool,
+    hosts: list[str],
 ) -> tuple[Path, str, dict[str, Path]]:
+    """The daemon, and an agent on every host of ``hosts`` (the hosts the jobs run on)."""
     token = f"csr-{time.time_ns()}"
     (work / "token").write_text(token)
     dsock = work / "daemon.sock"
@@ -96,17 +126,19 @@ def _start_services(
     )  # fmt: skip
     procs.announced("daemon", st.start_timeout_s)
     agents: dict[str, Path] = {}
-    for host in tb.topology.hosts:
-        name = str(host.id)
+    for name in hosts:
         asock = work / f"agent-{name}.sock"
         nics = [a for nic, ip in tb.host_addresses(name).items() for a in ("--nic", f"{nic}={ip}")]
         ports = [] if _uses_hash(policy) else ["--ports", str(table)]
+        # an enforcing agent needs the cgroup hierarchy, which `ip netns exec` hides (nsenter keeps it)
+        extra = ["--enforce", "--testbed", tb.name] if enforce else []  # profiles: asked for (_wait)
         argv = cli_argv(
             "agent", "--daemon", f"unix:{dsock}", "--host", name, "--listen", f"unix:{asock}",
             "--token-file", str(work / "token"), "--state", str(work / f"agent-{name}.json"),
-            "--wait", "5", *ports, *nics,
+            "--wait", "5", *ports, *nics, *extra,
         )  # fmt: skip
-        procs.start(f"agent-{name}", tb.exec_argv(name, argv), capture_stdout=True)
+        wrap = tb.nsenter_argv if enforce else tb.exec_argv
+        procs.start(f"agent-{name}", wrap(name, argv), capture_stdout=True)
         agents[name] = asock
     for name in agents:
         procs.announced(f"agent-{name}", st.start_timeout_s)
@@ -123,20 +155,33 @@ def _profile_spec(job: JobLayout, k: int, work: Path, st: RunSettings) -> dict[s
     window = st.profile_share * st.profiling_window_s
     if k != 0 or h < 2 or window <= 0:
         return None
+    # flat ring: each of the host's g ranks sends 2 (n - 1) / n of the buffer to its successor
+    n = len(job.listeners)
+    share = 2 * (n - 1) / n * job.rails if job.flat else 2 * (h - 1) / h
     return {
         "window_s": window,
         "daemon": str(work / "daemon.sock"),
         "token_file": str(work / "token"),
         "compute_scale": 1.0 / st.time_scale,
-        "bytes_scale": h / (2 * (h - 1)) / (st.rate_scale * st.time_scale),
+        "bytes_scale": 1.0 / share / (st.rate_scale * st.time_scale),
         "time_scale": 1.0 / st.time_scale,
     }
 
 
 def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, agent: Path, st: RunSettings) -> Path:
-    # the rail's shard of the scaled buffer, dilated like the compute
-    rail_bytes = tb.scale_bytes(job.sync_bytes) * st.time_scale / job.rails
+    # the rail's shard of the scaled buffer, dilated like the compute (a flat ring: all of it per rank)
+    rail_bytes = tb.scale_bytes(job.sync_bytes) * st.time_scale / (1 if job.flat else job.rails)
+    flat = (
+        {
+            "ranks": len(job.listeners),
+            "local": [k * job.rails + i for i in range(job.rails)],
+            "peers": [[x.ip, x.port] for x in job.listeners],
+        }
+        if job.flat
+        else None
+    )
     spec = {
+        "flat": flat,
         "job": job.id,
         "host_index": k,
         "hosts": len(job.hosts),
@@ -150,6 +195,7 @@ def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, agent: Path, st: RunS
         "ready": str(work / f"{job.id}-{k}.ready"),
         "go": str(work / "go"),
         "out": str(work / f"{job.id}-{k}.json"),
+        "progress": str(work / f"{job.id}-{k}.progress"),
         "refresh_s": st.refresh_s,
         "calibration": st.calibration,
         "timeout_s": 60.0,
@@ -174,22 +220,41 @@ def _wait_files(paths: list[Path], procs: Processes, names: list[str], timeout_s
     raise TestbedError(f"job processes not ready after {timeout_s:.0f} s: {', '.join(missing[:4])}")
 
 
+def _bodies(jobs: list[JobLayout], commands: list[CommandJob]) -> list[dict[str, Any]]:
+    """``POST /v1/jobs`` bodies: library jobs as laid out, command jobs on their ranks' GPUs."""
+    out = [
+        {
+            "id": job.id,
+            "gpu_ids": [str(g) for g in job.gpus],
+            "compute_s": job.compute_s,
+            "comm_bytes": job.sync_bytes,
+            "overlap": job.overlap,
+            "collective": "hierarchical_ring" if job.rails > 1 and not job.flat else "ring",
+        }
+        for job in jobs
+    ]
+    out += [
+        {
+            "id": c.id,
+            "gpu_ids": [str(g) for g in c.gpus],
+            "compute_s": c.compute_s,
+            "comm_bytes": c.sync_bytes,
+            "overlap": c.overlap,
+            "collective": c.collective,
+        }
+        for c in commands
+    ]
+    return out
+
+
 def _register(
-    dsock: Path, token: str, jobs: list[JobLayout], agents: dict[str, Path], timeout_s: float
+    dsock: Path, token: str, bodies: list[dict[str, Any]], agents: dict[str, Path], timeout_s: float
 ) -> int:
     with _http(dsock, token) as client:
-        for job in jobs:
-            body = {
-                "id": job.id,
-                "gpu_ids": [str(g) for g in job.gpus],
-                "compute_s": job.compute_s,
-                "comm_bytes": job.sync_bytes,
-                "overlap": job.overlap,
-                "collective": "hierarchical_ring" if job.rails > 1 else "ring",
-            }
+        for body in bodies:
             r = client.post("/v1/jobs", json=body)
             if r.status_code >= 300:
-                raise TestbedError(f"daemon refused job {job.id}: {r.status_code} {r.text[:200]}")
+                raise TestbedError(f"daemon refused job {body['id']}: {r.status_code} {r.text[:200]}")
         version = int(client.get("/v1/decisions/latest").json()["version"])
     deadline = time.monotonic() + timeout_s
     for name, sock in agents.items():
@@ -222,8 +287,11 @@ def _trace(
             k = int(res["host_index"])
             for c in res["connections"]:
                 r, peer = int(c["rail"]), int(c["peer"])
-                src, dst = job.listener(r, k), job.listener(r, peer)
-                if src.nic == dst.nic or peer == k or h < 2:
+                if job.flat:  # ranks of one ring over every GPU
+                    src, dst = job.listeners[int(c["rank"])], job.listeners[peer]
+                else:
+                    src, dst = job.listener(r, k), job.listener(r, peer)
+                if src.nic == dst.nic or src.host_index == dst.host_index or h < 2:
                     continue
                 key = (job.id, str(src.gpu), str(dst.gpu))
                 # the NIC the connection really left from (its local address), not the planned one
@@ -238,13 +306,32 @@ def _trace(
 
 
 def run_policy(
-    tb: Testbed, jobs: list[JobLayout], policy: str, st: RunSettings, *, work: Path, table: Path
+    tb: Testbed,
+    jobs: list[JobLayout],
+    policy: str,
+    st: RunSettings,
+    *,
+    work: Path,
+    table: Path,
+    commands: list[CommandJob] | None = None,
 ) -> PolicyRun:
-    """Run every job under ``policy`` for the profiling window plus ``window_s``; stop everything."""
+    """Run every job under ``policy`` for the profiling window plus ``window_s``; stop everything.
+
+    Command jobs start first (through their hosts' agents) and the clock starts once every one of
+    them sends data (their start-up, Python and library imports, is not measured); the library jobs
+    start at that moment.
+    """
+    commands = commands or []
     work.mkdir(parents=True, exist_ok=True)
     procs = Processes(work)
+    agents: dict[str, Path] = {}
+    token = ""
     try:
-        dsock, token, agents = _start_services(tb, procs, work, policy, st, table)
+        used = sorted({h for j in jobs for h in j.hosts} | {h for c in commands for h in c.hosts})
+        st.say(f"{policy}: starting the daemon and {len(used)} host agents")
+        dsock, token, agents = _start_services(
+            tb, procs, work, policy, st, table, enforce=bool(commands), hosts=used
+        )
         names, ready = [], []
         specs = [(job, k, host) for job in jobs for k, host in enumerate(job.hosts)]
         for job, k, host in specs:
@@ -256,28 +343,41 @@ def run_policy(
             names.append(name)
             ready.append(work / f"{job.id}-{k}.ready")
         _wait_files(ready, procs, names, st.start_timeout_s)
-        _register(dsock, token, jobs, agents, 60.0)
+        _register(dsock, token, _bodies(jobs, commands), agents, 60.0)
+        if commands:
+            st.say(f"{policy}: starting {len(commands)} command jobs: {', '.join(c.id for c in commands)}")
+            cmd.start_commands(commands, agents, token, work)
+            cmd.wait_iterating(commands, agents, token, work, st.start_timeout_s)
         start = time.time() + 0.5
         end_at = start + st.profiling_window_s + st.window_s
         tmp = work / "go.tmp"
         tmp.write_text(json.dumps({"start": start, "end_at": end_at}))
         tmp.replace(work / "go")
-        codes = procs.wait_all(names, st.profiling_window_s + st.window_s + 90.0)
-        outputs: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for job, k, _host in specs:
-            path = work / f"{job.id}-{k}.json"
-            if not path.exists():
-                raise TestbedError(
-                    f"job {job.id} host {k} gave no result (exit {codes[f'job-{job.id}-{k}']}): "
-                    f"{procs.tail(f'job-{job.id}-{k}')}"
-                )
-            res = json.loads(path.read_text())
-            if res["errors"]:
-                raise TestbedError(f"job {job.id} host {k}: {res['errors'][0]}")
-            outputs[job.id].append(res)
+        st.say(
+            f"{policy}: {len(jobs) + len(commands)} jobs running: {st.profiling_window_s:g} s profiling "
+            f"window, then {st.window_s:g} s measured"
+        )
+        ended, link_bytes = wait_run(procs, names, commands, agents, token, st, end_at, tb)
+        codes = procs.wait_all(names, max(0.0, end_at - time.time()) + 90.0)
+        measured = {c.id: cmd.collect(c, agents, token) for c in commands}
+        for job_id, data in measured.items():  # kept with the run's files (--keep)
+            (work / f"{job_id}.measured.json").write_text(json.dumps(data))
+        outputs = collect_outputs(specs, work, codes, procs)
         with _http(dsock) as client:
             decision = client.get("/v1/decisions/latest").json()
         paths = _trace(tb, jobs, outputs)
     finally:
+        if commands and agents:
+            cmd.stop_commands(commands, agents, token)
         procs.close()
-    return PolicyRun(policy=policy, start=start, outputs=dict(outputs), decision=decision, paths=paths)
+    return PolicyRun(
+        policy=policy,
+        start=start,
+        outputs=dict(outputs),
+        decision=decision,
+        paths=paths,
+        commands=measured,
+        ended=ended,
+        work=work,
+        link_bytes=link_bytes,
+    )

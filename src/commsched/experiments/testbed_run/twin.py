@@ -10,6 +10,9 @@
 * Classes: the ones the daemon's last decision gave (the steady state after the profiling window).
 * Time dilation ``time_scale`` (the testbed's ``--time-scale``): compute and bytes are multiplied
   by it as on the testbed, and the results' times divided by it.
+* Command jobs (an unmodified program, :mod:`.commands`): the profile measured from their traffic in
+  the profiling window, on the GPUs of their ranks, and nothing scaled (their bytes and compute are
+  the program's own); a job that ended by itself runs as many iterations as it did.
 * Window: the simulated run lasts the profiling window plus the measuring window; averages are over
   the measuring window, as on the testbed.
 """
@@ -17,7 +20,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from commsched.catalog import placement_registry, policy_registry
@@ -29,7 +32,7 @@ from commsched.sim.records import Mode, SimConfig, SimResult
 from commsched.topology import LinkId, NodeId, Topology
 from commsched.workload import JobId
 
-__all__ = ["GOODPUT", "simulate_twin", "twin_topology"]
+__all__ = ["GOODPUT", "MeasuredJob", "simulate_twin", "twin_topology"]
 
 #: TCP payload per wire byte of a full-size frame: 1448 / (1448 + 66 header bytes)
 GOODPUT = 1448 / 1514
@@ -57,6 +60,17 @@ def twin_topology(
     )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeasuredJob:
+    """A command job as the twin runs it: its measured profile on its ranks' GPUs, unscaled."""
+
+    compute_s: float
+    sync_bytes: float
+    overlap: float
+    gpus: tuple[NodeId, ...]
+    iterations: int | None = None
+
+
 def _route_index(topology: Topology, key: ConnectionKey, links: tuple[int, ...]) -> int | None:
     paths = topology.equal_cost_paths(topology.nic_of(key.src), topology.nic_of(key.dst))
     for i, p in enumerate(paths):
@@ -77,6 +91,7 @@ def simulate_twin(
     window_s: float,
     time_scale: float = 1.0,
     step_latency_s: float | None = None,
+    measured_jobs: Mapping[str, MeasuredJob] | None = None,
 ) -> tuple[SimResult, int]:
     """Simulate the twin; returns the result and how many measured paths the model does not have.
 
@@ -110,6 +125,19 @@ def simulate_twin(
     jobs = []
     for j in scenario.jobs:
         p = j.spec.profile
+        m = (measured_jobs or {}).get(str(j.spec.id))
+        if m is not None:  # the program's own bytes and compute: nothing scaled
+            prof = replace(p, compute_s=m.compute_s, sync_bytes=m.sync_bytes, overlap=m.overlap)
+            spec = replace(
+                j.spec,
+                profile=prof,
+                iterations=m.iterations,
+                duration_s=None,
+                gpus=len(m.gpus),
+                gpu_ids=m.gpus,
+            )
+            jobs.append(SimJob(spec=spec, gpus=m.gpus))
+            continue
         scaled = replace(  # bytes scaled like the links; compute and bytes dilated alike
             p, compute_s=p.compute_s * time_scale, sync_bytes=p.sync_bytes * rate_scale * time_scale
         )

@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 
 from commsched.runtime.agent.counters import CounterSource
 from commsched.runtime.agent.follower import Follower
+from commsched.runtime.agent.jobs_api import add_job_routes
 from commsched.runtime.agent.ports import ProbeTable, answer
 
 __all__ = ["AGENT_API_VERSION", "create_agent_app"]
@@ -24,8 +25,19 @@ __all__ = ["AGENT_API_VERSION", "create_agent_app"]
 AGENT_API_VERSION = 1
 
 
-def create_agent_app(follower: Follower, *, table: ProbeTable | None, counters: CounterSource) -> FastAPI:
-    """The agent's local application over ``follower``'s decisions."""
+def create_agent_app(
+    follower: Follower,
+    *,
+    table: ProbeTable | None,
+    counters: CounterSource,
+    enforcer: Any = None,
+    token: str | None = None,
+) -> FastAPI:
+    """The agent's local application over ``follower``'s decisions.
+
+    ``enforcer``: a :class:`commsched.runtime.enforce.Enforcer` (``--enforce``), else ``None``;
+    ``token``: the bearer token the routes that start or adopt processes ask for.
+    """
     app = FastAPI(
         title="commsched host agent", version=str(AGENT_API_VERSION), description=(__doc__ or "").strip()
     )
@@ -41,6 +53,13 @@ def create_agent_app(follower: Follower, *, table: ProbeTable | None, counters: 
             "registered": follower.registered,
             "last_error": follower.last_error,
             "probe_entries": len(table) if table else 0,
+            "enforce": None
+            if enforcer is None
+            else {
+                "table": enforcer.table,
+                "jobs": sorted(enforcer.jobs),
+                "errors": list(enforcer.errors()),
+            },
         }
 
     @app.get("/v1/port", response_model=None)
@@ -66,4 +85,5 @@ def create_agent_app(follower: Follower, *, table: ProbeTable | None, counters: 
         sent = follower.report_counters(values) if report else False
         return {"host": follower.host, "counters": values, "reported": sent}
 
+    add_job_routes(app, follower, enforcer, token=token)
     return app

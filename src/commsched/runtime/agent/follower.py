@@ -120,6 +120,18 @@ class Follower:
             return False
         return r.status_code == 200
 
+    def post_profile(self, job: str, body: dict[str, Any]) -> dict[str, Any]:
+        """``PUT /v1/jobs/{job}/profile`` (a job's profile measured from outside); the daemon's answer."""
+        import urllib.parse
+
+        r = self._client.put(f"/v1/jobs/{urllib.parse.quote(job, safe='')}/profile", json=body, timeout=10.0)
+        out: dict[str, Any] = {"status": r.status_code}
+        try:
+            out["answer"] = r.json()
+        except ValueError:
+            out["answer"] = r.text[:200]
+        return out
+
     def _register(self) -> None:
         if self._token:
             r = self._client.post("/v1/hosts", json=self.registration, timeout=5.0)

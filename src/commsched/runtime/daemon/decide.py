@@ -300,6 +300,13 @@ def _hosts(topology: Topology, gpus: Sequence[str]) -> list[str]:
     return list(seen)
 
 
+def _unit_bytes(job: PlacedJob) -> PlacedJob:
+    """``job`` with one byte per iteration (its connections' shares of the job's bytes)."""
+    from dataclasses import replace
+
+    return replace(job, spec=replace(job.spec, profile=replace(job.spec.profile, sync_bytes=1.0)))
+
+
 def _connections(
     topology: Topology,
     cfg: ClusterConfig,
@@ -321,6 +328,11 @@ def _connections(
     for job in placed:
         rank_of = {g: r for r, g in enumerate(job.gpus)}
         keys = job_connections(topology, job)
+        total = job.spec.profile.sync_bytes
+        # share of the job's bytes per iteration on each connection (an agent that measures a host's
+        # bytes turns them back into the job's with it); from a unit profile when none is declared
+        unit = keys if total > 0 else job_connections(topology, _unit_bytes(job))
+        scale = 1.0 / total if total > 0 else 1.0
         for key in keys:
             pair = network_pair(topology, key)
             if pair is None:
@@ -345,6 +357,7 @@ def _connections(
                     "path": [str(n) for n in path.nodes],
                     "links": [int(x) for x in path.links],
                     "src_port": port_cache[ck],
+                    "share": unit[key] * scale,
                 }
             )
             for link in path.links:

@@ -137,14 +137,19 @@ class DaemonService:
         conns = [
             c for c in doc.get("connections", []) if c["job"] in jobs and str(c["src_nic"]).startswith(prefix)
         ]
+        # connections towards this host: their path is the reverse direction of a connection it opens
+        inbound = [
+            c for c in doc.get("connections", []) if c["job"] in jobs and str(c["dst_nic"]).startswith(prefix)
+        ]
         ips = self.nic_ips()
-        used = {c["src_nic"] for c in conns} | {c["dst_nic"] for c in conns}
+        used = {c[k] for c in conns + inbound for k in ("src_nic", "dst_nic")}
         return {
             **{k: v for k, v in doc.items() if k not in ("jobs", "connections", "link_load")},
             "version": self._version,
             "host": host,
             "jobs": jobs,
             "connections": conns,
+            "inbound": inbound,
             "nic_ips": {n: ips[n] for n in sorted(used) if n in ips},
         }
 

@@ -13,7 +13,8 @@ backward) by commsched's ring all-reduce over connections
 that carry the job's source ports and DSCP, then divided by the world size as DDP's default hook does.
 Gloo still carries DDP's one-off parameter broadcast at construction.
 
-Requires the ``torch`` extra (``torch>=2.13``; CPU tensors).
+Requires the ``torch`` extra (``torch>=2.13``). CPU buckets are reduced in place; CUDA buckets go
+through reused pinned host buffers, copied on a side stream (:mod:`.staging`, with its cost).
 
 References
 ----------
@@ -21,5 +22,6 @@ PyTorch, "DDP Communication Hooks" (``register_comm_hook``, ``GradBucket``).
 """
 
 from commsched.runtime.torch.hooks import HookState, allreduce_hook, install, join_default_group
+from commsched.runtime.torch.staging import Stager
 
-__all__ = ["HookState", "allreduce_hook", "install", "join_default_group"]
+__all__ = ["HookState", "Stager", "allreduce_hook", "install", "join_default_group"]

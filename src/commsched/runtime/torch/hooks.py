@@ -10,6 +10,7 @@ import torch
 import torch.distributed as dist
 
 from commsched.errors import InputError
+from commsched.runtime.torch.staging import Stager
 from commsched.runtime.transport.communicator import DEFAULT_OPTIONS, Communicator, Options
 from commsched.runtime.transport.group import Group, GroupConfig
 from commsched.runtime.transport.policy import as_policy
@@ -17,15 +18,18 @@ from commsched.runtime.transport.wire import make_listener
 
 
 class HookState:
-    """The state DDP hands to :func:`allreduce_hook`: the communicator and one worker thread.
+    """The state DDP hands to :func:`allreduce_hook`: the communicator, one worker thread, the stager.
 
     Buckets are all-reduced on the worker, one at a time in the order DDP hands them over (the same
     order on every rank), while backward goes on computing the next buckets' gradients, as DDP's own
-    asynchronous all-reduce does. Do not use ``comm`` from another thread while training runs.
+    asynchronous all-reduce does. A bucket on a GPU goes through a pinned host buffer of its own
+    (:class:`~commsched.runtime.torch.staging.Stager`). Do not use ``comm`` from another thread while
+    training runs.
     """
 
-    def __init__(self, comm: Communicator) -> None:
+    def __init__(self, comm: Communicator, *, stager: Stager | None = None) -> None:
         self.comm = comm
+        self.stager = stager or Stager()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="commsched-ddp")
 
     def close(self) -> None:
@@ -43,6 +47,21 @@ class HookState:
         else:
             fut.set_result(buf)
 
+    def _reduce_staged(
+        self, buf: torch.Tensor, host: torch.Tensor, out_done: Any, fut: torch.futures.Future[torch.Tensor]
+    ) -> None:
+        """A GPU bucket: wait for its copy out, all-reduce the host buffer, copy back, then complete."""
+        try:
+            out_done.synchronize()
+            arr = host.numpy()
+            self.comm.all_reduce(arr)
+            arr /= self.comm.world_size
+            self.stager.copy_back(host, buf).synchronize()
+        except Exception as exc:  # handed to DDP, which raises it from backward
+            fut.set_exception(exc)  # type: ignore[arg-type,unused-ignore]  # the stub says Tensor
+        else:
+            fut.set_result(buf)
+
 
 def allreduce_hook(
     state: HookState,
@@ -50,15 +69,23 @@ def allreduce_hook(
 ) -> torch.futures.Future[torch.Tensor]:
     """DDP communication hook: sum ``bucket.buffer()`` over all ranks with commsched, divide by ranks.
 
-    The bucket's flat CPU tensor is reduced in place through a NumPy view (no copy) on the state's
-    worker thread; the returned future completes when the all-reduce has, with the averaged bucket
-    (DDP's default semantics) or with the transport's error.
+    A CPU bucket is reduced in place through a NumPy view (no copy) on the state's worker thread. A
+    CUDA bucket is copied to its pinned host buffer on a side stream (overlapping the rest of
+    backward), reduced there and copied back (:mod:`commsched.runtime.torch.staging`). The returned
+    future completes when the all-reduce (and the copy back) has, with the averaged bucket (DDP's
+    default semantics) or with the transport's error.
     """
     buf = bucket.buffer()
-    if buf.device.type != "cpu" or not buf.is_contiguous():
-        raise InputError(f"gradient bucket on {buf.device}", where="allreduce_hook", expected="a CPU tensor")
+    if buf.device.type not in ("cpu", "cuda") or not buf.is_contiguous():
+        raise InputError(
+            f"gradient bucket on {buf.device}", where="allreduce_hook", expected="a CPU or CUDA tensor"
+        )
     fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
-    state._worker.submit(state._reduce, buf, fut)
+    if buf.device.type == "cuda":
+        host, done = state.stager.copy_out(bucket.index(), buf)
+        state._worker.submit(state._reduce_staged, buf, host, done, fut)
+    else:
+        state._worker.submit(state._reduce, buf, fut)
     return fut
 
 

@@ -1,0 +1,297 @@
+"""What a command job did on the testbed, measured from outside the program.
+
+* **Iteration time from traffic**: the rank's host agent samples the job's bytes out
+  (:mod:`commsched.runtime.enforce.traffic`); the bursts in the measuring window give the mean
+  iteration time, per host, averaged over the job's hosts.
+* **The program's own log** (optional ``iteration_log`` regex whose group is a time in seconds): the
+  mean spacing of the times rank 0 printed for the iterations whose lines arrived in the window.
+* **The twin's profile** is the one posted from the profiling window's traffic (bytes, period,
+  silent time as compute), never the measuring window's.
+* **Paths**: every connection of the job is traced on the routers in both directions with the
+  4-tuple the wire sees (the translated source port); the flow that carried the most bytes between
+  two ranks' NICs in one direction is that direction's path (what the twin uses).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from commsched.experiments.testbed_run.commands import CommandJob
+from commsched.experiments.testbed_run.twin import MeasuredJob
+from commsched.runtime.enforce.loops import profile_body
+from commsched.runtime.enforce.traffic import IterationStats, outside_profile, window_iterations
+from commsched.testbed import Testbed
+from commsched.testbed.probe import trace_tuples
+
+__all__ = [
+    "CommandInputs",
+    "command_inputs",
+    "command_rows",
+    "logged_iterations",
+    "paths_of",
+    "traffic_iterations",
+    "twin_profile",
+]
+
+
+def traffic_iterations(traffic: Mapping[str, Any], *, start: float, end: float) -> IterationStats | None:
+    """Iterations in ``[start, end)`` of one host's samples (``None``: no period in that window)."""
+    t, dt = traffic["t"], float(traffic["sample_s"])
+    if len(t) < 2 or end - start < 4 * dt:
+        return None
+    try:
+        return window_iterations(
+            t, traffic["rx_data_bytes"], traffic["data_bytes"], sample_s=dt, start=start, end=min(end, t[-1])
+        )
+    except Exception:  # no traffic, or no period in it
+        return None
+
+
+def logged_iterations(path: Path, pattern: str, *, start: float, end: float) -> dict[str, float] | None:
+    """Mean spacing of the times a program printed for its iterations whose lines came in the window.
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> lines = [{"t": 10.0 + i, "line": f"iteration {i} {0.5 * i:.3f}"} for i in range(6)]
+    >>> p = Path(tempfile.mkdtemp()) / "log.lines.jsonl"
+    >>> _ = p.write_text("".join(json.dumps(x) + "\\n" for x in lines))
+    >>> logged_iterations(p, r"iteration \\d+ ([0-9.]+)", start=11.5, end=20.0)
+    {'mean_s': 0.5, 'iterations': 3.0}
+    """
+    rx = re.compile(pattern)
+    times = []
+    try:
+        rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    except (OSError, ValueError):
+        return None
+    for row in rows:
+        m = rx.search(str(row.get("line", "")))
+        if m and start <= float(row["t"]) < end:
+            times.append(float(m.group(1)))
+    if len(times) < 2:
+        return None
+    return {"mean_s": (times[-1] - times[0]) / (len(times) - 1), "iterations": float(len(times) - 1)}
+
+
+def _host_profile(tr: Mapping[str, Any], start: float, end: float) -> dict[str, Any]:
+    prof = outside_profile(
+        tr["t"], tr["rx_data_bytes"], tr["data_bytes"], sample_s=float(tr["sample_s"]), start=start, end=end
+    )
+    return prof.to_json()
+
+
+def twin_profile(
+    job: CommandJob, data: Mapping[str, Any], decision: Mapping[str, Any], *, end: float
+) -> dict[str, Any]:
+    """The profile the twin gets: the one posted from the profiling window (else the same computed
+    here), with the compute the least of the job's hosts' over that window.
+
+    A host's silent time is the program's compute plus its waits for the others (a peer whose data
+    is queued behind another job's on a shared link): the host that waited least tells the compute
+    best, and the fluid model adds the contention back. ``end``: the end of the profiling window.
+    """
+    first = data[job.ranks[0].host]
+    posted = (first["report"].get("profile") or {}).get("posted")
+    window = (first["report"].get("profile") or {}).get("window")
+    if posted and window:
+        body, start, end = {**posted, "from": "posted by the agent"}, float(window[0]), float(window[1])
+    else:
+        tr = first["traffic"]
+        start = next((t for t, d in zip(tr["t"], tr["rx_data_bytes"], strict=True) if d > 0), 0.0)
+        try:
+            prof = _host_profile(tr, start, end)
+        except Exception as exc:  # too little traffic for a period
+            return {"error": f"{type(exc).__name__}: {exc}"}
+        gpus = {str(g) for g in job.gpus}
+        view = {"connections": [c for c in decision.get("connections", []) if str(c["src"]) in gpus]}
+        body = {**profile_body(prof, view, job.id), "from": "profiling window, computed at the end"}
+    per_host: dict[str, float] = {}
+    for host, d in data.items():
+        try:
+            per_host[host] = float(_host_profile(d["traffic"], start, end)["compute_s"])
+        except Exception:  # a host without a period in that window does not vote
+            continue
+    if per_host and body.get("overlap", 1.0) > 0:
+        body["compute_by_host"] = per_host
+        body["compute_s"] = min(per_host.values())
+    return body
+
+
+def _traced(tb: Testbed, rows: list[dict[str, Any]]) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    nic = {ip: n for n, ip in tb.layout.nic_ip.items()}
+    flows = []
+    for r in rows:
+        s, d = nic[r["local"][0]], nic[r["remote"][0]]
+        flows += [
+            (s, d, int(r["wire_sport"]), int(r["remote"][1])),
+            (d, s, int(r["remote"][1]), int(r["wire_sport"])),
+        ]
+    links = [tuple(int(x) for x in lk) for lk in trace_tuples(tb.layout, flows)]
+    return [(links[2 * i], links[2 * i + 1]) for i in range(len(rows))]
+
+
+def paths_of(
+    tb: Testbed, job: CommandJob, data: Mapping[str, Any], decision: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The job's connections traced both ways; per decided connection the path its bytes took.
+
+    Returns ``{"paths": {(job, src GPU, dst GPU): links}, "connections": [...], "unpinned": [...],
+    "on_decision_path": n, "reverse_on_decision_path": n, "fabric_connections": n}``.
+    """
+    mine = {r.ip for r in job.ranks}
+    host_of_ip = {r.ip: r.host for r in job.ranks}
+    rows = [
+        {**row, "host": host}
+        for host, d in data.items()
+        for row in d["connections"]
+        if row["role"] == "connecting"
+        and row["remote"][0] in mine
+        and host_of_ip.get(row["remote"][0]) != host
+    ]
+    traced = _traced(tb, rows) if rows else []
+    best: dict[tuple[str, str], tuple[int, tuple[int, ...]]] = {}  # (src ip, dst ip) -> (bytes, links)
+    for row, (fwd, rev) in zip(rows, traced, strict=True):
+        row["forward_taken"], row["reverse_taken"] = list(fwd), list(rev)
+        s, d = row["local"][0], row["remote"][0]
+        for key, nbytes, links in (
+            ((s, d), row.get("bytes_out") or 0, fwd),
+            ((d, s), row.get("bytes_in") or 0, rev),
+        ):
+            if key not in best or nbytes > best[key][0]:
+                best[key] = (int(nbytes), links)
+    ips = {str(r.gpu): r.ip for r in job.ranks}
+    paths: dict[tuple[str, str, str], tuple[int, ...]] = {}
+    for c in decision.get("connections", []):
+        if c["job"] != job.id:
+            continue
+        hit = best.get((ips.get(str(c["src"]), ""), ips.get(str(c["dst"]), "")))
+        if hit is not None:
+            paths[(job.id, str(c["src"]), str(c["dst"]))] = hit[1]
+    unpinned = [
+        {k: row[k] for k in ("host", "local", "remote", "wire_sport", "reason")}
+        for row in rows
+        if not row.get("pinned")
+    ]
+    on_fwd = sum(1 for r in rows if r.get("forward") is None or r["forward"] == r["forward_taken"])
+    on_rev = sum(1 for r in rows if r.get("reverse") is None or r["reverse"] == r["reverse_taken"])
+    return {
+        "paths": paths,
+        "connections": rows,
+        "unpinned": unpinned,
+        "fabric_connections": len(rows),
+        "on_decision_path": on_fwd,
+        "reverse_on_decision_path": on_rev,
+    }
+
+
+def mean_over_hosts(stats: list[IterationStats | None]) -> dict[str, float]:
+    """Mean iteration time over the hosts that showed iterations, and the smallest count."""
+    ok = [s for s in stats if s is not None and s.mean_s > 0]
+    if not ok:
+        return {"mean": float("nan"), "iterations": 0.0}
+    return {"mean": statistics.fmean(s.mean_s for s in ok), "iterations": float(min(s.count for s in ok))}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandInputs:
+    """What the report and the twin take from the command jobs of one policy's run."""
+
+    paths: dict[tuple[str, str, str], tuple[int, ...]]
+    measured: dict[str, MeasuredJob]
+    profiles: dict[str, dict[str, Any]]
+    traced: dict[str, dict[str, Any]]
+    windows: dict[str, tuple[float, float]]  # job -> measuring window (wall clock)
+    missing: dict[str, str]  # job -> why it has no twin
+
+
+def command_inputs(
+    tb: Testbed, commands: list[CommandJob], run: Any, *, profiling_s: float, window_s: float
+) -> CommandInputs:
+    """Paths, twin profiles and measuring windows of the command jobs of ``run`` (a PolicyRun)."""
+    paths: dict[tuple[str, str, str], tuple[int, ...]] = {}
+    measured: dict[str, MeasuredJob] = {}
+    profiles, traced, windows, missing = {}, {}, {}, {}
+    p_end, w_end = run.start + profiling_s, run.start + profiling_s + window_s
+    for job in commands:
+        data = run.commands[job.id]
+        traced[job.id] = paths_of(tb, job, data, run.decision)
+        paths.update(traced[job.id]["paths"])
+        ended = run.ended.get(job.id)
+        windows[job.id] = (p_end, min(w_end, ended) if ended is not None else w_end)
+        prof = twin_profile(job, data, run.decision, end=p_end)
+        profiles[job.id] = prof
+        bad = [k for k in ("compute_s", "comm_bytes") if not 0 <= float(prof.get(k, -1.0)) < math.inf]
+        if "error" in prof or bad or float(prof["compute_s"]) <= 0:
+            missing[job.id] = str(
+                prof.get("error", f"profile without a usable {', '.join(bad) or 'compute_s'}")
+            )
+            continue
+        count = None
+        if ended is not None:
+            whole = traffic_iterations(data[job.ranks[0].host]["traffic"], start=run.start, end=ended)
+            count = max(1, whole.count) if whole is not None else None
+        measured[job.id] = MeasuredJob(
+            compute_s=float(prof["compute_s"]),
+            sync_bytes=float(prof["comm_bytes"]),
+            overlap=float(prof.get("overlap", 1.0)),
+            gpus=job.gpus,
+            iterations=count,
+        )
+    return CommandInputs(
+        paths=paths, measured=measured, profiles=profiles, traced=traced, windows=windows, missing=missing
+    )
+
+
+def command_rows(
+    commands: list[CommandJob], inputs: CommandInputs, run: Any, simulated: Mapping[str, float], work: Path
+) -> dict[str, dict[str, Any]]:
+    """The report's row of every command job (the library jobs' keys, and what only these have)."""
+    out: dict[str, dict[str, Any]] = {}
+    for job in commands:
+        start, end = inputs.windows[job.id]
+        data = run.commands[job.id]
+        per_host = [traffic_iterations(data[h]["traffic"], start=start, end=end) for h in job.hosts]
+        m = mean_over_hosts(per_host)
+        s = simulated.get(job.id, float("nan"))
+        info = run.decision.get("jobs", {}).get(job.id, {})
+        logged = (
+            logged_iterations(
+                work / f"{job.id}-rank0.out.lines.jsonl", job.iteration_log, start=start, end=end
+            )
+            if job.iteration_log
+            else None
+        )
+        tr = inputs.traced[job.id]
+        out[job.id] = {
+            "measured_iteration_s": m["mean"],
+            "simulated_iteration_s": s,
+            "gap": m["mean"] / s - 1 if s > 0 else float("nan"),
+            "measured_median_iteration_s": m["mean"],
+            "iterations_measured": m["iterations"],
+            "logged_iteration_s": logged["mean_s"] if logged else None,
+            "log_gap": m["mean"] / logged["mean_s"] - 1 if logged else None,
+            "class": info.get("class"),
+            "dscp": info.get("dscp"),
+            "dscp_on_sockets": [],
+            "dscp_marked": info.get("dscp"),
+            "command": list(job.argv),
+            "ranks": len(job.ranks),
+            "compute_s": inputs.profiles[job.id].get("compute_s"),
+            "scaled_bytes": inputs.profiles[job.id].get("comm_bytes"),
+            "profile": inputs.profiles[job.id],
+            "twin_missing": inputs.missing.get(job.id),
+            "traffic_method": next((x.method for x in per_host if x is not None), None),
+            "held_syns": sum(int(d["report"]["held_syns"]) for d in data.values()),
+            "connections": tr["fabric_connections"],
+            "unpinned": tr["unpinned"],
+            "window_s": [start - run.start, end - run.start],
+        }
+    return out

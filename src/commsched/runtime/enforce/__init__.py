@@ -1,0 +1,63 @@
+"""Transparent enforcement on unmodified jobs: cgroups, DSCP and pinned paths by the kernel.
+
+The host agent (``commsched agent --enforce``) puts every job's processes in a cgroup of their own and
+enforces the job's current decision on every TCP connection they open, without any change to the
+program (a PyTorch script over gloo, NCCL's socket transport, ...): :mod:`.enforcer` (what it does),
+:mod:`.nft` (the nftables rules), :mod:`.pinning` (which source ports put both directions of a
+connection on their decided paths), :mod:`.loops` (held connections, counters, profiles),
+:mod:`.traffic` (iterations and the profile from the traffic alone), :mod:`.nccl` (what NCCL is told),
+:mod:`.ledger` (what the agent made, removed after a crash). See ``docs/real-jobs.md``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from commsched.runtime.enforce.enforcer import Enforcer, EnforcerConfig
+
+__all__ = ["Enforcer", "EnforcerConfig", "make_enforcer"]
+
+
+def make_enforcer(
+    follower: Any, *, testbed: str | None, ledger: Path | None, profile_window_s: float = 0.0
+) -> Enforcer:
+    """The enforcer of an agent (``follower``: its link to the daemon), started on its last view.
+
+    ``testbed``: the emulated fabric this host is on: its routers are the path oracle, its namespace
+    is written in the ledger (``testbed down`` removes what a killed agent left) and the ledger goes
+    to the testbed's state directory. Elsewhere no oracle is known: connections are marked but not
+    pinned (the report says why).
+    """
+    from commsched.errors import CapabilityError, InputError
+    from commsched.runtime.enforce.nft import nft_argv
+    from commsched.runtime.enforce.pinning import TestbedOracle
+    from commsched.testbed.netns import missing_capability
+
+    why = missing_capability()
+    if why is not None:  # cgroups and nftables need what network namespaces need
+        raise CapabilityError(why.replace("the testbed", "--enforce"), where="--enforce")
+    nft_argv()  # the nft command exists, or a clear error now
+    oracle = None
+    netns = None
+    if testbed is not None:
+        from commsched.testbed import Testbed
+        from commsched.testbed.state import agents_dir
+
+        tb = Testbed.load(testbed)
+        if follower.host not in {str(h.id) for h in tb.topology.hosts}:
+            raise InputError(f"no host {follower.host!r} on testbed {testbed!r}", where="--host")
+        oracle = TestbedOracle(testbed)
+        netns = tb.host_namespace(follower.host)
+        ledger = agents_dir(testbed) / f"{follower.host}.json"
+    cfg = EnforcerConfig(
+        host=follower.host,
+        ledger=ledger or Path(f"commsched-agent-{follower.host}.enforce.json"),
+        netns=netns,
+        label=testbed or "",
+        profile_window_s=profile_window_s,
+    )
+    enforcer = Enforcer(cfg, oracle=oracle, poster=follower.post_profile)
+    enforcer.start(follower.view)
+    follower.listeners.append(enforcer.apply_safely)
+    return enforcer

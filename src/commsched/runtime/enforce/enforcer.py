@@ -1,0 +1,344 @@
+"""The agent's transparent enforcement: a cgroup per job, its marks and paths in one nftables table.
+
+:class:`Enforcer` owns what the agent makes on its host (see :mod:`.nft` for the table and
+:mod:`.ledger` for the write-ahead list of it) and keeps it in line with the daemon's decisions:
+
+* every job of the host's view gets a cgroup and a connection mark; processes enter the cgroup when
+  the agent starts them (:meth:`Enforcer.spawn`) or adopts them by PID (:meth:`Enforcer.adopt`);
+* :meth:`Enforcer.apply` (each new decision) sets the DSCP of every job's mark at once and re-pins
+  the ``(source, destination, port)`` keys whose decided paths changed (their next connections);
+* a new connection towards an undecided key is held (its first SYN dropped, see :mod:`.nft`) while
+  :meth:`Enforcer.pin` asks the path oracle for ports that put both directions on their decided paths
+  (:mod:`.pinning`) and installs them; the loops of :mod:`.loops` find such connections, refresh the
+  hold, and sample the jobs' byte counters;
+* a restarted agent takes over: it adopts the processes of its predecessor's cgroups (same marks,
+  so their open connections keep their DSCP), then removes the predecessor's table and cgroups.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from commsched.errors import InputError
+from commsched.runtime.enforce import nft, reports
+from commsched.runtime.enforce.cgroups import JobCgroup, cgroup2_root, descendants
+from commsched.runtime.enforce.ledger import Ledger, clean, read_ledger, write_ledger
+from commsched.runtime.enforce.pinning import PathOracle
+from commsched.runtime.enforce.pins import Pinning
+from commsched.runtime.enforce.spawn import JobProcess, ProcessSpec
+
+__all__ = ["MARK_BASE", "Enforcer", "EnforcerConfig"]
+
+#: connection marks of the jobs: ``MARK_BASE | n`` ("CS" in the upper half)
+MARK_BASE = 0x43530000
+_SLUG = re.compile(r"[^A-Za-z0-9_-]")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnforcerConfig:
+    """Where an agent's enforcement lives and how it samples."""
+
+    host: str
+    ledger: Path
+    netns: str | None = None  # the namespace name (for ``testbed down``), when on a testbed
+    label: str = ""  # part of the table and cgroup names (e.g. the testbed name)
+    sample_s: float = 0.01
+    hold_timeout_s: float = 4.0
+    profile_window_s: float = 0.0  # 0: no profile is posted
+    max_samples: int = 400_000
+
+
+@dataclass(slots=True)
+class JobState:
+    """One job on this host (mutable, owned by the enforcer)."""
+
+    id: str
+    mark: int
+    name: str
+    cgroup: JobCgroup
+    #: t, data bytes out, all bytes out, SYNs held, data bytes in
+    samples: deque[tuple[float, int, int, int, int]] = field(default_factory=deque)
+    procs: dict[int, JobProcess] = field(default_factory=dict)
+    profile_window_s: float = 0.0
+    profile: dict[str, Any] | None = None
+    profile_checked: float = 0.0
+
+
+class Enforcer:
+    """Transparent enforcement of one host's decisions (see the module docstring)."""
+
+    def __init__(
+        self,
+        cfg: EnforcerConfig,
+        *,
+        oracle: PathOracle | None,
+        poster: Callable[[str, dict[str, Any]], Any] | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.oracle = oracle
+        self.poster = poster
+        self.root = cgroup2_root()
+        tag = _SLUG.sub("-", "-".join(x for x in (cfg.label, cfg.host, str(os.getpid())) if x))
+        self.table = "commsched_" + tag.replace("-", "_")
+        self.parent = self.root / f"commsched-{tag}"
+        self.lock = threading.RLock()
+        self.jobs: dict[str, JobState] = {}
+        self.view: dict[str, Any] = {}
+        self._made: set[str] = set()
+        self._marks: dict[str, int] = {}
+        self.pinning = Pinning(self)
+        self._loops: Any = None
+        self.failures: list[str] = []
+        self._acct: str | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _ledger(self) -> Ledger:
+        jobs = {
+            j.id: {"mark": j.mark, "cgroup": str(j.cgroup.path), "pins": self.pinning.history(j.mark)}
+            for j in self.jobs.values()
+        }
+        return Ledger(
+            agent_pid=os.getpid(),
+            netns=self.cfg.netns,
+            table=self.table,
+            cgroup_root=str(self.root),
+            cgroup_parent=str(self.parent),
+            jobs=jobs,
+        )
+
+    def start(self, view: dict[str, Any]) -> list[str]:
+        """Make the table, take over from a predecessor's ledger, apply ``view``, start the loops.
+
+        Returns what was removed of the predecessor's (one line each).
+        """
+        from commsched.runtime.enforce.loops import Loops
+
+        old = read_ledger(self.cfg.ledger)
+        if old is not None:
+            self._marks.update({k: int(v["mark"]) for k, v in old.jobs.items()})
+            for info in old.jobs.values():  # what its connections were pinned to (the report)
+                self.pinning.inherit(int(info["mark"]), list(info.get("pins", [])))
+        write_ledger(self.cfg.ledger, self._ledger())
+        nft.run_nft(nft.base_script(self.table))
+        self._acct = _set_acct()
+        self.apply(view)
+        removed: list[str] = []
+        if old is not None and old.table != self.table:
+            for job, info in old.jobs.items():
+                cg = JobCgroup(path=Path(str(info["cgroup"])), root=Path(old.cgroup_root))
+                pids = cg.pids()
+                if pids:
+                    self.adopt(job, pids, children=False)
+            removed = clean(old, kill=False, current_netns=True)
+        self._loops = Loops(self)
+        self._loops.start()
+        return removed
+
+    def close(self, *, stop_processes: bool = False) -> None:
+        """Stop the loops; remove the table and every cgroup (processes go back to the root cgroup)."""
+        if self._loops is not None:
+            self._loops.stop()
+        self.pinning.close()
+        with self.lock:
+            for job in self.jobs.values():
+                if stop_processes:
+                    for p in job.procs.values():
+                        p.stop()
+            clean(self._ledger(), kill=False, current_netns=True)
+            self.cfg.ledger.unlink(missing_ok=True)
+            if self._acct is not None:
+                _set_acct(self._acct)
+
+    def errors(self) -> list[str]:
+        """The last errors of the background loops (a failed ``nft`` call, no netlink, ...)."""
+        loops = list(self._loops.errors) if self._loops is not None else []
+        return self.failures + loops
+
+    # ------------------------------------------------------------------ jobs
+
+    def _mark_for(self, job: str) -> int:
+        """The job's connection mark: its predecessor's (a takeover), else a new one.
+
+        New marks start from this agent's process id, so that the tracked connections another
+        agent left in this namespace (closing, in ``TIME_WAIT``) are not taken for this one's.
+        """
+        if job not in self._marks:
+            used = set(self._marks.values())
+            base = (os.getpid() * 64) & 0xFFFF
+            n = next(
+                (base + i) & 0xFFFF for i in range(1, 0xFFFF) if MARK_BASE | ((base + i) & 0xFFFF) not in used
+            )
+            self._marks[job] = MARK_BASE | n
+        return self._marks[job]
+
+    def ensure_job(self, job: str) -> JobState:
+        """The job's state, making its cgroup and rules on first use (ledger written first)."""
+        with self.lock:
+            if job in self.jobs:
+                return self.jobs[job]
+            mark = self._mark_for(job)
+            name = f"j{mark & 0xFFFF}"
+            slug = _SLUG.sub("-", job)[:48] or "job"
+            state = JobState(
+                id=job,
+                mark=mark,
+                name=name,
+                cgroup=JobCgroup(path=self.parent / f"{slug}-{name}", root=self.root),
+                samples=deque(maxlen=self.cfg.max_samples),
+                profile_window_s=self.cfg.profile_window_s,
+            )
+            self.jobs[job] = state
+            write_ledger(self.cfg.ledger, self._ledger())
+            state.cgroup.create()
+            self._rules()
+            self.refresh_alive()
+            return state
+
+    def refresh_alive(self) -> None:
+        """Let the hold catch the jobs' new connections for another ``hold_timeout_s`` (every job)."""
+        with self.lock:
+            marks = [j.mark for j in self.jobs.values()]
+            nft.run_nft(nft.alive_script(self.table, marks, self.cfg.hold_timeout_s))
+
+    def _rules(self) -> None:
+        rules = [
+            nft.JobRules(mark=j.mark, cgroup=j.cgroup.nft_path, level=j.cgroup.level, name=j.name)
+            for j in self.jobs.values()
+        ]
+        nft.run_nft(nft.jobs_script(self.table, rules, made=self._made))
+        self._made.update(j.name for j in self.jobs.values())
+
+    def job(self, job: str) -> JobState:
+        with self.lock:
+            if job not in self.jobs:
+                raise InputError(f"no job {job!r} on host {self.cfg.host!r}", where="job")
+            return self.jobs[job]
+
+    def adopt(self, job: str, pids: list[int], *, children: bool = True) -> list[int]:
+        """Move ``pids`` (and their descendants) into the job's cgroup; returns every PID moved.
+
+        Sockets opened before the move keep their old cgroup (the kernel fixes it when a socket is
+        made), so only the connections the processes open afterwards are enforced.
+        """
+        state = self.ensure_job(job)
+        moved: list[int] = []
+        for pid in pids:
+            for p in descendants(pid) if children else [pid]:
+                state.cgroup.add(p)
+                moved.append(p)
+        return moved
+
+    def spawn(self, job: str, spec: ProcessSpec) -> JobProcess:
+        """Start ``spec`` inside the job's cgroup (its master address pinned first, when remote)."""
+        state = self.ensure_job(job)
+        host, port = spec.env.get("MASTER_ADDR"), spec.env.get("MASTER_PORT")
+        if host and port and port.isdigit():
+            self.prepin(job, host, int(port))
+        proc = JobProcess(spec, cgroup_procs=state.cgroup.path / "cgroup.procs", base_env=os.environ)
+        with self.lock:
+            state.procs[proc.pid] = proc
+        return proc
+
+    def stop(self, job: str, grace_s: float = 3.0) -> dict[int, int | None]:
+        """Stop every process the agent started for ``job``; their exit codes."""
+        state = self.job(job)
+        return {pid: p.stop(grace_s) for pid, p in list(state.procs.items())}
+
+    def remove(self, job: str) -> None:
+        """Forget ``job``: its rules, pins and (empty, or emptied) cgroup."""
+        with self.lock:
+            state = self.jobs.pop(job, None)
+            if state is None:
+                return
+            state.cgroup.release()
+            state.cgroup.remove()
+            self.pinning.forget(state.mark)
+            self._rules()
+            write_ledger(self.cfg.ledger, self._ledger())
+
+    # ------------------------------------------------------------------ decisions
+
+    def apply(self, view: dict[str, Any]) -> None:
+        """Follow a new host view: jobs, DSCP per mark (at once), fabric addresses, changed pins."""
+        with self.lock:
+            self.view = view
+            for job in view.get("jobs", {}):
+                self.ensure_job(job)
+            dscp = {
+                self.jobs[j].mark: int(info.get("dscp") or 0)
+                for j, info in view.get("jobs", {}).items()
+                if j in self.jobs
+            }
+            ips = view.get("nic_ips", {})
+            remote = {ips[c["dst_nic"]] for c in view.get("connections", []) if c["dst_nic"] in ips}
+            remote |= {ips[c["src_nic"]] for c in view.get("inbound", []) if c["src_nic"] in ips}
+            nft.run_nft(nft.marks_script(self.table, dscp) + nft.fabric_script(self.table, remote))
+        self.pinning.refresh()
+
+    def apply_safely(self, view: dict[str, Any]) -> None:
+        """:meth:`apply` for the follower's thread: a failure is kept (``/health``), not raised."""
+        try:
+            self.apply(view)
+        except Exception as exc:  # the agent keeps following; the error is reported
+            self.failures.append(f"apply version {view.get('version')}: {type(exc).__name__}: {exc}")
+            del self.failures[:-20]
+
+    def prepin(self, job: str, dst: str, dport: int) -> None:
+        """Pin ``job``'s connections to ``dst:dport`` now (the source the kernel would choose)."""
+        self.pinning.prepin(self.ensure_job(job).mark, dst, dport)
+
+    def request_pin(self, key: tuple[int, str, str, int]) -> None:
+        self.pinning.request(key)
+
+    # ------------------------------------------------------------------ reports
+
+    def connections(self, job: str) -> list[dict[str, Any]]:
+        """The job's tracked connections on this host, each with its pin (connecting side only)."""
+        return reports.connections(self, self.job(job))
+
+    def traffic(self, job: str, since: float = 0.0) -> dict[str, Any]:
+        """The job's counter samples after ``since``: time, data bytes, all bytes, held SYNs."""
+        return reports.traffic(self, self.job(job), since)
+
+    def report(self, job: str) -> dict[str, Any]:
+        """The job's cgroup, processes, counters and posted profile on this host."""
+        return reports.report(self, self.job(job))
+
+    def forget_idle(self) -> None:
+        """Remove the jobs that left the decision and have no process left here."""
+        with self.lock:
+            idle = [
+                j.id
+                for j in self.jobs.values()
+                if j.id not in self.view.get("jobs", {})
+                and not j.cgroup.pids()
+                and all(p.returncode() is not None for p in j.procs.values())
+            ]
+        for job in idle:
+            with contextlib.suppress(Exception):
+                self.remove(job)
+
+
+_ACCT = Path("/proc/sys/net/netfilter/nf_conntrack_acct")
+
+
+def _set_acct(value: str = "1") -> str | None:
+    """Turn on byte counts per tracked connection (the report's bytes per connection) in this
+    network namespace; returns the previous value (``None``: unchanged or not settable)."""
+    try:
+        old = _ACCT.read_text().strip()
+        if old != value:
+            _ACCT.write_text(value)
+            return old
+    except OSError:
+        pass
+    return None

@@ -1,0 +1,134 @@
+"""What an agent made on its host (nftables table, cgroups), written down before it makes it.
+
+The ledger is a small JSON file, replaced atomically before every creation step, so that whatever a
+killed agent left behind is listed: its next start (:func:`takeover`) and ``commsched testbed down``
+(:func:`clean_dir`) remove exactly what is listed, and nothing else::
+
+    {"format": 1, "agent_pid": 4242, "netns": "csr123-h0" | null, "table": "commsched_h0_4242",
+     "cgroup_root": "/sys/fs/cgroup/unified", "cgroup_parent": ".../commsched-h0-4242",
+     "jobs": {"big": {"mark": 1129512961, "cgroup": ".../commsched-h0-4242/big"}}}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from commsched.runtime.enforce.cgroups import JobCgroup
+from commsched.runtime.enforce.nft import delete_table_script, run_nft
+
+__all__ = ["Ledger", "clean", "clean_dir", "read_ledger", "write_ledger"]
+
+LEDGER_FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ledger:
+    """One agent's table, cgroup parent and job cgroups (with their connection marks)."""
+
+    agent_pid: int
+    netns: str | None
+    table: str
+    cgroup_root: str
+    cgroup_parent: str
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": LEDGER_FORMAT,
+            "agent_pid": self.agent_pid,
+            "netns": self.netns,
+            "table": self.table,
+            "cgroup_root": self.cgroup_root,
+            "cgroup_parent": self.cgroup_parent,
+            "jobs": self.jobs,
+        }
+
+
+def write_ledger(path: Path, ledger: Ledger) -> None:
+    """Replace ``path`` with ``ledger`` atomically (temporary file, fsync, rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    with open(tmp, "w") as fh:
+        json.dump(ledger.to_json(), fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read_ledger(path: Path) -> Ledger | None:
+    """The ledger at ``path``, or ``None`` when there is none or it cannot be read."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != LEDGER_FORMAT:
+        return None
+    try:
+        return Ledger(
+            agent_pid=int(data["agent_pid"]),
+            netns=data.get("netns"),
+            table=str(data["table"]),
+            cgroup_root=str(data["cgroup_root"]),
+            cgroup_parent=str(data["cgroup_parent"]),
+            jobs={str(k): dict(v) for k, v in dict(data.get("jobs", {})).items()},
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _netns_exists(name: str) -> bool:
+    return (Path("/run/netns") / name).exists()
+
+
+def clean(ledger: Ledger, *, kill: bool, current_netns: bool = False) -> list[str]:
+    """Remove what ``ledger`` lists: the table, then every job cgroup and the parent.
+
+    ``kill``: SIGKILL the processes still in a job cgroup (``testbed down``: the testbed goes away);
+    otherwise they are moved back to the hierarchy's root and go on running. ``current_netns``: the
+    table is in this process's own network namespace (the agent's next start), else in
+    ``ledger.netns`` (skipped when that namespace is gone, and the table with it). Returns what was
+    removed, one line each.
+    """
+    done: list[str] = []
+    if current_netns or ledger.netns is None or _netns_exists(ledger.netns):
+        try:
+            run_nft(delete_table_script(ledger.table), None if current_netns else ledger.netns)
+            done.append(f"table inet {ledger.table}")
+        except Exception:  # already gone (or no nft): nothing of it is left to remove
+            pass
+    root = Path(ledger.cgroup_root)
+    for info in ledger.jobs.values():
+        cg = JobCgroup(path=Path(str(info["cgroup"])), root=root)
+        if not cg.exists():
+            continue
+        if kill:
+            cg.kill()
+        else:
+            cg.release()
+        if cg.remove():
+            done.append(f"cgroup {cg.path}")
+    parent = Path(ledger.cgroup_parent)
+    with contextlib.suppress(OSError):
+        parent.rmdir()
+        done.append(f"cgroup {parent}")
+    return done
+
+
+def clean_dir(directory: Path, *, kill: bool = True) -> list[str]:
+    """Clean every ledger in ``directory`` (a testbed's agents) and delete the ledgers."""
+    done: list[str] = []
+    if not directory.is_dir():
+        return done
+    for path in sorted(directory.glob("*.json")):
+        ledger = read_ledger(path)
+        if ledger is not None:
+            done += clean(ledger, kill=kill)
+        path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        directory.rmdir()
+    return done

@@ -1,0 +1,228 @@
+"""The enforcer's background loops: held connections, the hold's heartbeat, counter samples, profiles.
+
+* **watch** (every 100 ms): a job's socket in ``SYN_SENT`` towards a fabric address whose
+  ``(source, destination, port)`` is not decided yet is a held connection: its key is pinned on a
+  worker (:meth:`Enforcer.request_pin`) before TCP sends the SYN again (1 s). Every second the
+  ``alive`` set is refreshed, so that a dead agent stops holding SYNs within
+  :attr:`EnforcerConfig.hold_timeout_s`, and a key whose ports are half taken by tracked
+  connections gets a fresh set (:meth:`.pins.Pinning.widen`), so that a new connection never
+  finds every port of its set taken.
+* **sample** (every :attr:`EnforcerConfig.sample_s`): the jobs' counters in one netlink dump
+  (:mod:`.nflink`); once a job's traffic spans its profiling window on the host of its first rank,
+  its profile (:func:`.traffic.outside_profile`) is posted to the daemon.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from commsched.runtime.enforce.conns import SYN_SENT, read_sockets, socket_inodes
+from commsched.runtime.enforce.nflink import CounterReader
+from commsched.runtime.enforce.traffic import outside_profile, series, steady, window_iterations
+
+if TYPE_CHECKING:
+    from commsched.runtime.enforce.enforcer import Enforcer, JobState
+
+__all__ = ["Loops", "profile_body", "profile_now"]
+
+WATCH_S = 0.1
+ALIVE_EVERY_S = 1.0
+PROFILE_EVERY_S = 0.5
+CONTINUOUS = 0.9
+
+
+class Loops:
+    """The two threads of one enforcer (stopped together)."""
+
+    def __init__(self, enforcer: Enforcer) -> None:
+        self.e = enforcer
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._watch, name="enforce-watch", daemon=True),
+            threading.Thread(target=self._sample, name="enforce-sample", daemon=True),
+        ]
+        self.errors: list[str] = []
+
+    def start(self) -> None:
+        for t in self._threads:
+            t.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=5.0)
+
+    def _note(self, exc: Exception) -> None:
+        msg = f"{type(exc).__name__}: {exc}"
+        if msg not in self.errors[-5:]:
+            self.errors.append(msg)
+            del self.errors[:-20]
+
+    # ------------------------------------------------------------------ watch
+
+    def _watch(self) -> None:
+        last_alive = 0.0
+        while not self._stop.wait(WATCH_S):
+            try:
+                self._held()
+                now = time.monotonic()
+                if now - last_alive >= ALIVE_EVERY_S:
+                    last_alive = now
+                    self._alive()
+            except Exception as exc:  # the loop must outlive a failed command; the error is reported
+                self._note(exc)
+
+    def _alive(self) -> None:
+        self.e.refresh_alive()
+        self.e.forget_idle()
+        self.e.pinning.widen()
+
+    def _held(self) -> None:
+        e = self.e
+        with e.lock:
+            ips = e.view.get("nic_ips", {})
+            fabric = {ips[c["dst_nic"]] for c in e.view.get("connections", []) if c["dst_nic"] in ips}
+            fabric |= {ips[c["src_nic"]] for c in e.view.get("inbound", []) if c["src_nic"] in ips}
+            decided = {k[1:] for k in e.pinning.pins} | {k[1:] for k in e.pinning.inflight}
+        waiting = [
+            s
+            for s in read_sockets()
+            if s.state == SYN_SENT and s.remote[0] in fabric and (s.local[0], *s.remote) not in decided
+        ]
+        if not waiting:
+            return
+        with e.lock:
+            jobs = list(e.jobs.values())
+        for job in jobs:
+            inodes = socket_inodes(job.cgroup.pids())
+            for s in waiting:
+                if s.inode in inodes:
+                    e.request_pin((job.mark, s.local[0], s.remote[0], s.remote[1]))
+
+    # ------------------------------------------------------------------ sample
+
+    def _sample(self) -> None:
+        e = self.e
+        reader: CounterReader | None = None
+        try:
+            reader = CounterReader(e.table)
+            while not self._stop.wait(e.cfg.sample_s):
+                try:
+                    self._one(reader)
+                except Exception as exc:  # reported; sampling goes on
+                    self._note(exc)
+        except Exception as exc:  # no netlink: no samples (reported in /health)
+            self._note(exc)
+        finally:
+            if reader is not None:
+                reader.close()
+
+    def _one(self, reader: CounterReader) -> None:
+        e = self.e
+        with e.lock:
+            active = [j for j in e.jobs.values() if j.procs or j.cgroup.pids()]
+        if not active:
+            return
+        values = reader.read()
+        now = time.time()
+        with e.lock:
+            for j in active:
+                d, a, h, r = (values.get(f"{c}_{j.name}") for c in ("txd", "tx", "held", "rxd"))
+                if d is not None and a is not None and h is not None and r is not None:
+                    j.samples.append((now, d.bytes, a.bytes, h.packets, r.bytes))
+        for j in active:
+            self._maybe_profile(j)
+
+    def _maybe_profile(self, job: JobState) -> None:
+        """Post ``job``'s profile once the last window of its traffic shows steady iterations.
+
+        Only the host of the job's first rank posts. The window slides until it holds at least three
+        regular bursts (:func:`.traffic.steady`), so the start-up (connections, the first broadcast)
+        is not profiled; a job whose traffic never pauses (in :data:`CONTINUOUS` of the bins at
+        least: its communication hidden behind its compute) is profiled by its spectrum alone,
+        over the window that ends two windows after its first byte.
+        """
+        e = self.e
+        window = job.profile_window_s
+        if window <= 0 or job.profile is not None or e.poster is None:
+            return
+        hosts = e.view.get("jobs", {}).get(job.id, {}).get("hosts", [])
+        if not hosts or hosts[0] != e.cfg.host:
+            return
+        with e.lock:
+            rows = list(job.samples)
+        first = next((r[0] for r in rows if r[4] > 0), None)
+        now = rows[-1][0] if rows else 0.0
+        if first is None or now - first < window or now - job.profile_checked < PROFILE_EVERY_S:
+            return
+        job.profile_checked = now
+        t = [r[0] for r in rows]
+        rx = [float(r[4]) for r in rows]
+        dt = e.cfg.sample_s
+        try:
+            st = window_iterations(
+                t, rx, [float(r[1]) for r in rows], sample_s=dt, start=now - window, end=now
+            )
+            x = series(t, rx, sample_s=dt, start=now - window, end=now)
+            continuous = st.method == "fft" and float(np.mean(x > 0)) >= CONTINUOUS
+            if not steady(st) and not (continuous and now - first >= 2 * window):
+                return
+            job.profile = {"pending": True}  # posted once, by the thread below
+        except Exception:  # no period yet: wait for more traffic
+            return
+        threading.Thread(
+            target=profile_now, args=(e, job, now - window, now), name="profile-post", daemon=True
+        ).start()
+
+
+def profile_now(e: Enforcer, job: JobState, start: float, end: float) -> dict[str, Any]:
+    """Profile ``job`` over ``[start, end)`` of its samples, post it to the daemon, keep and return it.
+
+    Raises :class:`~commsched.errors.InputError` when that window shows no iterations.
+    """
+    with e.lock:
+        rows = list(job.samples)
+    t = [r[0] for r in rows]
+    rx = [float(r[4]) for r in rows]  # the pace of the wire
+    tx = [float(r[1]) for r in rows]  # what this host sends
+    prof = outside_profile(t, rx, tx, sample_s=e.cfg.sample_s, start=start, end=end)
+    body = profile_body(prof.to_json(), e.view, job.id)
+    out: dict[str, Any] = {
+        "measured": prof.to_json(),
+        "posted": body,
+        "at": time.time(),
+        "window": [start, end],
+    }
+    job.profile = out
+    if e.poster is not None:
+        try:
+            out["answer"] = e.poster(job.id, body)
+        except Exception as exc:  # the job keeps its declared profile; the error is in the report
+            out["answer"] = {"error": f"{type(exc).__name__}: {exc}"}
+    return out
+
+
+def profile_body(prof: dict[str, Any], view: dict[str, Any], job: str) -> dict[str, Any]:
+    """``PUT /v1/jobs/{job}/profile`` from a host's measured profile.
+
+    The host sends the share of the job's bytes its decided connections carry (``share``, from the
+    decision); the bytes synchronised per iteration are the host's bytes over that share.
+
+    Examples
+    --------
+    >>> view = {"connections": [{"job": "a", "share": 1.5}]}
+    >>> profile_body({"compute_s": 0.3, "bytes_per_iteration": 3e6, "period_s": 0.4}, view, "a")
+    {'compute_s': 0.3, 'comm_bytes': 2000000.0, 'period_s': 0.4, 'overlap': 1.0}
+    """
+    share = sum(float(c.get("share", 0.0)) for c in view.get("connections", []) if c["job"] == job)
+    per = float(prof["bytes_per_iteration"])
+    return {
+        "compute_s": max(float(prof["compute_s"]), 1e-6),
+        "comm_bytes": per / share if share > 0 else per,
+        "period_s": float(prof["period_s"]),
+        "overlap": float(prof.get("overlap", 1.0)),
+    }
