@@ -1,10 +1,15 @@
-"""Fast mode: detect the periodic steady state of a component and jump over its repetitions.
+"""Fast mode: detect the steady state of a component and jump over it.
 
 At each iteration start of a component's *anchor* job the component's :class:`Signature` is taken; when
 it matches an earlier one (:mod:`commsched.sim.steady`), the stretch between them is a period, and the
 component is moved ``m`` periods forward at once (:meth:`FastMode.apply_jump`): the same state, counters
-credited ``m`` times. The component is then *ahead* of the clock; a decision that touches it brings it
-back (:meth:`FastMode.catch_up`) by taking back the periods not yet due and replaying the rest.
+credited ``m`` times. A component whose phases never meet again (jobs with unrelated iteration times)
+is instead *measured*: once every job's rate agrees over two consecutive windows of its detailed
+simulation, the component's state is moved forward by a stretch of time and each job is credited the
+iterations it completes at its measured rate (:func:`commsched.sim.steady.measured_rates`); until then
+it stays in detail, so the fast mode never extrapolates a regime it has not seen hold. The component is
+then *ahead* of the clock; a decision that touches it brings it back (:meth:`FastMode.catch_up`) by
+taking back what is not yet due and, for a period, replaying the rest of the current one.
 """
 
 from __future__ import annotations
@@ -22,12 +27,16 @@ from commsched.sim.kernel import EventKernel
 from commsched.sim.pacing import Pacing
 from commsched.sim.records import SimConfig
 from commsched.sim.runs import EventKind, JobRun
-from commsched.sim.steady import Signature, best_match, best_relative_match
+from commsched.sim.steady import Signature, best_match, best_relative_match, measured_rates
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Ahead:
-    """A component that a fast-mode jump moved ahead of the clock by ``m`` periods from ``t0``."""
+    """A component that a fast-mode jump moved ahead of the clock by ``m`` periods from ``t0``.
+
+    A jump at measured rates has ``m = 1``, its stretch as ``period``, the rates (iterations per second)
+    and the iterations it credited each job.
+    """
 
     t0: float
     period: float
@@ -36,6 +45,8 @@ class Ahead:
     now: Signature
     links: NDArray[np.int64]
     jump: Jump | None
+    rates: NDArray[np.float64] | None = None
+    credited: NDArray[np.float64] | None = None
 
     @property
     def t_end(self) -> float:
@@ -85,12 +96,17 @@ class FastMode:
 
     # ------------------------------------------------------------------ components
     def rebuild(self, comps: dict[int, list[int]], keep: dict[tuple[int, ...], int]) -> None:
-        """New components; those in ``keep`` (new jobs -> old id) keep their history, jump and anchor."""
-        old_history, old_ahead, old_anchor = self._history, self.ahead, self._anchor
-        self._sig_links = {}
-        self._history = {}
-        self.ahead = {}
-        self._anchor = {}
+        """New components; those in ``keep`` (new jobs -> old id) keep their history, jump and anchor.
+
+        ``comps`` are the components a decision installed (all of them, or only those it touched):
+        their state is replaced. The state of a component not in ``comps`` stays as it is while the
+        component exists (``Pacing.components``), and is dropped once it does not.
+        """
+        old_history, old_ahead, old_anchor = dict(self._history), dict(self.ahead), dict(self._anchor)
+        live = self._pacing.components
+        for state in (self._history, self.ahead, self._anchor, self._sig_links):
+            for c in [c for c in state if c in comps or c not in live]:
+                del state[c]
         now = self._kernel.now
         for c, idxs in comps.items():
             prev = keep.get(tuple(idxs))
@@ -135,6 +151,7 @@ class FastMode:
                 [(r.step + r.step_progress) if r.active else (-1.0 if not r.released else -2.0) for r in runs]
             ),
             done=np.array([r.iterations_done for r in runs]),
+            start=np.array([r.iteration_start_s for r in runs]),
             busy=np.array([r.busy_gpu_s for r in runs]),
             last_end=np.array([r.last_end_s for r in runs]),
             link_bytes=self._ledger.link_bytes[links].copy(),
@@ -143,7 +160,7 @@ class FastMode:
         return sig, links
 
     def _maybe_jump(self, comp: int) -> None:
-        """At an anchor iteration start: look for a period and, if found, repeat it as often as allowed."""
+        """At an anchor iteration start: look for a period or a measured regime and jump over it."""
         runs = [self._runs[i] for i in self._pacing.components[comp]]
         if any(r.next_traffic is not None and r.next_traffic is not r.traffic for r in runs):
             return  # routes about to change: not a steady state yet
@@ -152,21 +169,11 @@ class FastMode:
         cfg = self._config
         idx, dist = best_match(hist, sig)
         if idx < 0 or dist > cfg.fast_tolerance:
-            # no exact period: the approximate one that misstates the jobs' throughputs least, accepted
-            # at once within fast_rel_tolerance (the phases of quasi-periodic groups never meet
-            # exactly) and after fast_max_history anchor iterations in any case
+            # no exact period: an approximate one that misstates no job's throughput by more than
+            # fast_rel_tolerance, else the jobs' measured rates (quasi-periodic groups never meet exactly)
             idx, rel = best_relative_match(hist, sig)
-            if idx < 0 and len(hist) >= cfg.fast_max_history:
-                # no candidate in a full history: some job has not finished an iteration over it
-                # (slowed far below its standalone speed); take signatures at its iteration starts
-                adv = sig.done - hist[0].done
-                k = int(np.argmin(adv))
-                if adv[k] < 1 and runs[k].index != self._anchor.get(comp):
-                    self._anchor[comp] = runs[k].index
-                    self._history[comp] = []
-                    return
-            if idx < 0 or (rel > cfg.fast_rel_tolerance and len(hist) < cfg.fast_max_history):
-                self._remember(hist, sig)
+            if idx < 0 or rel > cfg.fast_rel_tolerance:
+                self._measured(comp, runs, hist, sig, links)
                 return
         then = hist[idx]
         m = self._jump_count(runs, sig.t - then.t, sig.done - then.done)
@@ -181,12 +188,69 @@ class FastMode:
         shift = m * (sig.t - then.t)
         self._history[comp] = [_shifted(h, then, sig, m, shift) for h in hist[idx:]]
 
+    def _measured(
+        self, comp: int, runs: list[JobRun], hist: list[Signature], sig: Signature, links: NDArray[np.int64]
+    ) -> None:
+        """No period: jump at the jobs' measured rates if two consecutive windows agree, else go on."""
+        cfg = self._config
+        est = measured_rates(
+            hist, sig, min_iterations=cfg.fast_window_iterations, tolerance=cfg.fast_rate_tolerance
+        )
+        if est is not None:
+            shift = self._measured_shift(runs, est.rate)
+            if shift > 0:
+                credited = np.rint(est.rate * shift)
+                jump = self._shift(runs, links, shift, credited)
+                self.ahead[comp] = Ahead(
+                    t0=self._kernel.now,
+                    period=shift,
+                    m=1,
+                    then=hist[est.since],
+                    now=sig,
+                    links=links,
+                    jump=jump,
+                    rates=est.rate,
+                    credited=credited,
+                )
+                self._history[comp] = []  # a new regime is measured afresh after the stretch
+                return
+        if len(hist) >= cfg.fast_max_history:
+            # a job completed no iteration over the history (slowed far below its standalone speed):
+            # take the signatures at its iteration starts
+            adv = sig.done - hist[0].done
+            k = int(np.argmin(adv))
+            if adv[k] < 1 and runs[k].index != self._anchor.get(comp):
+                self._anchor[comp] = runs[k].index
+                self._history[comp] = []
+                return
+        self._remember(hist, sig)
+
+    def _measured_shift(self, runs: list[JobRun], rate: NDArray[np.float64]) -> float:
+        """How far a measured regime may be extrapolated: short of the horizon and of its jobs' ends.
+
+        One iteration of its slowest job is left before the horizon, and three iterations of every job
+        before its last, to be simulated in detail; a stretch shorter than one iteration of the slowest
+        job is not worth a jump (0).
+        """
+        slowest = float(np.max(1.0 / rate))
+        shift = self._config.horizon_s - self._kernel.now - slowest
+        for r, x in zip(runs, rate.tolist(), strict=True):
+            if r.target_iterations is not None:
+                shift = min(shift, (r.target_iterations - r.iterations_done - 3.0) / x)
+        return shift if shift >= slowest else 0.0
+
     def _remember(self, hist: list[Signature], sig: Signature) -> None:
-        """Keep the latest signatures only (a bounded search per anchor iteration)."""
+        """Keep the latest ``fast_max_history`` signatures, and a thinned record of the older ones.
+
+        The search per anchor iteration stays bounded (``2 * fast_max_history`` signatures), while the
+        history still reaches back to the start of the regime: each time it overflows, every other one
+        of its older signatures is dropped, so their spacing doubles the further back they lie (the
+        windows of :func:`measured_rates` can grow as long as the regime lasts).
+        """
         hist.append(sig)
-        excess = len(hist) - 2 * self._config.fast_max_history
-        if excess > 0:
-            del hist[:excess]
+        keep = self._config.fast_max_history
+        if len(hist) > 2 * keep:
+            hist[:] = hist[:-keep][::2] + hist[-keep:]
 
     def _jump_count(self, runs: list[JobRun], period: float, d_done: NDArray[np.float64]) -> int:
         """How many periods the component may repeat: up to the horizon, and short of its own departures.
@@ -205,10 +269,11 @@ class FastMode:
     def catch_up(self, comp: int) -> None:
         """Bring a component that a jump moved ahead of the clock back to ``now``.
 
-        The jump repeated ``m`` periods from ``t0``; ``k`` of them have elapsed by now. The ``m - k``
-        periods not yet due are taken back (counters, times and the sampler's record), and the part of
-        the current period up to now is simulated, events of this component only (no other job shares
-        its links, so nothing else can interleave).
+        A periodic jump repeated ``m`` periods from ``t0``; ``k`` of them have elapsed by now. The
+        ``m - k`` periods not yet due are taken back (counters, times and the sampler's record), and the
+        part of the current period up to now is simulated, events of this component only (no other job
+        shares its links, so nothing else can interleave). A jump at measured rates is shortened to end
+        now: each job keeps the iterations its rate gives it up to now.
         """
         kernel = self._kernel
         a = self.ahead.pop(comp, None)
@@ -216,8 +281,17 @@ class FastMode:
             return
         self.catch_ups += 1
         t_now = kernel.now
-        k = min(a.m, max(0, math.floor((t_now - a.t0) / a.period)))
         runs = [self._runs[i] for i in self._pacing.components[comp]]
+        if a.rates is not None and a.credited is not None:
+            with kernel.aside():
+                kernel.now = a.t_end
+                due = np.rint(a.rates * (t_now - a.t0))
+                self._shift(runs, a.links, t_now - a.t_end, due - a.credited, record=False)
+                if a.jump is not None:
+                    self._ledger.sampler.truncate_jump(a.jump, t_now)
+                kernel.now = t_now
+            return
+        k = min(a.m, max(0, math.floor((t_now - a.t0) / a.period)))
         with kernel.aside():
             kernel.now = a.t_end
             self.apply_jump(runs, a.links, a.then, a.now, k - a.m, record=False)
@@ -252,43 +326,93 @@ class FastMode:
         ``m`` may be negative (periods taken back by :meth:`catch_up`; the caller corrects the sampler).
         Returns the sampler's record of the stretch when ``record``.
         """
+        return self._move(
+            runs,
+            _Credit(
+                shift=m * (now.t - then.t),
+                done=m * (now.done - then.done),
+                busy=m * (now.busy - then.busy),
+                links=links,
+                link_bytes=m * (now.link_bytes - then.link_bytes),
+                link_iw_bytes=m * (now.link_iw_bytes - then.link_iw_bytes),
+            ),
+            record=record,
+        )
+
+    def _shift(
+        self,
+        runs: list[JobRun],
+        links: NDArray[np.int64],
+        shift: float,
+        done: NDArray[np.float64],
+        *,
+        record: bool = True,
+    ) -> Jump | None:
+        """Move the component ``shift`` seconds forward, crediting job ``k`` with ``done[k]`` iterations.
+
+        Busy time and bytes follow from the iterations: each completes one compute and moves the bytes of
+        the job's traffic (``links`` are the component's links, sorted; every job's links are among them).
+        """
+        lb, liw = np.zeros(links.size), np.zeros(links.size)
+        busy = np.zeros(len(runs))
+        for k, r in enumerate(runs):
+            busy[k] = done[k] * r.gpu_count * r.spec.profile.compute_s
+            if r.traffic is not None and r.traffic.link_ids.size:
+                pos = np.searchsorted(links, r.traffic.link_ids)
+                moved = done[k] * r.traffic.link_bytes
+                lb[pos] += moved
+                liw[pos] += moved * r.intensity
+        credit = _Credit(shift=shift, done=done, busy=busy, links=links, link_bytes=lb, link_iw_bytes=liw)
+        return self._move(runs, credit, record=record)
+
+    def _move(self, runs: list[JobRun], c: _Credit, *, record: bool) -> Jump | None:
+        """Shift the component's state ``c.shift`` seconds forward and add ``c``'s increments."""
         kernel, ledger = self._kernel, self._ledger
-        shift = m * (now.t - then.t)
         busy_inc = 0.0
         for k, r in enumerate(runs):
-            db = float(now.busy[k] - then.busy[k])
-            r.iterations_done += m * float(now.done[k] - then.done[k])
-            r.busy_gpu_s += m * db
-            busy_inc += m * db
-            r.last_end_s += shift
-            r.iteration_start_s += shift
-            r.compute_end_s += shift
-            r.release_s += shift
+            db = float(c.busy[k])
+            r.iterations_done += float(c.done[k])
+            r.busy_gpu_s += db
+            busy_inc += db
+            r.last_end_s += c.shift
+            r.iteration_start_s += c.shift
+            r.compute_end_s += c.shift
+            r.release_s += c.shift
             r.version += 1
             if r.computing:
                 kernel.push(r.compute_end_s, EventKind.COMPUTE_END, r.index, r.version)
             if not r.released and not r.comm_done:
                 kernel.push(r.release_s, EventKind.RELEASE, r.index, r.version)
             if r.active:
-                r.settled_s = kernel.now + shift
+                r.settled_s = kernel.now + c.shift
                 self._pacing.reschedule_step(r)
         ledger.busy_done_gpu_s += busy_inc
-        lb = m * (now.link_bytes - then.link_bytes)
-        liw = m * (now.link_iw_bytes - then.link_iw_bytes)
-        ledger.link_bytes[links] += lb
-        ledger.link_iw_bytes[links] += liw
+        ledger.link_bytes[c.links] += c.link_bytes
+        ledger.link_iw_bytes[c.links] += c.link_iw_bytes
         if not record:
             return None
         jump = Jump(
             t0=kernel.now,
-            t1=kernel.now + shift,
+            t1=kernel.now + c.shift,
             busy_gpu_s=busy_inc,
-            links=links,
-            link_bytes=lb,
-            link_iw_bytes=liw,
+            links=c.links,
+            link_bytes=c.link_bytes,
+            link_iw_bytes=c.link_iw_bytes,
         )
         ledger.sampler.add_jump(jump)
         return jump
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class _Credit:
+    """What a jump adds: a time shift, and per job its iterations and busy GPU-seconds, per link bytes."""
+
+    shift: float
+    done: NDArray[np.float64]
+    busy: NDArray[np.float64]
+    links: NDArray[np.int64]
+    link_bytes: NDArray[np.float64]
+    link_iw_bytes: NDArray[np.float64]
 
 
 def _shifted(h: Signature, then: Signature, now: Signature, m: int, shift: float) -> Signature:
@@ -298,6 +422,7 @@ def _shifted(h: Signature, then: Signature, now: Signature, m: int, shift: float
         phase=h.phase,
         step=h.step,
         done=h.done + m * (now.done - then.done),
+        start=h.start + shift,
         busy=h.busy + m * (now.busy - then.busy),
         last_end=h.last_end + shift,
         link_bytes=h.link_bytes + m * (now.link_bytes - then.link_bytes),
