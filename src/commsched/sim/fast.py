@@ -16,41 +16,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from commsched.scheduling.traffic import JobTraffic
 from commsched.sim.accounting import Jump, Ledger
+from commsched.sim.jumps import Ahead, measured_credit, move, periodic_credit, shifted
 from commsched.sim.kernel import EventKernel
 from commsched.sim.pacing import Pacing
 from commsched.sim.records import SimConfig
 from commsched.sim.runs import EventKind, JobRun
 from commsched.sim.steady import Signature, best_match, best_relative_match, measured_rates
 
-
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class Ahead:
-    """A component that a fast-mode jump moved ahead of the clock by ``m`` periods from ``t0``.
-
-    A jump at measured rates has ``m = 1``, its stretch as ``period``, the rates (iterations per second)
-    and the iterations it credited each job.
-    """
-
-    t0: float
-    period: float
-    m: int
-    then: Signature
-    now: Signature
-    links: NDArray[np.int64]
-    jump: Jump | None
-    rates: NDArray[np.float64] | None = None
-    credited: NDArray[np.float64] | None = None
-
-    @property
-    def t_end(self) -> float:
-        return self.t0 + self.m * self.period
+#: a job that completes no iteration in a window as long as this many of its standalone iterations is
+#: *starved* (slowed about this much or more by contention)
+_STARVED = 10.0
+#: a regime with a starved job (see :func:`measured_rates`) is extrapolated over at most this many times the
+#: length of its measurement, then measured again
+_SAMPLED_WINDOWS = 4.0
 
 
 class FastMode:
@@ -118,7 +102,16 @@ class FastMode:
             if prev is not None and old_anchor.get(prev) in idxs:
                 self._anchor[c] = old_anchor[prev]
             else:
-                self._anchor[c] = max(idxs, key=lambda i: (self._runs[i].standalone_s, -i))
+                self._anchor[c] = self._pick_anchor(idxs)
+
+    def _pick_anchor(self, idxs: list[int]) -> int:
+        """The slowest job (at standalone speed) of the highest class present: no other class starves
+        it, so its iteration starts keep coming however crowded the component."""
+        top = min(self._runs[i].priority_class for i in idxs)
+        return max(
+            (i for i in idxs if self._runs[i].priority_class == top),
+            key=lambda i: (self._runs[i].standalone_s, -i),
+        )
 
     def on_iteration_start(self, r: JobRun, t: float) -> None:
         """An iteration of ``r`` starts at ``t``: at the anchor's starts, look for a period."""
@@ -186,7 +179,7 @@ class FastMode:
         )
         # the regime goes on: keep the matched stretch of history, moved forward, for the next jump
         shift = m * (sig.t - then.t)
-        self._history[comp] = [_shifted(h, then, sig, m, shift) for h in hist[idx:]]
+        self._history[comp] = [shifted(h, then, sig, m, shift) for h in hist[idx:]]
 
     def _measured(
         self, comp: int, runs: list[JobRun], hist: list[Signature], sig: Signature, links: NDArray[np.int64]
@@ -194,13 +187,22 @@ class FastMode:
         """No period: jump at the jobs' measured rates if two consecutive windows agree, else go on."""
         cfg = self._config
         est = measured_rates(
-            hist, sig, min_iterations=cfg.fast_window_iterations, tolerance=cfg.fast_rate_tolerance
+            hist,
+            sig,
+            min_iterations=cfg.fast_window_iterations,
+            tolerance=cfg.fast_rate_tolerance,
+            starved=np.array([_STARVED * r.standalone_s for r in runs]),
         )
         if est is not None:
-            shift = self._measured_shift(runs, est.rate)
+            shift = self._measured_shift(runs, est.rate, est.window_s)
+            if not est.precise:
+                # a starved job stays where it is: over a few windows' length only, then measured
+                # afresh (its rate is only known to be small)
+                shift = min(shift, _SAMPLED_WINDOWS * est.window_s)
             if shift > 0:
                 credited = np.rint(est.rate * shift)
-                jump = self._shift(runs, links, shift, credited)
+                credit = measured_credit(runs, links, shift, credited)
+                jump = move(self._kernel, self._ledger, self._pacing, runs, credit)
                 self.ahead[comp] = Ahead(
                     t0=self._kernel.now,
                     period=shift,
@@ -214,43 +216,36 @@ class FastMode:
                 )
                 self._history[comp] = []  # a new regime is measured afresh after the stretch
                 return
-        if len(hist) >= cfg.fast_max_history:
-            # a job completed no iteration over the history (slowed far below its standalone speed):
-            # take the signatures at its iteration starts
-            adv = sig.done - hist[0].done
-            k = int(np.argmin(adv))
-            if adv[k] < 1 and runs[k].index != self._anchor.get(comp):
-                self._anchor[comp] = runs[k].index
-                self._history[comp] = []
-                return
         self._remember(hist, sig)
 
-    def _measured_shift(self, runs: list[JobRun], rate: NDArray[np.float64]) -> float:
-        """How far a measured regime may be extrapolated: short of the horizon and of its jobs' ends.
+    def _measured_shift(self, runs: list[JobRun], rate: NDArray[np.float64], window_s: float) -> float:
+        """How far a measured regime may be extrapolated: up to the horizon, short of its jobs' ends.
 
-        One iteration of its slowest job is left before the horizon, and three iterations of every job
-        before its last, to be simulated in detail; a stretch shorter than one iteration of the slowest
-        job is not worth a jump (0).
+        Three iterations of every job before its last are left to be simulated in detail (a job at rate 0,
+        starved, stays where it is); a stretch shorter than a tenth of the measurement is not worth a jump
+        (0).
         """
-        slowest = float(np.max(1.0 / rate))
-        shift = self._config.horizon_s - self._kernel.now - slowest
+        shift = self._config.horizon_s - self._kernel.now
         for r, x in zip(runs, rate.tolist(), strict=True):
-            if r.target_iterations is not None:
+            if r.target_iterations is not None and x > 0:
                 shift = min(shift, (r.target_iterations - r.iterations_done - 3.0) / x)
-        return shift if shift >= slowest else 0.0
+        return shift if shift >= 0.1 * window_s else 0.0
 
     def _remember(self, hist: list[Signature], sig: Signature) -> None:
         """Keep the latest ``fast_max_history`` signatures, and a thinned record of the older ones.
 
         The search per anchor iteration stays bounded (``2 * fast_max_history`` signatures), while the
-        history still reaches back to the start of the regime: each time it overflows, every other one
-        of its older signatures is dropped, so their spacing doubles the further back they lie (the
-        windows of :func:`measured_rates` can grow as long as the regime lasts).
+        history still reaches back to the start of the regime: on overflow, the older signature whose
+        neighbours lie closest together for their age goes, so that the older ones lie further apart the
+        older they are (the windows of :func:`measured_rates` grow as long as the regime lasts).
         """
         hist.append(sig)
         keep = self._config.fast_max_history
         if len(hist) > 2 * keep:
-            hist[:] = hist[:-keep][::2] + hist[-keep:]
+            t = np.array([h.t for h in hist])
+            cut = len(hist) - keep  # candidates 1 .. cut - 1: neither the first nor the latest ones
+            merged = (t[2 : cut + 1] - t[: cut - 1]) / np.maximum(sig.t - t[1:cut], 1e-300)
+            del hist[1 + int(np.argmin(merged))]
 
     def _jump_count(self, runs: list[JobRun], period: float, d_done: NDArray[np.float64]) -> int:
         """How many periods the component may repeat: up to the horizon, and short of its own departures.
@@ -286,7 +281,8 @@ class FastMode:
             with kernel.aside():
                 kernel.now = a.t_end
                 due = np.rint(a.rates * (t_now - a.t0))
-                self._shift(runs, a.links, t_now - a.t_end, due - a.credited, record=False)
+                credit = measured_credit(runs, a.links, t_now - a.t_end, due - a.credited)
+                move(kernel, self._ledger, self._pacing, runs, credit, record=False)
                 if a.jump is not None:
                     self._ledger.sampler.truncate_jump(a.jump, t_now)
                 kernel.now = t_now
@@ -326,105 +322,11 @@ class FastMode:
         ``m`` may be negative (periods taken back by :meth:`catch_up`; the caller corrects the sampler).
         Returns the sampler's record of the stretch when ``record``.
         """
-        return self._move(
+        return move(
+            self._kernel,
+            self._ledger,
+            self._pacing,
             runs,
-            _Credit(
-                shift=m * (now.t - then.t),
-                done=m * (now.done - then.done),
-                busy=m * (now.busy - then.busy),
-                links=links,
-                link_bytes=m * (now.link_bytes - then.link_bytes),
-                link_iw_bytes=m * (now.link_iw_bytes - then.link_iw_bytes),
-            ),
+            periodic_credit(links, then, now, m),
             record=record,
         )
-
-    def _shift(
-        self,
-        runs: list[JobRun],
-        links: NDArray[np.int64],
-        shift: float,
-        done: NDArray[np.float64],
-        *,
-        record: bool = True,
-    ) -> Jump | None:
-        """Move the component ``shift`` seconds forward, crediting job ``k`` with ``done[k]`` iterations.
-
-        Busy time and bytes follow from the iterations: each completes one compute and moves the bytes of
-        the job's traffic (``links`` are the component's links, sorted; every job's links are among them).
-        """
-        lb, liw = np.zeros(links.size), np.zeros(links.size)
-        busy = np.zeros(len(runs))
-        for k, r in enumerate(runs):
-            busy[k] = done[k] * r.gpu_count * r.spec.profile.compute_s
-            if r.traffic is not None and r.traffic.link_ids.size:
-                pos = np.searchsorted(links, r.traffic.link_ids)
-                moved = done[k] * r.traffic.link_bytes
-                lb[pos] += moved
-                liw[pos] += moved * r.intensity
-        credit = _Credit(shift=shift, done=done, busy=busy, links=links, link_bytes=lb, link_iw_bytes=liw)
-        return self._move(runs, credit, record=record)
-
-    def _move(self, runs: list[JobRun], c: _Credit, *, record: bool) -> Jump | None:
-        """Shift the component's state ``c.shift`` seconds forward and add ``c``'s increments."""
-        kernel, ledger = self._kernel, self._ledger
-        busy_inc = 0.0
-        for k, r in enumerate(runs):
-            db = float(c.busy[k])
-            r.iterations_done += float(c.done[k])
-            r.busy_gpu_s += db
-            busy_inc += db
-            r.last_end_s += c.shift
-            r.iteration_start_s += c.shift
-            r.compute_end_s += c.shift
-            r.release_s += c.shift
-            r.version += 1
-            if r.computing:
-                kernel.push(r.compute_end_s, EventKind.COMPUTE_END, r.index, r.version)
-            if not r.released and not r.comm_done:
-                kernel.push(r.release_s, EventKind.RELEASE, r.index, r.version)
-            if r.active:
-                r.settled_s = kernel.now + c.shift
-                self._pacing.reschedule_step(r)
-        ledger.busy_done_gpu_s += busy_inc
-        ledger.link_bytes[c.links] += c.link_bytes
-        ledger.link_iw_bytes[c.links] += c.link_iw_bytes
-        if not record:
-            return None
-        jump = Jump(
-            t0=kernel.now,
-            t1=kernel.now + c.shift,
-            busy_gpu_s=busy_inc,
-            links=c.links,
-            link_bytes=c.link_bytes,
-            link_iw_bytes=c.link_iw_bytes,
-        )
-        ledger.sampler.add_jump(jump)
-        return jump
-
-
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class _Credit:
-    """What a jump adds: a time shift, and per job its iterations and busy GPU-seconds, per link bytes."""
-
-    shift: float
-    done: NDArray[np.float64]
-    busy: NDArray[np.float64]
-    links: NDArray[np.int64]
-    link_bytes: NDArray[np.float64]
-    link_iw_bytes: NDArray[np.float64]
-
-
-def _shifted(h: Signature, then: Signature, now: Signature, m: int, shift: float) -> Signature:
-    """An earlier signature ``h`` of a regime moved ``m`` periods (``shift`` seconds) forward."""
-    return Signature(
-        t=h.t + shift,
-        phase=h.phase,
-        step=h.step,
-        done=h.done + m * (now.done - then.done),
-        start=h.start + shift,
-        busy=h.busy + m * (now.busy - then.busy),
-        last_end=h.last_end + shift,
-        link_bytes=h.link_bytes + m * (now.link_bytes - then.link_bytes),
-        link_iw_bytes=h.link_iw_bytes + m * (now.link_iw_bytes - then.link_iw_bytes),
-    )

@@ -64,8 +64,8 @@ class SimConfig:
     fast_tolerance: float = 1e-6
     fast_rel_tolerance: float = 1e-3
     fast_max_history: int = 24
-    fast_window_iterations: int = 5
-    fast_rate_tolerance: float = 0.01
+    fast_window_iterations: int = 3
+    fast_rate_tolerance: float = 0.02
     fluid_min_jobs: int = 0
 
 
