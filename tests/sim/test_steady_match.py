@@ -16,6 +16,7 @@ def _sig(t: float, phase: list[float], step: list[float], done: list[float]) -> 
         phase=np.array(phase),
         step=np.array(step),
         done=np.array(done),
+        start=z,
         busy=z,
         last_end=z,
         link_bytes=np.zeros(0),

@@ -1,45 +1,40 @@
-"""Fast mode: detect the periodic steady state of a component and jump over its repetitions.
+"""Fast mode: detect the steady state of a component and jump over it.
 
 At each iteration start of a component's *anchor* job the component's :class:`Signature` is taken; when
 it matches an earlier one (:mod:`commsched.sim.steady`), the stretch between them is a period, and the
 component is moved ``m`` periods forward at once (:meth:`FastMode.apply_jump`): the same state, counters
-credited ``m`` times. The component is then *ahead* of the clock; a decision that touches it brings it
-back (:meth:`FastMode.catch_up`) by taking back the periods not yet due and replaying the rest.
+credited ``m`` times. A component whose phases never meet again (jobs with unrelated iteration times)
+is instead *measured*: once every job's rate agrees over two consecutive windows of its detailed
+simulation, the component's state is moved forward by a stretch of time and each job is credited the
+iterations it completes at its measured rate (:func:`commsched.sim.steady.measured_rates`); until then
+it stays in detail, so the fast mode never extrapolates a regime it has not seen hold. The component is
+then *ahead* of the clock; a decision that touches it brings it back (:meth:`FastMode.catch_up`) by
+taking back what is not yet due and, for a period, replaying the rest of the current one.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from commsched.scheduling.traffic import JobTraffic
 from commsched.sim.accounting import Jump, Ledger
+from commsched.sim.jumps import Ahead, measured_credit, move, periodic_credit, shifted
 from commsched.sim.kernel import EventKernel
 from commsched.sim.pacing import Pacing
 from commsched.sim.records import SimConfig
 from commsched.sim.runs import EventKind, JobRun
-from commsched.sim.steady import Signature, best_match, best_relative_match
+from commsched.sim.steady import Signature, best_match, best_relative_match, measured_rates
 
-
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class Ahead:
-    """A component that a fast-mode jump moved ahead of the clock by ``m`` periods from ``t0``."""
-
-    t0: float
-    period: float
-    m: int
-    then: Signature
-    now: Signature
-    links: NDArray[np.int64]
-    jump: Jump | None
-
-    @property
-    def t_end(self) -> float:
-        return self.t0 + self.m * self.period
+#: a job that completes no iteration in a window as long as this many of its standalone iterations is
+#: *starved* (slowed about this much or more by contention)
+_STARVED = 10.0
+#: a regime with a starved job (see :func:`measured_rates`) is extrapolated over at most this many times the
+#: length of its measurement, then measured again
+_SAMPLED_WINDOWS = 4.0
 
 
 class FastMode:
@@ -107,7 +102,16 @@ class FastMode:
         anchor; it is neither forgotten nor adopted.
         """
         for c, idxs in comps.items():
-            self._anchor[c] = max(idxs, key=lambda i: (self._runs[i].standalone_s, -i))
+            self._anchor[c] = self._pick_anchor(idxs)
+
+    def _pick_anchor(self, idxs: list[int]) -> int:
+        """The slowest job (at standalone speed) of the highest class present: no other class starves
+        it, so its iteration starts keep coming however crowded the component."""
+        top = min(self._runs[i].priority_class for i in idxs)
+        return max(
+            (i for i in idxs if self._runs[i].priority_class == top),
+            key=lambda i: (self._runs[i].standalone_s, -i),
+        )
 
     def on_iteration_start(self, r: JobRun, t: float) -> None:
         """An iteration of ``r`` starts at ``t``: at the anchor's starts, look for a period."""
@@ -140,6 +144,7 @@ class FastMode:
                 [(r.step + r.step_progress) if r.active else (-1.0 if not r.released else -2.0) for r in runs]
             ),
             done=np.array([r.iterations_done for r in runs]),
+            start=np.array([r.iteration_start_s for r in runs]),
             busy=np.array([r.busy_gpu_s for r in runs]),
             last_end=np.array([r.last_end_s for r in runs]),
             link_bytes=self._ledger.link_bytes[links].copy(),
@@ -148,7 +153,7 @@ class FastMode:
         return sig, links
 
     def _maybe_jump(self, comp: int) -> None:
-        """At an anchor iteration start: look for a period and, if found, repeat it as often as allowed."""
+        """At an anchor iteration start: look for a period or a measured regime and jump over it."""
         runs = [self._runs[i] for i in self._pacing.components[comp]]
         if any(r.next_traffic is not None and r.next_traffic is not r.traffic for r in runs):
             return  # routes about to change: not a steady state yet
@@ -157,21 +162,11 @@ class FastMode:
         cfg = self._config
         idx, dist = best_match(hist, sig)
         if idx < 0 or dist > cfg.fast_tolerance:
-            # no exact period: the approximate one that misstates the jobs' throughputs least, accepted
-            # at once within fast_rel_tolerance (the phases of quasi-periodic groups never meet
-            # exactly) and after fast_max_history anchor iterations in any case
+            # no exact period: an approximate one that misstates no job's throughput by more than
+            # fast_rel_tolerance, else the jobs' measured rates (quasi-periodic groups never meet exactly)
             idx, rel = best_relative_match(hist, sig)
-            if idx < 0 and len(hist) >= cfg.fast_max_history:
-                # no candidate in a full history: some job has not finished an iteration over it
-                # (slowed far below its standalone speed); take signatures at its iteration starts
-                adv = sig.done - hist[0].done
-                k = int(np.argmin(adv))
-                if adv[k] < 1 and runs[k].index != self._anchor.get(comp):
-                    self._anchor[comp] = runs[k].index
-                    self._history[comp] = []
-                    return
-            if idx < 0 or (rel > cfg.fast_rel_tolerance and len(hist) < cfg.fast_max_history):
-                self._remember(hist, sig)
+            if idx < 0 or rel > cfg.fast_rel_tolerance:
+                self._measured(comp, runs, hist, sig, links)
                 return
         then = hist[idx]
         m = self._jump_count(runs, sig.t - then.t, sig.done - then.done)
@@ -184,14 +179,73 @@ class FastMode:
         )
         # the regime goes on: keep the matched stretch of history, moved forward, for the next jump
         shift = m * (sig.t - then.t)
-        self._history[comp] = [_shifted(h, then, sig, m, shift) for h in hist[idx:]]
+        self._history[comp] = [shifted(h, then, sig, m, shift) for h in hist[idx:]]
+
+    def _measured(
+        self, comp: int, runs: list[JobRun], hist: list[Signature], sig: Signature, links: NDArray[np.int64]
+    ) -> None:
+        """No period: jump at the jobs' measured rates if two consecutive windows agree, else go on."""
+        cfg = self._config
+        est = measured_rates(
+            hist,
+            sig,
+            min_iterations=cfg.fast_window_iterations,
+            tolerance=cfg.fast_rate_tolerance,
+            starved=np.array([_STARVED * r.standalone_s for r in runs]),
+        )
+        if est is not None:
+            shift = self._measured_shift(runs, est.rate, est.window_s)
+            if not est.precise:
+                # a starved job stays where it is: over a few windows' length only, then measured
+                # afresh (its rate is only known to be small)
+                shift = min(shift, _SAMPLED_WINDOWS * est.window_s)
+            if shift > 0:
+                credited = np.rint(est.rate * shift)
+                credit = measured_credit(runs, links, shift, credited)
+                jump = move(self._kernel, self._ledger, self._pacing, runs, credit)
+                self.ahead[comp] = Ahead(
+                    t0=self._kernel.now,
+                    period=shift,
+                    m=1,
+                    then=hist[est.since],
+                    now=sig,
+                    links=links,
+                    jump=jump,
+                    rates=est.rate,
+                    credited=credited,
+                )
+                self._history[comp] = []  # a new regime is measured afresh after the stretch
+                return
+        self._remember(hist, sig)
+
+    def _measured_shift(self, runs: list[JobRun], rate: NDArray[np.float64], window_s: float) -> float:
+        """How far a measured regime may be extrapolated: up to the horizon, short of its jobs' ends.
+
+        Three iterations of every job before its last are left to be simulated in detail (a job at rate 0,
+        starved, stays where it is); a stretch shorter than a tenth of the measurement is not worth a jump
+        (0).
+        """
+        shift = self._config.horizon_s - self._kernel.now
+        for r, x in zip(runs, rate.tolist(), strict=True):
+            if r.target_iterations is not None and x > 0:
+                shift = min(shift, (r.target_iterations - r.iterations_done - 3.0) / x)
+        return shift if shift >= 0.1 * window_s else 0.0
 
     def _remember(self, hist: list[Signature], sig: Signature) -> None:
-        """Keep the latest signatures only (a bounded search per anchor iteration)."""
+        """Keep the latest ``fast_max_history`` signatures, and a thinned record of the older ones.
+
+        The search per anchor iteration stays bounded (``2 * fast_max_history`` signatures), while the
+        history still reaches back to the start of the regime: on overflow, the older signature whose
+        neighbours lie closest together for their age goes, so that the older ones lie further apart the
+        older they are (the windows of :func:`measured_rates` grow as long as the regime lasts).
+        """
         hist.append(sig)
-        excess = len(hist) - 2 * self._config.fast_max_history
-        if excess > 0:
-            del hist[:excess]
+        keep = self._config.fast_max_history
+        if len(hist) > 2 * keep:
+            t = np.array([h.t for h in hist])
+            cut = len(hist) - keep  # candidates 1 .. cut - 1: neither the first nor the latest ones
+            merged = (t[2 : cut + 1] - t[: cut - 1]) / np.maximum(sig.t - t[1:cut], 1e-300)
+            del hist[1 + int(np.argmin(merged))]
 
     def _jump_count(self, runs: list[JobRun], period: float, d_done: NDArray[np.float64]) -> int:
         """How many periods the component may repeat: up to the horizon, and short of its own departures.
@@ -210,10 +264,11 @@ class FastMode:
     def catch_up(self, comp: int) -> None:
         """Bring a component that a jump moved ahead of the clock back to ``now``.
 
-        The jump repeated ``m`` periods from ``t0``; ``k`` of them have elapsed by now. The ``m - k``
-        periods not yet due are taken back (counters, times and the sampler's record), and the part of
-        the current period up to now is simulated, events of this component only (no other job shares
-        its links, so nothing else can interleave).
+        A periodic jump repeated ``m`` periods from ``t0``; ``k`` of them have elapsed by now. The
+        ``m - k`` periods not yet due are taken back (counters, times and the sampler's record), and the
+        part of the current period up to now is simulated, events of this component only (no other job
+        shares its links, so nothing else can interleave). A jump at measured rates is shortened to end
+        now: each job keeps the iterations its rate gives it up to now.
         """
         kernel = self._kernel
         a = self.ahead.pop(comp, None)
@@ -221,8 +276,18 @@ class FastMode:
             return
         self.catch_ups += 1
         t_now = kernel.now
-        k = min(a.m, max(0, math.floor((t_now - a.t0) / a.period)))
         runs = [self._runs[i] for i in self._pacing.components[comp]]
+        if a.rates is not None and a.credited is not None:
+            with kernel.aside():
+                kernel.now = a.t_end
+                due = np.rint(a.rates * (t_now - a.t0))
+                credit = measured_credit(runs, a.links, t_now - a.t_end, due - a.credited)
+                move(kernel, self._ledger, self._pacing, runs, credit, record=False)
+                if a.jump is not None:
+                    self._ledger.sampler.truncate_jump(a.jump, t_now)
+                kernel.now = t_now
+            return
+        k = min(a.m, max(0, math.floor((t_now - a.t0) / a.period)))
         with kernel.aside():
             kernel.now = a.t_end
             self.apply_jump(runs, a.links, a.then, a.now, k - a.m, record=False)
@@ -257,54 +322,11 @@ class FastMode:
         ``m`` may be negative (periods taken back by :meth:`catch_up`; the caller corrects the sampler).
         Returns the sampler's record of the stretch when ``record``.
         """
-        kernel, ledger = self._kernel, self._ledger
-        shift = m * (now.t - then.t)
-        busy_inc = 0.0
-        for k, r in enumerate(runs):
-            db = float(now.busy[k] - then.busy[k])
-            r.iterations_done += m * float(now.done[k] - then.done[k])
-            r.busy_gpu_s += m * db
-            busy_inc += m * db
-            r.last_end_s += shift
-            r.iteration_start_s += shift
-            r.compute_end_s += shift
-            r.release_s += shift
-            r.version += 1
-            if r.computing:
-                kernel.push(r.compute_end_s, EventKind.COMPUTE_END, r.index, r.version)
-            if not r.released and not r.comm_done:
-                kernel.push(r.release_s, EventKind.RELEASE, r.index, r.version)
-            if r.active:
-                r.settled_s = kernel.now + shift
-                self._pacing.reschedule_step(r)
-        ledger.busy_done_gpu_s += busy_inc
-        lb = m * (now.link_bytes - then.link_bytes)
-        liw = m * (now.link_iw_bytes - then.link_iw_bytes)
-        ledger.link_bytes[links] += lb
-        ledger.link_iw_bytes[links] += liw
-        if not record:
-            return None
-        jump = Jump(
-            t0=kernel.now,
-            t1=kernel.now + shift,
-            busy_gpu_s=busy_inc,
-            links=links,
-            link_bytes=lb,
-            link_iw_bytes=liw,
+        return move(
+            self._kernel,
+            self._ledger,
+            self._pacing,
+            runs,
+            periodic_credit(links, then, now, m),
+            record=record,
         )
-        ledger.sampler.add_jump(jump)
-        return jump
-
-
-def _shifted(h: Signature, then: Signature, now: Signature, m: int, shift: float) -> Signature:
-    """An earlier signature ``h`` of a regime moved ``m`` periods (``shift`` seconds) forward."""
-    return Signature(
-        t=h.t + shift,
-        phase=h.phase,
-        step=h.step,
-        done=h.done + m * (now.done - then.done),
-        busy=h.busy + m * (now.busy - then.busy),
-        last_end=h.last_end + shift,
-        link_bytes=h.link_bytes + m * (now.link_bytes - then.link_bytes),
-        link_iw_bytes=h.link_iw_bytes + m * (now.link_iw_bytes - then.link_iw_bytes),
-    )

@@ -28,14 +28,12 @@ _PACE_CACHE_MAX = 200_000
 
 def step_coo(members: Sequence[JobRun]) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
     """The current steps of ``members`` as COO (member row, link, share) for ``max_min_rates_coo``."""
-    rows, cols, vals = [], [], []
-    for k, r in enumerate(members):
+    steps = []
+    for r in members:
         assert r.traffic is not None
-        s = r.traffic.steps[r.step]
-        rows.append(np.full(s.links.size, k))
-        cols.append(s.links)
-        vals.append(s.share)
-    return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+        steps.append(r.traffic.steps[r.step])
+    rows = np.repeat(np.arange(len(steps)), [s.links.size for s in steps])
+    return rows, np.concatenate([s.links for s in steps]), np.concatenate([s.share for s in steps])
 
 
 class Pacing:

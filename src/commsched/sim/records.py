@@ -42,11 +42,18 @@ class SimConfig:
         by more than this fraction (phase mismatch over the iterations the job completes in the
         period); 0 disables it.
     fast_max_history
-        Iterations of a component's anchor job after which the fast mode extrapolates with the best
-        match it has seen even if no exact period was found.
+        Iterations of a component's anchor job kept to look for a period or a measured regime (twice
+        this many); after this many without either, the anchor moves to the job that advanced least.
+    fast_window_iterations
+        A component without a period is extrapolated at its jobs' measured rates only once every job
+        completed at least this many iterations in each of two consecutive windows.
+    fast_rate_tolerance
+        ... and the two windows' rates of every job agree within this fraction of its rate.
     fluid_min_jobs
-        Fast mode: components of at least this many contending jobs run at their fluid (analytic)
-        steady state (:mod:`commsched.sim.fluid`) instead of step by step; 0 never.
+        Fast mode: components of at least this many contending jobs run at their analytic fluid
+        steady state (:mod:`commsched.sim.fluid`) instead of step by step; 0 (the default) never. The
+        fluid is cheaper but outside the fast mode's error bound on crowded components
+        (``docs/simulator.md``).
     """
 
     horizon_s: float
@@ -57,7 +64,9 @@ class SimConfig:
     fast_tolerance: float = 1e-6
     fast_rel_tolerance: float = 1e-3
     fast_max_history: int = 24
-    fluid_min_jobs: int = 10
+    fast_window_iterations: int = 3
+    fast_rate_tolerance: float = 0.02
+    fluid_min_jobs: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

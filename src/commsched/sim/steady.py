@@ -1,9 +1,13 @@
-"""Periodic steady states of a group of contending jobs (the fast mode's detector).
+"""Steady states of a group of contending jobs (the fast mode's detectors).
 
-Between job arrivals and departures a set of contending jobs tends to a periodic regime. At each
-iteration start of the component's *anchor* job (its slowest job) the engine takes a signature: for
-every job of the component, where it is in its iteration. Two signatures whose phases agree within a
-tolerance delimit a period; the counters' increments over it can be repeated ``m`` times.
+Between job arrivals and departures a set of contending jobs tends to a steady regime. At each
+iteration start of the component's *anchor* job the engine takes a signature: for every job of the
+component, where it is in its iteration. Two signatures whose phases agree within a tolerance delimit a
+period; the counters' increments over it can be repeated ``m`` times (:func:`best_match`,
+:func:`best_relative_match`). Groups of jobs with unrelated iteration times are quasi-periodic: their
+phases never meet again. For them :func:`measured_rates` looks for two consecutive windows over which
+every job completed enough iterations at rates that agree; the regime is then extrapolated at the
+measured rates.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ class Signature:
     phase: NDArray[np.float64]  # per job: time since its iteration start / its standalone iteration time
     step: NDArray[np.float64]  # per job: communication step index + progress (or -1 before release)
     done: NDArray[np.float64]  # per job: iterations completed
+    start: NDArray[np.float64]  # per job: start of its current iteration (``done`` completed before it)
     busy: NDArray[np.float64]  # per job: busy GPU-seconds (completed iterations only)
     last_end: NDArray[np.float64]  # per job: end of its last completed iteration
     link_bytes: NDArray[np.float64]  # component links: cumulative bytes
@@ -94,3 +99,104 @@ def best_relative_match(history: list[Signature], now: Signature) -> tuple[int, 
     best = float(rel.min())
     last = int(np.flatnonzero(rel == best)[-1])
     return idx[last], best
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class MeasuredRates:
+    """Each job's iteration rate over two consecutive windows that agree (see :func:`measured_rates`).
+
+    ``rate`` is per job, in iterations per second, over both windows; ``spread`` the largest difference
+    between the two windows' rates of a job that agrees, relative to its rate; ``since`` the index of
+    the signature that opens the first window and ``window_s`` the length of both; ``precise`` whether
+    every job agrees (else some rates are samples).
+    """
+
+    since: int
+    rate: NDArray[np.float64]
+    spread: float
+    window_s: float
+    precise: bool
+
+
+def measured_rates(
+    history: list[Signature],
+    now: Signature,
+    *,
+    min_iterations: int,
+    tolerance: float,
+    starved: NDArray[np.float64] | None = None,
+) -> MeasuredRates | None:
+    """The longest pair of consecutive windows ending ``now`` over which the jobs' rates agree.
+
+    A job's rate over a window is measured between its iteration starts: the iterations it completed
+    between its first and last iteration start in the window over the time between those starts, so
+    no fraction of an iteration in progress enters it. The windows run from an earlier signature ``a``
+    to the one nearest the middle, ``m``, and from ``m`` to ``now``. They qualify when every job either
+    *agrees* (it completed at least ``min_iterations`` iterations in each and its two rates differ by
+    no more than ``tolerance`` of its mean rate: a transient or a change of regime shows there) or is
+    *starved* (it completed none in either, though each lasts at least ``starved[k]`` seconds, ten of
+    its standalone iterations, say: a job slowed less would have completed one), and at least one job
+    agrees. A starved job's rate is 0; ``precise`` says that every job agrees. The earliest qualifying
+    ``a`` wins (the longest windows: the most precise rates). ``None`` when no pair qualifies; without
+    ``starved``, every job must agree.
+
+    Examples
+    --------
+    Two jobs iterating every 1 s and 0.5 s, a signature every 2 s:
+
+    >>> z = np.zeros(2)
+    >>> def sig(t, slow=1.0):
+    ...     return Signature(t=t, phase=z, step=z, done=np.array([slow * t, 2 * t]), start=np.array([t, t]),
+    ...                      busy=z, last_end=z, link_bytes=z, link_iw_bytes=z)
+    >>> hist = [sig(float(t)) for t in range(0, 20, 2)]
+    >>> m = measured_rates(hist, sig(20.0), min_iterations=4, tolerance=0.01)
+    >>> m.since, m.rate.tolist(), m.spread, m.window_s, m.precise
+    (0, [1.0, 2.0], 0.0, 20.0, True)
+
+    With 11 iterations required in each window, job 0 (10 in each) does not agree; were it starved (no
+    iteration at all over windows of 10 s, at least ``starved``), the windows would qualify:
+
+    >>> measured_rates(hist, sig(20.0), min_iterations=11, tolerance=0.01) is None
+    True
+    >>> hist = [sig(float(t), slow=0.0) for t in range(0, 20, 2)]
+    >>> starved = np.array([9.0, 9.0])
+    >>> m = measured_rates(hist, sig(20.0, slow=0.0), min_iterations=10, tolerance=0.01, starved=starved)
+    >>> m.precise, m.rate.tolist()
+    (False, [0.0, 2.0])
+    """
+    cands = [
+        i for i, h in enumerate(history) if h.t < now.t and h.done.shape == now.done.shape and now.done.size
+    ]
+    if len(cands) < 2:
+        return None
+    times = np.array([history[i].t for i in cands])
+    done = np.stack([history[i].done for i in cands])
+    start = np.stack([history[i].start for i in cands])
+    # per opening signature a (all but the last): the middle one, nearest (t_a + t_now) / 2 and after a
+    later = np.arange(len(cands))[None, :] > np.arange(len(cands) - 1)[:, None]
+    gap = np.abs(times[None, :] - (times[:-1, None] + now.t) / 2.0)
+    mid = np.argmin(np.where(later, gap, np.inf), axis=1)
+    d1, t1 = done[mid] - done[:-1], start[mid] - start[:-1]
+    d2, t2 = now.done - done[mid], now.start - start[mid]
+    timed = (t1 > 0) & (t2 > 0)
+    counted = (d1 >= min_iterations) & (d2 >= min_iterations) & timed
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d, span = now.done - done[:-1], now.start - start[:-1]
+        rate = np.where(counted, d / span, 0.0)
+        gaps = np.where(counted, np.abs(d1 / t1 - d2 / t2) / rate, np.inf)
+    agree = counted & (gaps <= tolerance)
+    half = np.minimum(times[mid] - times[:-1], now.t - times[mid])  # the shorter window, per a
+    limit = np.full(now.done.size, np.inf) if starved is None else starved
+    idle = (d1 == 0) & (d2 == 0) & (half[:, None] >= limit[None, :])
+    ok = np.all(agree | idle, axis=1) & agree.any(axis=1)
+    good = np.flatnonzero(ok)
+    if not good.size:
+        return None
+    a = int(good[0])  # the earliest: the longest windows
+    return MeasuredRates(
+        since=cands[a],
+        rate=rate[a],
+        spread=float(np.max(np.where(agree[a], gaps[a], 0.0))),
+        window_s=now.t - float(times[a]),
+        precise=bool(agree[a].all()),
+    )

@@ -1,0 +1,147 @@
+"""Fast-mode jumps: move a component's state forward in time and credit its counters.
+
+A jump moves every job of a component by the same stretch of time, keeping the state it was in (the
+phases of the jobs relative to each other, the steps in flight and their progress), and credits the
+counters what the stretch adds: for a period repeated ``m`` times, ``m`` times its increments
+(:func:`periodic_credit`); for a regime measured at rates, each job's iterations at its rate, and the
+busy time and bytes those iterations carry (:func:`measured_credit`). :func:`move` applies a credit and
+records the stretch with the sampler, which spreads it evenly over the time it stands for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from commsched.sim.accounting import Jump, Ledger
+from commsched.sim.kernel import EventKernel
+from commsched.sim.pacing import Pacing
+from commsched.sim.runs import EventKind, JobRun
+from commsched.sim.steady import Signature
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Ahead:
+    """A component that a fast-mode jump moved ahead of the clock by ``m`` periods from ``t0``.
+
+    A jump at measured rates has ``m = 1``, its stretch as ``period``, the rates (iterations per second)
+    and the iterations it credited each job.
+    """
+
+    t0: float
+    period: float
+    m: int
+    then: Signature
+    now: Signature
+    links: NDArray[np.int64]
+    jump: Jump | None
+    rates: NDArray[np.float64] | None = None
+    credited: NDArray[np.float64] | None = None
+
+    @property
+    def t_end(self) -> float:
+        return self.t0 + self.m * self.period
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Credit:
+    """What a jump adds: a time shift, and per job its iterations and busy GPU-seconds, per link bytes."""
+
+    shift: float
+    done: NDArray[np.float64]
+    busy: NDArray[np.float64]
+    links: NDArray[np.int64]
+    link_bytes: NDArray[np.float64]
+    link_iw_bytes: NDArray[np.float64]
+
+
+def periodic_credit(links: NDArray[np.int64], then: Signature, now: Signature, m: int) -> Credit:
+    """``m`` repetitions of the period from ``then`` to ``now`` (``m`` may be negative: taken back)."""
+    return Credit(
+        shift=m * (now.t - then.t),
+        done=m * (now.done - then.done),
+        busy=m * (now.busy - then.busy),
+        links=links,
+        link_bytes=m * (now.link_bytes - then.link_bytes),
+        link_iw_bytes=m * (now.link_iw_bytes - then.link_iw_bytes),
+    )
+
+
+def measured_credit(
+    runs: list[JobRun], links: NDArray[np.int64], shift: float, done: NDArray[np.float64]
+) -> Credit:
+    """``shift`` seconds at measured rates: job ``k`` completes ``done[k]`` iterations.
+
+    Busy time and bytes follow from the iterations: each completes one compute and moves the bytes of
+    the job's traffic (``links`` are the component's links, sorted; every job's links are among them).
+    """
+    lb, liw = np.zeros(links.size), np.zeros(links.size)
+    busy = np.zeros(len(runs))
+    for k, r in enumerate(runs):
+        busy[k] = done[k] * r.gpu_count * r.spec.profile.compute_s
+        if r.traffic is not None and r.traffic.link_ids.size:
+            pos = np.searchsorted(links, r.traffic.link_ids)
+            moved = done[k] * r.traffic.link_bytes
+            lb[pos] += moved
+            liw[pos] += moved * r.intensity
+    return Credit(shift=shift, done=done, busy=busy, links=links, link_bytes=lb, link_iw_bytes=liw)
+
+
+def move(
+    kernel: EventKernel, ledger: Ledger, pacing: Pacing, runs: list[JobRun], c: Credit, *, record: bool = True
+) -> Jump | None:
+    """Shift the component's state ``c.shift`` seconds forward and add ``c``'s increments.
+
+    Every job keeps its state, moved in time: its pending events are pushed again at their new times.
+    Returns the sampler's record of the stretch when ``record``.
+    """
+    busy_inc = 0.0
+    for k, r in enumerate(runs):
+        db = float(c.busy[k])
+        r.iterations_done += float(c.done[k])
+        r.busy_gpu_s += db
+        busy_inc += db
+        r.last_end_s += c.shift
+        r.iteration_start_s += c.shift
+        r.compute_end_s += c.shift
+        r.release_s += c.shift
+        r.version += 1
+        if r.computing:
+            kernel.push(r.compute_end_s, EventKind.COMPUTE_END, r.index, r.version)
+        if not r.released and not r.comm_done:
+            kernel.push(r.release_s, EventKind.RELEASE, r.index, r.version)
+        if r.active:
+            r.settled_s = kernel.now + c.shift
+            pacing.reschedule_step(r)
+    ledger.busy_done_gpu_s += busy_inc
+    ledger.link_bytes[c.links] += c.link_bytes
+    ledger.link_iw_bytes[c.links] += c.link_iw_bytes
+    if not record:
+        return None
+    jump = Jump(
+        t0=kernel.now,
+        t1=kernel.now + c.shift,
+        busy_gpu_s=busy_inc,
+        links=c.links,
+        link_bytes=c.link_bytes,
+        link_iw_bytes=c.link_iw_bytes,
+    )
+    ledger.sampler.add_jump(jump)
+    return jump
+
+
+def shifted(h: Signature, then: Signature, now: Signature, m: int, shift: float) -> Signature:
+    """An earlier signature ``h`` of a regime moved ``m`` periods (``shift`` seconds) forward."""
+    return Signature(
+        t=h.t + shift,
+        phase=h.phase,
+        step=h.step,
+        done=h.done + m * (now.done - then.done),
+        start=h.start + shift,
+        busy=h.busy + m * (now.busy - then.busy),
+        last_end=h.last_end + shift,
+        link_bytes=h.link_bytes + m * (now.link_bytes - then.link_bytes),
+        link_iw_bytes=h.link_iw_bytes + m * (now.link_iw_bytes - then.link_iw_bytes),
+    )
