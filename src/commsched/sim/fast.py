@@ -29,13 +29,6 @@ from commsched.sim.records import SimConfig
 from commsched.sim.runs import EventKind, JobRun
 from commsched.sim.steady import Signature, best_match, best_relative_match, measured_rates
 
-#: a job that completes no iteration in a window as long as this many of its standalone iterations is
-#: *starved* (slowed about this much or more by contention)
-_STARVED = 10.0
-#: a regime with a starved job (see :func:`measured_rates`) is extrapolated over at most this many times the
-#: length of its measurement, then measured again
-_SAMPLED_WINDOWS = 4.0
-
 
 class FastMode:
     """Owns the fast mode's state: per component its anchor, signature history and jump ahead.
@@ -191,14 +184,9 @@ class FastMode:
             sig,
             min_iterations=cfg.fast_window_iterations,
             tolerance=cfg.fast_rate_tolerance,
-            starved=np.array([_STARVED * r.standalone_s for r in runs]),
         )
         if est is not None:
             shift = self._measured_shift(runs, est.rate, est.window_s)
-            if not est.precise:
-                # a starved job stays where it is: over a few windows' length only, then measured
-                # afresh (its rate is only known to be small)
-                shift = min(shift, _SAMPLED_WINDOWS * est.window_s)
             if shift > 0:
                 credited = np.rint(est.rate * shift)
                 credit = measured_credit(runs, links, shift, credited)
