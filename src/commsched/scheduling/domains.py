@@ -57,9 +57,7 @@ __all__ = ["decide_per_domain", "domains", "job_reach", "merge_decisions", "plan
 T = TypeVar("T")
 
 
-def job_reach(
-    table: PathTable, job: PlacedJob, flows: Sequence[Flow] | None = None
-) -> NDArray[np.int64]:
+def job_reach(table: PathTable, job: PlacedJob, flows: Sequence[Flow] | None = None) -> NDArray[np.int64]:
     """Every link (sorted ids) the job's traffic could use under any decision (module notes);
     ``flows`` are its :func:`~commsched.scheduling.paths.job_flows` when the caller has them."""
     parts = [job_traffic(table.topology, job).link_ids.astype(np.int64)]

@@ -232,9 +232,7 @@ class DecisionApplier:
         phase = r.traffic is not None and shift != r.time_shift_s and r.standalone_s > 0
         return new_tr is not None or phase
 
-    def _install(
-        self, r: JobRun, cls: int, key: RouteMap, new_tr: JobTraffic | None, shift: float
-    ) -> None:
+    def _install(self, r: JobRun, cls: int, key: RouteMap, new_tr: JobTraffic | None, shift: float) -> None:
         r.priority_class = cls
         if new_tr is not None:
             r.next_traffic = new_tr
