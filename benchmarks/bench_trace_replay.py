@@ -62,9 +62,14 @@ UTIL_BOUND = 0.005
 JCT_P95_BOUND = 0.02
 
 
-def trace_scenario(jobs: int, days: float, seed: int, placement: str = "pack") -> Scenario:
-    """``crux-fig23-clos`` with its trace stretched to ``jobs`` over ``days``, placed by ``placement``."""
+def trace_scenario(
+    jobs: int, days: float, seed: int, placement: str = "pack", fluid_min_jobs: int | None = None
+) -> Scenario:
+    """``crux-fig23-clos`` with its trace stretched to ``jobs`` over ``days``, placed by ``placement``
+    (``fluid_min_jobs``: the scenario key of that name, when given)."""
     data = yamlio.load(shipped_text("crux-fig23-clos"))
+    if fluid_min_jobs is not None:
+        data["fluid_min_jobs"] = fluid_min_jobs
     data["trace"] = {**data["trace"], "jobs": jobs, "days": days, "seed": seed}
     data["placement"] = placement
     data["horizon_s"] = days * DAY_S
@@ -74,7 +79,7 @@ def trace_scenario(jobs: int, days: float, seed: int, placement: str = "pack") -
 
 def _replay(args: argparse.Namespace, placement: str) -> dict[str, float | int]:
     """One fast-mode replay: wall and CPU seconds, GPU utilisation, jobs finished, events."""
-    sc = trace_scenario(args.jobs, args.days, args.seed, placement)
+    sc = trace_scenario(args.jobs, args.days, args.seed, placement, args.fluid_min_jobs)
     c0 = time.process_time()
     res = simulate_scenario(sc, policy=args.policy, mode="fast")
     cpu_s = time.process_time() - c0
@@ -141,7 +146,7 @@ def bench(args: argparse.Namespace) -> None:
 
 
 def agreement(args: argparse.Namespace) -> None:
-    full = trace_scenario(args.jobs, args.days, args.seed, args.placement)
+    full = trace_scenario(args.jobs, args.days, args.seed, args.placement, args.fluid_min_jobs)
     window = args.window_h * 3600.0
     jobs = tuple(j for j in full.jobs if j.spec.arrival_s < window)
     sc = replace(full, jobs=jobs, horizon_s=window, name=f"{full.name}-first-{args.window_h:g}h")
@@ -189,7 +194,9 @@ GPUS_PER_TOR = 32
 TRACE_DAYS = 14.0
 
 
-def scale_scenario(gpus: int, days: float, seed: int, policy: str) -> Scenario:
+def scale_scenario(
+    gpus: int, days: float, seed: int, policy: str, fluid_min_jobs: int | None = None
+) -> Scenario:
     """The first ``days`` of the 14-day trace at ``gpus`` GPUs (module notes: ``--gpus``)."""
     if gpus < GPUS_PER_TOR or gpus % GPUS_PER_TOR:
         raise SystemExit(
@@ -203,6 +210,8 @@ def scale_scenario(gpus: int, days: float, seed: int, policy: str) -> Scenario:
     data["backfill"] = True
     data["policy"] = policy
     data["horizon_s"] = days * DAY_S
+    if fluid_min_jobs is not None:
+        data["fluid_min_jobs"] = fluid_min_jobs
     data["name"] = f"crux-trace-{gpus}gpu-first-{days:g}d"
     sc = scenario_from_data(data, source="bench_trace_replay --gpus")
     return replace(sc, jobs=tuple(j for j in sc.jobs if j.spec.arrival_s < days * DAY_S))
@@ -210,7 +219,7 @@ def scale_scenario(gpus: int, days: float, seed: int, policy: str) -> Scenario:
 
 def _scale_worker(args: argparse.Namespace) -> None:
     """One replay at ``--gpus`` (run in a child process by :func:`_scale_run`): prints its figures."""
-    sc = scale_scenario(args.gpus, args.days, args.seed, args.policy)
+    sc = scale_scenario(args.gpus, args.days, args.seed, args.policy, args.fluid_min_jobs)
     res = simulate_scenario(sc, policy=args.policy, mode="fast")
     print(
         json.dumps(
@@ -220,6 +229,7 @@ def _scale_worker(args: argparse.Namespace) -> None:
                 "policy": args.policy,
                 "placement": "first-fit",
                 "mode": "fast",
+                "fluid_min_jobs": sc.fluid_min_jobs,
                 "jobs": len(sc.jobs),
                 "jobs_finished": sum(j.finished for j in res.jobs),
                 "events": res.events,
@@ -235,6 +245,8 @@ def _scale_run(gpus: int, args: argparse.Namespace) -> dict[str, object]:
     """Replay one size in a process of its own; its CPU and peak memory, children included."""
     cmd = [sys.executable, __file__, "--scale-worker", "--gpus", str(gpus), "--days", str(args.days)]
     cmd += ["--seed", str(args.seed), "--policy", args.policy]
+    if args.fluid_min_jobs is not None:
+        cmd += ["--fluid-min-jobs", str(args.fluid_min_jobs)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -299,6 +311,11 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--agreement", action="store_true", help="fast against exact on the first hours")
     ap.add_argument("--window-h", type=float, default=6.0)
+    ap.add_argument(
+        "--fluid-min-jobs",
+        type=int,
+        help="the scenario key fluid_min_jobs for the fast replays (default: the scenario's, i.e. 0 = never)",
+    )
     ap.add_argument(
         "--gpus",
         type=int,
