@@ -36,8 +36,9 @@ demo: $(STAMP)
 	$(BIN)/commsched demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/ruff format --check src tests benchmarks tools
+	$(BIN)/python tools/check_sizes.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
