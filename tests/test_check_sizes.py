@@ -63,7 +63,8 @@ def test_a_big_module_fails(tmp_path: Path) -> None:
 
 
 def test_noqa_comments_count_against_the_cap(tmp_path: Path) -> None:
-    lines = [f"def f{i}(a, b, c, d, e, f, g, h, i, j) -> None:  # noqa: PLR0913\n    pass\n" for i in range(11)]
+    one = "def f{}(a, b, c, d, e, f, g, h, i, j) -> None:  # noqa: PLR0913\n    pass\n"
+    lines = [one.format(i) for i in range(11)]
     errors = cs.check(_package(tmp_path, {"a.py": "".join(lines)}), exceptions={}).errors
     assert errors and "11 size/complexity noqa comments" in errors[-1]
 

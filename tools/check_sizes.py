@@ -68,9 +68,9 @@ def body_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     """Lines from the first statement after the docstring to the end of the last one."""
     body = node.body
     first = body[0]
-    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-        if isinstance(first.value.value, str):
-            body = body[1:]
+    value = first.value if isinstance(first, ast.Expr) else None
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        body = body[1:]
     if not body:
         return 0
     end = body[-1].end_lineno or body[-1].lineno
@@ -162,13 +162,17 @@ def check(
                 f"(limit {MAX_FUNCTION_LINES}, docstring excluded)"
             )
         private.extend(private_imports(tree, path, src))
-    errors.extend(f"{key}: listed in EXCEPTIONS but within the limit (remove it)" for key in allowed if key not in seen)
+    stale = (key for key in allowed if key not in seen)
+    errors.extend(f"{key}: listed in EXCEPTIONS but within the limit (remove it)" for key in stale)
     if noqa + len(allowed) > MAX_EXCEPTIONS:
         errors.append(
-            f"{noqa} size/complexity noqa comments + {len(allowed)} EXCEPTIONS > {MAX_EXCEPTIONS} per-function exceptions"
+            f"{noqa} size/complexity noqa comments + {len(allowed)} EXCEPTIONS "
+            f"> {MAX_EXCEPTIONS} per-function exceptions"
         )
     if len(private) > max_private:
-        errors.append(f"{len(private)} imports of private names across modules (limit {max_private}): make them public")
+        errors.append(
+            f"{len(private)} imports of private names across modules (limit {max_private}): make them public"
+        )
     return Findings(errors=tuple(errors), private=tuple(private), exceptions_used=noqa + len(allowed))
 
 
