@@ -177,7 +177,7 @@ def plan_json(report: PlanReport, *, hash_name: str = "murmur3") -> dict[str, An
     ['class', 'dscp', 'id', 'intensity', 'k', 'rank']
     """
     from commsched.scheduling.dscp import default_dscp_table, dscp_for_level
-    from commsched.scheduling.paths import connection_ports
+    from commsched.scheduling.ports import connection_ports
     from commsched.scheduling.routing import network_pair
     from commsched.scheduling.traffic import job_connections
 

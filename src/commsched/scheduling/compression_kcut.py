@@ -142,7 +142,7 @@ def _table(
     for k in range(2, big_k + 1):
         values = np.where(below & (rows[:, None] >= k - 1), best[k - 1][:, None] + gain, -np.inf)
         last = (n - np.argmax(values[::-1, :], axis=0)).tolist()  # the largest argmax of every column
-        _fill_layer(best[k], split[k], values, last, k, monotone)
+        _fill_layer(best[k], split[k], values, last, k, monotone=monotone)
     return KCutTable(best=best, split=split)
 
 
@@ -152,6 +152,7 @@ def _fill_layer(
     values: NDArray[np.float64],
     last: list[int],
     k: int,
+    *,
     monotone: bool,
 ) -> None:
     """Layer ``k`` from the full-range maxima: under the monotone rule a column whose largest argmax

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from commsched.scheduling.cassini import CassiniSettings, cassini_shifts
 from commsched.scheduling.compression import sincronia_compression, varys_compression
 from commsched.scheduling.interfaces import PolicyContext
-from commsched.scheduling.paths import FlowWeight, Granularity, PathSettings, greedy_routes, source_routes
+from commsched.scheduling.paths import FlowWeight, Granularity, PathSettings, greedy_routes
 from commsched.scheduling.policies_common import (
     Plan,
     Routes,
@@ -28,6 +28,7 @@ from commsched.scheduling.policies_common import (
     _solo_facts,
     _weight,
 )
+from commsched.scheduling.ports import source_routes
 from commsched.scheduling.priority import Ranking, sincronia_ranking, taccl_ranking, varys_ranking
 from commsched.scheduling.routing import ecmp_routes
 from commsched.scheduling.state import ClusterState, Decisions
