@@ -126,12 +126,12 @@ def plan(
     >>> sorted(rep.decisions.ranking.values())
     [0, 1, 2, 3]
     """
-    from commsched.api.running import _prepare
+    from commsched.api.running import prepare_run
     from commsched.api.scenarios import load_scenario
     from commsched.scheduling.policies import communication_plans
 
     sc = load_scenario(scenario)
-    run = _prepare(sc, policy, placement, None, seed)
+    run = prepare_run(sc, policy, placement, None, seed)
     topo = run.bundle.topology(sc.topology) if run.bundle.topology is not None else sc.topology
     if topo is not sc.topology:
         from dataclasses import replace
