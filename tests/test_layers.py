@@ -136,48 +136,30 @@ def test_no_import_goes_up_or_sideways() -> None:
     assert not bad, "imports against the layer order:\n" + "\n".join(bad)
 
 
+def _reach(g: dict[str, set[str]], start: str) -> set[str]:
+    """The modules ``start`` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for w in g.get(todo.pop(), ()):
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
 def _cycles(g: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
+    """Strongly connected components with more than one module (modules that reach each other)."""
+    reach = {v: _reach(g, v) for v in g}
     out: list[list[str]] = []
-    counter = 0
-    for root in sorted(g):
-        if root in index:
+    done: set[str] = set()
+    for v in sorted(g):
+        if v in done or v not in reach[v]:
             continue
-        work = [(root, iter(sorted(g[root])))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on.add(root)
-        while work:
-            v, it = work[-1]
-            w = next(it, None)
-            if w is not None:
-                if w not in index:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on.add(w)
-                    work.append((w, iter(sorted(g.get(w, ())))))
-                elif w in on:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                if len(comp) > 1:
-                    out.append(sorted(comp))
+        comp = sorted(w for w in reach[v] if v in reach.get(w, set()))
+        done.update(comp)
+        if len(comp) > 1:
+            out.append(comp)
     return out
 
 
@@ -204,7 +186,10 @@ def test_no_cycle_between_modules() -> None:
         ("from commsched.io import results\n", {"commsched.io.results"}),
         ("from commsched.io import Scenario\n", {"commsched.io"}),
         ("def f():\n    from commsched import cli\n", {"commsched.cli"}),
-        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from commsched.sim import x\n", {"commsched.sim"}),
+        (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from commsched.sim import x\n",
+            {"commsched.sim"},
+        ),
         ("from .results import write_outputs\n", {"commsched.io.results"}),
         ("import numpy\n", set()),
     ],
