@@ -62,8 +62,15 @@ def test_a_big_module_fails(tmp_path: Path) -> None:
     assert cs.check(src, exceptions={}).errors == ("commsched/big.py: module of 401 lines (limit 400)",)
 
 
+def test_a_noqa_needs_its_reason(tmp_path: Path) -> None:
+    bare = "def f(a, b, c, d, e, f, g, h, i, j) -> None:  # noqa: PLR0913\n    pass\n"
+    told = "def g(a, b, c, d, e, f, g, h, i, j) -> None:  # noqa: PLR0913 -- options\n    pass\n"
+    errors = cs.check(_package(tmp_path, {"a.py": bare + told}), exceptions={}).errors
+    assert errors == ("commsched/a.py:1: a size/complexity noqa without its reason (`-- why`)",)
+
+
 def test_noqa_comments_count_against_the_cap(tmp_path: Path) -> None:
-    one = "def f{}(a, b, c, d, e, f, g, h, i, j) -> None:  # noqa: PLR0913\n    pass\n"
+    one = "def f{}(a, b, c, d, e, f, g, h, i, j) -> None:  # noqa: PLR0913 -- why\n    pass\n"
     lines = [one.format(i) for i in range(11)]
     errors = cs.check(_package(tmp_path, {"a.py": "".join(lines)}), exceptions={}).errors
     assert errors and "11 size/complexity noqa comments" in errors[-1]

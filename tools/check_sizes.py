@@ -38,6 +38,8 @@ MAX_PRIVATE_IMPORTS = 12
 EXCEPTIONS: dict[str, str] = {}
 
 _NOQA = re.compile(r"#\s*noqa:[^#\n]*\b(PLR0911|PLR0912|PLR0913|PLR0915|PLR0917|C901)\b")
+#: the reason a size/complexity noqa must give after its codes: `` -- why``
+_REASON = re.compile(r"\s--\s*\S")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,7 +151,11 @@ def check(
         lines = len(text.splitlines())
         if lines > MAX_MODULE_LINES:
             errors.append(f"{rel}: module of {lines} lines (limit {MAX_MODULE_LINES})")
-        noqa += sum(len(_NOQA.findall(line)) for line in text.splitlines())
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            found = _NOQA.findall(line)
+            noqa += len(found)
+            if found and not _REASON.search(line[line.index("noqa") :]):
+                errors.append(f"{rel}:{lineno}: a size/complexity noqa without its reason (`-- why`)")
         tree = ast.parse(text, filename=str(path))
         for fn in functions(tree, rel):
             if fn.body_lines <= MAX_FUNCTION_LINES:
