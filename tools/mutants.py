@@ -379,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", action="store_true", help="show the output of the tests")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _terminate)  # also where the shell started it with SIGINT ignored
     left = restore_journal()
     if left is not None:
         print(f"mutants: restored {left}, left mutated by an interrupted run")
@@ -404,7 +405,11 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     outcomes = []
     for m in chosen:
-        o = run_mutant(m, show=args.show)
+        try:
+            o = run_mutant(m, show=args.show)
+        except KeyboardInterrupt as stop:
+            print(f"mutants: interrupted ({stop}); {m.path} restored", file=sys.stderr)
+            return 130
         outcomes.append(o)
         verdict = "killed" if o.killed else "BROKEN" if o.broken else "SURVIVED"
         extra = " (timed out)" if o.code is None else f" (pytest exit status {o.code})" if o.broken else ""
