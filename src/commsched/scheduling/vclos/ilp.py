@@ -47,13 +47,17 @@ class ClosSolution:
 
 @dataclass(slots=True)
 class _Rows:
-    """A sparse constraint matrix built block by block (COO triplets) with its row bounds."""
+    """A sparse constraint matrix (COO triplets) with its row bounds, built by blocks of rows (arrays) or
+    row by row (plain lists: many small rows cost no array each)."""
 
     rows: list[NDArray[np.int64]] = field(default_factory=list)
     cols: list[NDArray[np.int64]] = field(default_factory=list)
     vals: list[NDArray[np.float64]] = field(default_factory=list)
     lo: list[float] = field(default_factory=list)
     hi: list[float] = field(default_factory=list)
+    one_rows: list[int] = field(default_factory=list)
+    one_cols: list[int] = field(default_factory=list)
+    one_vals: list[float] = field(default_factory=list)
 
     def block(
         self,
@@ -72,13 +76,13 @@ class _Rows:
 
     def row(self, entries: list[tuple[int, float]], bounds: tuple[float, float]) -> None:
         """One row from its ``(column, value)`` entries."""
-        self.block(
-            np.zeros(len(entries), np.int64),
-            np.array([c for c, _ in entries], dtype=np.int64),
-            np.array([v for _, v in entries], dtype=np.float64),
-            1,
-            bounds,
-        )
+        r = len(self.lo)
+        for c, v in entries:
+            self.one_rows.append(r)
+            self.one_cols.append(c)
+            self.one_vals.append(v)
+        self.lo.append(bounds[0])
+        self.hi.append(bounds[1])
 
     def solve(
         self, cost: NDArray[np.float64], ub: NDArray[np.float64], *, presolve: bool, time_limit_s: float
@@ -86,8 +90,10 @@ class _Rows:
         """The integer solution of ``min cost x`` over ``0 <= x <= ub`` and these rows (HiGHS), and
         the objective value HiGHS reports."""
         nv = cost.size
-        triplets = (np.concatenate(self.vals), (np.concatenate(self.rows), np.concatenate(self.cols)))
-        a = coo_matrix(triplets, shape=(len(self.lo), nv))
+        vals = np.concatenate([*self.vals, np.array(self.one_vals, dtype=np.float64)])
+        rows = np.concatenate([*self.rows, np.array(self.one_rows, dtype=np.int64)])
+        cols = np.concatenate([*self.cols, np.array(self.one_cols, dtype=np.int64)])
+        a = coo_matrix((vals, (rows, cols)), shape=(len(self.lo), nv))
         res = milp(
             cost,
             constraints=LinearConstraint(a.tocsr(), np.array(self.lo), np.array(self.hi)),
