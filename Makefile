@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup sysdeps demo test test-fast test-slow lint typecheck bench clean docs
+.PHONY: setup sysdeps demo test test-fast test-slow lint typecheck bench clean docs mutants
 
 #: Debian packages the runtime tests use (headless Chromium for the status page, tcpdump for captures,
 #: nftables for transparent enforcement on unmodified jobs)
@@ -36,15 +36,22 @@ demo: $(STAMP)
 	$(BIN)/commsched demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/ruff format --check src tests benchmarks tools
+	$(BIN)/python tools/check_sizes.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-## The whole test suite: lint, strict typing, every test (slow ones included).
+## The whole test suite: lint, strict typing, every test (slow ones included), then the planted-mutation
+## check (tools/mutants.py: one-line mutants of core modules, each against its tests; about 2 minutes).
 test: sysdeps lint typecheck
 	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/python tools/mutants.py
+
+## The planted-mutation check alone (after an interrupted run: `python tools/mutants.py --restore`).
+mutants: $(STAMP)
+	$(BIN)/python tools/mutants.py
 
 ## Fast inner loop: skips tests marked slow.
 test-fast: $(STAMP)

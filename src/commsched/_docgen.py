@@ -129,7 +129,7 @@ def _topology_section() -> list[str]:
 
 
 def _trace_section() -> list[str]:
-    from commsched.io.traces import COMMON_KEYS, _loaders, _valid_params
+    from commsched.io.traces import COMMON_KEYS, trace_loaders, valid_params
 
     out = [
         "## `trace`",
@@ -139,9 +139,9 @@ def _trace_section() -> list[str]:
         + ". Relative paths are taken from the scenario file's folder.",
         "",
     ]
-    reg = _loaders()
+    reg = trace_loaders()
     for kind in reg.names():
-        out.append(f"- **`{kind}`**: " + ", ".join(f"`{p}`" for p in _valid_params(kind, reg.get(kind))))
+        out.append(f"- **`{kind}`**: " + ", ".join(f"`{p}`" for p in valid_params(kind, reg.get(kind))))
     return [*out, ""]
 
 

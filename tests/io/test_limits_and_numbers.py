@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from commsched.errors import InputError
-from commsched.io import limits, numbers, results, yamlio
+from commsched.io import budget, limits, numbers, results, yamlio
 from commsched.io.scenario import scenario_from_text
 
 TEXT = """\
@@ -26,20 +26,20 @@ jobs:
 def test_estimated_iterations_follow_horizon_arrival_and_counts() -> None:
     sc = scenario_from_text(TEXT, source="s.yaml")
     # a: 100 s / 2 s = 50; b: min(50 s / 0.5 s, 7) = 7; c: min(100 / 1, 10 / 1) = 10
-    assert limits.estimated_iterations(sc) == pytest.approx(67.0)
+    assert budget.estimated_iterations(sc) == pytest.approx(67.0)
 
 
 def test_run_budget_refuses_exact_runs_only(monkeypatch: pytest.MonkeyPatch) -> None:
     sc = scenario_from_text(TEXT, source="s.yaml")
-    monkeypatch.setattr(limits, "MAX_EXACT_ITERATIONS", 66)
+    monkeypatch.setattr(budget, "MAX_EXACT_ITERATIONS", 66)
     with pytest.raises(InputError, match=r"about 67 iterations .*use --mode fast"):
-        limits.check_run_budget(sc, "exact")
-    limits.check_run_budget(sc, "fast")
-    monkeypatch.setattr(limits, "MAX_EXACT_ITERATIONS", 67)
-    limits.check_run_budget(sc, "exact")
+        budget.check_run_budget(sc, "exact")
+    budget.check_run_budget(sc, "fast")
+    monkeypatch.setattr(budget, "MAX_EXACT_ITERATIONS", 67)
+    budget.check_run_budget(sc, "exact")
     longer = replace(sc, horizon_s=1000.0)
     with pytest.raises(InputError):
-        limits.check_run_budget(longer, "exact")
+        budget.check_run_budget(longer, "exact")
 
 
 def test_topology_size_counts_default_factors() -> None:

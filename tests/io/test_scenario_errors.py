@@ -112,6 +112,21 @@ CASES = [
         "warmup_s: warm-up 90.0 s is not before the horizon",
     ),
     (
+        "warm-up at the horizon",
+        ("horizon_s: 60", "horizon_s: 60\nwarmup_s: 60"),
+        "warmup_s: warm-up 60.0 s is not before the horizon",
+    ),
+    (
+        "priority class equal to the number of levels",
+        ("{id: a, model: resnet50, gpus: 8}", "{id: a, model: resnet50, gpus: 8, priority: 8}"),
+        "s.yaml:5: jobs[0].priority: priority 8 with 8 priority levels (expected 0 .. 7",
+    ),
+    (
+        "a GPU given to two jobs",
+        ("{id: a, model: resnet50, gpus: 8}", "{id: a, model: resnet50, hosts: [h1]}"),
+        "jobs[1].hosts: GPU h1/gpu0 is also given to job 'a'",
+    ),
+    (
         "both iterations and duration",
         ("gpus: 8}", "gpus: 8, iterations: 5, duration_s: 9}"),
         "both iterations and duration_s given",

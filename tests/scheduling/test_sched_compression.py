@@ -284,7 +284,7 @@ def test_bad_order_and_brute_force_limit() -> None:
 def test_the_layerwise_tables_equal_the_column_scan(
     n: int, density: float, levels: int, ties: bool, monotone: bool, seed: int
 ) -> None:
-    from commsched.scheduling.compression_dag import _bfs, _indegrees
+    from commsched.scheduling.compression_dag import bfs_order, in_degrees
     from commsched.scheduling.compression_kcut import _table, _table_scan
 
     rng = np.random.default_rng(seed)
@@ -292,7 +292,7 @@ def test_the_layerwise_tables_equal_the_column_scan(
     share = (inc.astype(int) @ inc.T.astype(int)) > 0
     np.fill_diagonal(share, False)
     inten = rng.choice([0.5, 1.0, 2.0], n) if ties else rng.uniform(0.1, 5.0, n)  # ties: equal sums
-    order = np.asarray(_bfs(share, _indegrees(share), rng), dtype=np.int64)
+    order = np.asarray(bfs_order(share, in_degrees(share), rng), dtype=np.int64)
     fast, scan = (
         _table(share, inten, order, levels, monotone),
         _table_scan(share, inten, order, levels, monotone),

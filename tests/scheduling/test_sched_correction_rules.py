@@ -24,7 +24,7 @@ from commsched.scheduling.correction import (
     comparison_window,
     simulate_pair,
 )
-from commsched.scheduling.correction_link import _rational
+from commsched.scheduling.correction_link import rational_job
 from commsched.scheduling.correction_pair import _low_period
 
 TICK = Fraction(1, 8)
@@ -120,7 +120,7 @@ periodic_jobs = st.builds(
 def test_window_is_the_smallest_multiple_of_the_contended_periods(a: LinkJob, b: LinkJob) -> None:
     cfg = CorrectionSettings()
     window = Fraction(comparison_window(a, b, settings=cfg)).limit_denominator(cfg.max_denominator)
-    ra, rb = _rational(a, cfg), _rational(b, cfg)
+    ra, rb = rational_job(a, cfg), rational_job(b, cfg)
     # the contended periods: each job's standalone period (when first), its period when second
     periods = [ra.period, rb.period]
     periods += [p for p in (_low_period(ra, rb, cfg), _low_period(rb, ra, cfg)) if p is not None]

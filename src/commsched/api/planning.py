@@ -126,12 +126,12 @@ def plan(
     >>> sorted(rep.decisions.ranking.values())
     [0, 1, 2, 3]
     """
-    from commsched.api.running import _prepare
+    from commsched.api.running import prepare_run
     from commsched.api.scenarios import load_scenario
     from commsched.scheduling.policies import communication_plans
 
     sc = load_scenario(scenario)
-    run = _prepare(sc, policy, placement, None, seed)
+    run = prepare_run(sc, policy, placement, None, seed)
     topo = run.bundle.topology(sc.topology) if run.bundle.topology is not None else sc.topology
     if topo is not sc.topology:
         from dataclasses import replace
@@ -177,7 +177,7 @@ def plan_json(report: PlanReport, *, hash_name: str = "murmur3") -> dict[str, An
     ['class', 'dscp', 'id', 'intensity', 'k', 'rank']
     """
     from commsched.scheduling.dscp import default_dscp_table, dscp_for_level
-    from commsched.scheduling.paths import connection_ports
+    from commsched.scheduling.ports import connection_ports
     from commsched.scheduling.routing import network_pair
     from commsched.scheduling.traffic import job_connections
 

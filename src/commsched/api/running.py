@@ -20,7 +20,14 @@ from commsched.io.scenario import Scenario
 from commsched.scheduling.interfaces import PlacementFn, PolicyBundle, PolicyFn
 from commsched.sim.records import Mode, SimResult
 
-__all__ = ["PlacementLike", "PolicyLike", "compare", "resolve_policy", "simulate"]
+__all__ = [
+    "PlacementLike",
+    "PolicyLike",
+    "compare",
+    "prepare_run",
+    "resolve_policy",
+    "simulate",
+]
 
 #: what ``policy=`` accepts: a name, a communication policy, or a bundle
 PolicyLike = str | PolicyFn | PolicyBundle
@@ -80,7 +87,7 @@ class _Run:
     seed: int
 
 
-def _prepare(
+def prepare_run(
     scenario: Scenario,
     policy: PolicyLike | None,
     placement: PlacementLike | None,
@@ -160,7 +167,7 @@ def simulate(
     """
     from commsched.api.scenarios import load_scenario
 
-    run = _prepare(load_scenario(scenario), policy, placement, mode, seed)
+    run = prepare_run(load_scenario(scenario), policy, placement, mode, seed)
     return _execute(run, progress)
 
 
@@ -253,7 +260,7 @@ def _custom_runs(
 ) -> list[_Run]:
     if not policies:
         raise InputError("no policy given", where="policies", expected="a list of policies")
-    runs = [_prepare(sc, p, placement, mode, None) for p in policies]
+    runs = [prepare_run(sc, p, placement, mode, None) for p in policies]
     names = [r.bundle.name for r in runs]
     if len(set(names)) != len(names):
         raise InputError("a policy name is listed twice", where="policies", expected="distinct names")

@@ -10,7 +10,7 @@ import importlib
 
 import typer
 
-from commsched import __version__
+from commsched._version import __version__
 from commsched.cli.usage import CommschedGroup
 
 #: command modules, each exposing ``register(app: typer.Typer) -> None``

@@ -52,7 +52,7 @@ def simulate(
     from commsched.api import load_scenario
     from commsched.api import simulate as simulate_scenario
     from commsched.catalog import policy_registry
-    from commsched.io.limits import check_run_budget
+    from commsched.io.budget import check_run_budget
     from commsched.io.results import result_summary, write_outputs
 
     check_seed(seed)
@@ -151,7 +151,7 @@ def validate(
     Besides the file's form, the run it asks for is checked: an exact simulation that would need an
     absurd number of iterations is refused here as ``simulate`` would refuse it.
     """
-    from commsched.io.limits import check_run_budget
+    from commsched.io.budget import check_run_budget
     from commsched.io.shipped import resolve_scenario
 
     try:

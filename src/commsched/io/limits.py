@@ -9,12 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
-
-from commsched.errors import InputError
-
-if TYPE_CHECKING:
-    from commsched.io.scenario import Scenario
 
 #: the longest simulated horizon: 10 years of simulated time
 MAX_HORIZON_S = 10 * 365 * 86_400.0
@@ -25,8 +19,6 @@ MAX_HOSTS = 16_384
 MAX_COUNT = 16_384
 #: the most jobs a scenario may hold (its own and its trace's)
 MAX_JOBS = 1_000_000
-#: the most iterations an exact simulation may step through (about an hour of work at the engine's speed)
-MAX_EXACT_ITERATIONS = 20_000_000
 
 #: topology parameters whose product bounds the number of hosts of a fabric
 _HOST_FACTORS = ("tors", "leaves", "pods", "hosts_per_tor", "hosts_per_leaf", "hosts_per_tor_pair")
@@ -111,43 +103,3 @@ def _defaults(kind: str) -> dict[str, object]:
         for k, p in sig.items()
         if k in _HOST_FACTORS and isinstance(p.default, int) and not isinstance(p.default, bool)
     }
-
-
-def estimated_iterations(scenario: Scenario) -> float:
-    """Iterations an exact simulation would step through: per job, the horizon left after its arrival
-    divided by its standalone compute time (a lower bound of its iteration time), capped by its own
-    iteration count."""
-    total = 0.0
-    for j in scenario.jobs:
-        spec = j.spec
-        span = max(0.0, scenario.horizon_s - spec.arrival_s)
-        per = spec.profile.compute_s if spec.profile.compute_s > 0 else 1e-9
-        n = span / per
-        if spec.iterations is not None:
-            n = min(n, float(spec.iterations))
-        elif spec.duration_s is not None:
-            n = min(n, spec.duration_s / per)
-        total += n
-    return total
-
-
-def check_run_budget(scenario: Scenario, mode: str, *, where: str = "") -> None:
-    """Refuse, with an estimate and a hint, a run that would need an absurd amount of work.
-
-    Raises
-    ------
-    InputError
-        The exact simulation would step through more than :data:`MAX_EXACT_ITERATIONS` iterations.
-    """
-    if mode != "exact":
-        return
-    n = estimated_iterations(scenario)
-    if n > MAX_EXACT_ITERATIONS:
-        raise InputError(
-            f"an exact simulation would step through about {n:.3g} iterations",
-            where=where or scenario.source,
-            expected=(
-                f"at most {MAX_EXACT_ITERATIONS:.0e}: use --mode fast, a shorter horizon_s, "
-                "or fewer iterations"
-            ),
-        )

@@ -36,7 +36,7 @@ def result_summary(
     produced the results. Values keep full precision here; :func:`write_outputs` and ``--json`` round
     them at the edge (see :func:`commsched.io.numbers.tidy`).
     """
-    from commsched import __version__
+    from commsched._version import __version__
 
     jobs = []
     for j in result.jobs:

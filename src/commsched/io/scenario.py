@@ -109,44 +109,9 @@ def scenario_from_data(
 def _build(
     raw: ScenarioFile, entries: list[JobEntry | None], probs: Problems, measured_commands: bool = False
 ) -> Scenario:
-    from commsched.catalog import placement_names, policy_names, queue_registry
-
     topo = _build_topology(raw.topology, probs)
-    if raw.policy not in policy_names():
-        probs.add(
-            ("policy",), f"unknown policy {raw.policy!r}", "one of " + ", ".join(sorted(policy_names()))
-        )
-    if raw.placement not in placement_names():
-        probs.add(
-            ("placement",),
-            f"unknown placement {raw.placement!r}",
-            "one of " + ", ".join(sorted(placement_names())),
-        )
-    if raw.queue not in queue_registry():
-        probs.add(
-            ("queue",), f"unknown queue order {raw.queue!r}", "one of " + ", ".join(queue_registry().names())
-        )
-    if raw.warmup_s >= raw.horizon_s:
-        probs.add(("warmup_s",), f"warm-up {raw.warmup_s} s is not before the horizon", f"< {raw.horizon_s}")
-    jobs: list[ScenarioJob] = []
-    index: list[int] = []  # entry index of each explicit job
-    seen: dict[str, int] = {}
-    for i, entry in enumerate(entries):
-        if entry is None:
-            continue
-        if entry.id in seen:
-            probs.add(
-                ("jobs", i, "id"),
-                f"duplicate job id {entry.id!r} (first at jobs[{seen[entry.id]}])",
-                "unique ids",
-            )
-        seen.setdefault(entry.id, i)
-        check_job_numbers(entry, i, raw, probs)
-        job = build_job(entry, i, topo, probs, measured_commands=measured_commands)
-        if job is not None:
-            jobs.append(job)
-            index.append(i)
-    check_capacity(jobs, index, topo, probs)
+    _check_names(raw, probs)
+    jobs, seen = _explicit_jobs(raw, entries, topo, probs, measured_commands=measured_commands)
     notes: tuple[str, ...] = ()
     if raw.trace is not None and topo is not None:
         traced, notes = _trace_jobs(raw.trace, topo, probs, taken=set(seen))
@@ -172,6 +137,59 @@ def _build(
         notes=notes,
         fluid_min_jobs=raw.fluid_min_jobs,
     )
+
+
+def _check_names(raw: ScenarioFile, probs: Problems) -> None:
+    """The policy, placement and queue names the catalogue knows, and a warm-up before the horizon."""
+    from commsched.catalog import placement_names, policy_names, queue_registry
+
+    if raw.policy not in policy_names():
+        probs.add(
+            ("policy",), f"unknown policy {raw.policy!r}", "one of " + ", ".join(sorted(policy_names()))
+        )
+    if raw.placement not in placement_names():
+        probs.add(
+            ("placement",),
+            f"unknown placement {raw.placement!r}",
+            "one of " + ", ".join(sorted(placement_names())),
+        )
+    if raw.queue not in queue_registry():
+        probs.add(
+            ("queue",), f"unknown queue order {raw.queue!r}", "one of " + ", ".join(queue_registry().names())
+        )
+    if raw.warmup_s >= raw.horizon_s:
+        probs.add(("warmup_s",), f"warm-up {raw.warmup_s} s is not before the horizon", f"< {raw.horizon_s}")
+
+
+def _explicit_jobs(
+    raw: ScenarioFile,
+    entries: list[JobEntry | None],
+    topo: Topology | None,
+    probs: Problems,
+    *,
+    measured_commands: bool,
+) -> tuple[list[ScenarioJob], dict[str, int]]:
+    """The jobs of the ``jobs`` list (checked), and the entry index of each id's first use."""
+    jobs: list[ScenarioJob] = []
+    index: list[int] = []  # entry index of each explicit job
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        if entry is None:
+            continue
+        if entry.id in seen:
+            probs.add(
+                ("jobs", i, "id"),
+                f"duplicate job id {entry.id!r} (first at jobs[{seen[entry.id]}])",
+                "unique ids",
+            )
+        seen.setdefault(entry.id, i)
+        check_job_numbers(entry, i, raw, probs)
+        job = build_job(entry, i, topo, probs, measured_commands=measured_commands)
+        if job is not None:
+            jobs.append(job)
+            index.append(i)
+    check_capacity(jobs, index, topo, probs)
+    return jobs, seen
 
 
 def _trace_jobs(

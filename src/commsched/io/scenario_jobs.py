@@ -47,54 +47,14 @@ def _profile_file(ref: ProfileRef, i: int, probs: Problems) -> ModelProfile | No
 
 
 def _profile(entry: JobEntry, i: int, probs: Problems, measured: bool = False) -> ModelProfile | None:
-    from commsched.workload.zoo import get_model
-
-    explicit = {"compute_s": entry.compute_s, "comm_bytes": entry.comm_bytes, "overlap": entry.overlap}
     undeclared = entry.model is None and entry.compute_s is None and entry.comm_bytes is None
     if entry.command is not None and undeclared:
-        if not measured:
-            probs.add(
-                ("jobs", i),
-                f"job {entry.id!r} runs a command and declares no compute_s or comm_bytes",
-                "both (the simulator needs them; `commsched testbed run` measures them from its traffic)",
-            )
-            return None
-        # declares nothing: the same nominal numbers for every such job (so that the daemon spreads
-        # their connections over the paths like any jobs' until their measured profiles arrive)
-        return ModelProfile(
-            name=f"command:{entry.id}",
-            gpu="abstract",
-            compute_s=NOMINAL_COMPUTE_S,
-            sync_bytes=NOMINAL_BYTES,
-            overlap=1.0,
-            source="nominal: a command job that declares nothing is measured from its traffic",
-        )
+        return _command_profile(entry, i, probs, measured=measured)
     if entry.model is None:
-        missing = [k for k in ("compute_s", "comm_bytes") if explicit[k] is None]
-        for k in missing:
-            probs.add(("jobs", i), f"job {entry.id!r} has no model and no {k}", f"model: NAME or {k}: VALUE")
-        if missing:
-            return None
-        assert entry.compute_s is not None and entry.comm_bytes is not None
-        return ModelProfile(
-            name=f"explicit:{entry.id}",
-            gpu="abstract",
-            compute_s=entry.compute_s,
-            sync_bytes=entry.comm_bytes,
-            overlap=1.0 if entry.overlap is None else entry.overlap,
-            source="given in the scenario file",
-        )
-    if isinstance(entry.model, ProfileRef):
-        found = _profile_file(entry.model, i, probs)
-        if found is None:
-            return None
-        base = found
-    else:
-        try:
-            base = get_model(entry.model)
-        except InputError as exc:
-            probs.add(("jobs", i, "model"), exc.what, exc.expected)
-            return None
+        return _explicit_profile(entry, i, probs)
+    base = _model_profile(entry.model, i, probs)
+    if base is None:
+        return None
     from dataclasses import replace
 
     return replace(
@@ -103,6 +63,58 @@ def _profile(entry: JobEntry, i: int, probs: Problems, measured: bool = False) -
         sync_bytes=entry.comm_bytes if entry.comm_bytes is not None else base.sync_bytes,
         overlap=entry.overlap if entry.overlap is not None else base.overlap,
     )
+
+
+def _command_profile(entry: JobEntry, i: int, probs: Problems, *, measured: bool) -> ModelProfile | None:
+    """A command job that declares no numbers: nominal ones where its traffic is measured, else an error."""
+    if not measured:
+        probs.add(
+            ("jobs", i),
+            f"job {entry.id!r} runs a command and declares no compute_s or comm_bytes",
+            "both (the simulator needs them; `commsched testbed run` measures them from its traffic)",
+        )
+        return None
+    # declares nothing: the same nominal numbers for every such job (so that the daemon spreads
+    # their connections over the paths like any jobs' until their measured profiles arrive)
+    return ModelProfile(
+        name=f"command:{entry.id}",
+        gpu="abstract",
+        compute_s=NOMINAL_COMPUTE_S,
+        sync_bytes=NOMINAL_BYTES,
+        overlap=1.0,
+        source="nominal: a command job that declares nothing is measured from its traffic",
+    )
+
+
+def _explicit_profile(entry: JobEntry, i: int, probs: Problems) -> ModelProfile | None:
+    """A job without a model: its ``compute_s`` and ``comm_bytes`` (both needed)."""
+    explicit = {"compute_s": entry.compute_s, "comm_bytes": entry.comm_bytes}
+    missing = [k for k in ("compute_s", "comm_bytes") if explicit[k] is None]
+    for k in missing:
+        probs.add(("jobs", i), f"job {entry.id!r} has no model and no {k}", f"model: NAME or {k}: VALUE")
+    if entry.compute_s is None or entry.comm_bytes is None:
+        return None
+    return ModelProfile(
+        name=f"explicit:{entry.id}",
+        gpu="abstract",
+        compute_s=entry.compute_s,
+        sync_bytes=entry.comm_bytes,
+        overlap=1.0 if entry.overlap is None else entry.overlap,
+        source="given in the scenario file",
+    )
+
+
+def _model_profile(model: str | ProfileRef, i: int, probs: Problems) -> ModelProfile | None:
+    """The profile a job's ``model`` names: a profile file or a model of the zoo."""
+    if isinstance(model, ProfileRef):
+        return _profile_file(model, i, probs)
+    from commsched.workload.zoo import get_model
+
+    try:
+        return get_model(model)
+    except InputError as exc:
+        probs.add(("jobs", i, "model"), exc.what, exc.expected)
+        return None
 
 
 def _placement(entry: JobEntry, i: int, topo: Topology, probs: Problems) -> tuple[NodeId, ...] | None:
@@ -122,9 +134,16 @@ def _placement(entry: JobEntry, i: int, topo: Topology, probs: Problems) -> tupl
         if entry.gpus_per_host is not None:
             probs.add(("jobs", i, "gpus_per_host"), "given without hosts", "hosts: [...] with it")
         return ()
+    return _host_placement(entry, entry.hosts, i, topo, probs)
+
+
+def _host_placement(
+    entry: JobEntry, hosts: list[str], i: int, topo: Topology, probs: Problems
+) -> tuple[NodeId, ...] | None:
+    """The GPUs of the hosts a job names (``gpus_per_host`` of each, default all)."""
     gpus: list[NodeId] = []
     known = {str(h.id): h for h in topo.hosts}
-    for k, name in enumerate(entry.hosts):
+    for k, name in enumerate(hosts):
         host = known.get(str(name))
         if host is None:
             sample = ", ".join(list(known)[:4])
@@ -155,29 +174,9 @@ def build_job(
         probs.add(("jobs", i), "both iterations and duration_s given", "at most one of them")
     if topo is None or profile is None:
         return None
-    gpu_ids: tuple[NodeId, ...] = ()
-    if topo.hosts:
-        placed = _placement(entry, i, topo, probs)
-        if placed is None:
-            return None
-        gpu_ids = placed
-        if not gpu_ids and entry.gpus is None:
-            probs.add(("jobs", i), f"job {entry.id!r} has neither gpus nor hosts", "gpus: N or hosts: [...]")
-            return None
-        if gpu_ids and entry.gpus is not None and entry.gpus != len(gpu_ids):
-            probs.add(
-                ("jobs", i, "gpus"),
-                f"gpus: {entry.gpus} but hosts give {len(gpu_ids)} GPUs",
-                "matching counts",
-            )
-            return None
-    else:
-        if entry.hosts or entry.gpu_ids:
-            probs.add(("jobs", i, "hosts"), "explicit placement on a topology without hosts", "gpus: N only")
-            return None
-        if entry.gpus is None:
-            probs.add(("jobs", i, "gpus"), "missing", "the job's GPU count")
-            return None
+    gpu_ids = _job_gpus(entry, i, topo, probs)
+    if gpu_ids is None:
+        return None
     n = len(gpu_ids) if gpu_ids else entry.gpus
     assert n is not None
     spec = JobSpec(
@@ -212,6 +211,37 @@ def build_job(
             and entry.comm_bytes is None
         ),
     )
+
+
+def _job_gpus(entry: JobEntry, i: int, topo: Topology, probs: Problems) -> tuple[NodeId, ...] | None:
+    """A job's explicit GPUs (``()``: placed by the placement policy; ``None``: an error was recorded)."""
+    if not topo.hosts:
+        return _abstract_gpus(entry, i, probs)
+    gpu_ids = _placement(entry, i, topo, probs)
+    if gpu_ids is None:
+        return None
+    if not gpu_ids and entry.gpus is None:
+        probs.add(("jobs", i), f"job {entry.id!r} has neither gpus nor hosts", "gpus: N or hosts: [...]")
+        return None
+    if gpu_ids and entry.gpus is not None and entry.gpus != len(gpu_ids):
+        probs.add(
+            ("jobs", i, "gpus"),
+            f"gpus: {entry.gpus} but hosts give {len(gpu_ids)} GPUs",
+            "matching counts",
+        )
+        return None
+    return gpu_ids
+
+
+def _abstract_gpus(entry: JobEntry, i: int, probs: Problems) -> tuple[NodeId, ...] | None:
+    """On a topology without hosts a job gives its GPU count only (``None``: an error was recorded)."""
+    if entry.hosts or entry.gpu_ids:
+        probs.add(("jobs", i, "hosts"), "explicit placement on a topology without hosts", "gpus: N only")
+        return None
+    if entry.gpus is None:
+        probs.add(("jobs", i, "gpus"), "missing", "the job's GPU count")
+        return None
+    return ()
 
 
 def _check_command(entry: JobEntry, i: int, probs: Problems) -> None:

@@ -64,7 +64,7 @@ def _helios_like(**params: Any) -> Trace:
     return helios_like_trace(helios_params(**params))
 
 
-def _loaders() -> Registry[Callable[..., Trace]]:
+def trace_loaders() -> Registry[Callable[..., Trace]]:
     reg: Registry[Callable[..., Trace]] = Registry("trace kind")
     reg.register("synthetic", _synthetic)
     reg.register("lingjun", load_lingjun_trace)
@@ -77,10 +77,11 @@ def _loaders() -> Registry[Callable[..., Trace]]:
 
 
 def trace_kinds() -> tuple[str, ...]:
-    return _loaders().names()
+    return trace_loaders().names()
 
 
-def _valid_params(kind: str, loader: Callable[..., Trace]) -> list[str]:
+def valid_params(kind: str, loader: Callable[..., Trace]) -> list[str]:
+    """The parameters a trace section of ``kind`` may give its loader (besides :data:`COMMON_KEYS`)."""
     if kind == "synthetic":
         return [f.name for f in fields(SyntheticParams) if f.name not in ("sizes",)]
     if kind == "helios_like":
@@ -96,8 +97,29 @@ def trace_jobs(spec: Mapping[str, Any], topology: Topology, *, base_dir: Path) -
         raise InputError(
             "missing or not a string", where="trace.kind", expected="one of " + ", ".join(trace_kinds())
         )
-    loader = _loaders().get(kind, where="trace.kind")
-    valid = _valid_params(kind, loader)
+    loader = trace_loaders().get(kind, where="trace.kind")
+    params = _loader_params(spec, kind, loader, base_dir=base_dir)
+    args = _arguments(kind, loader, params)
+    trace = loader(topology, **args) if kind == "synthetic" else loader(**args)
+    kept, notes = _kept(trace, spec, topology)
+    host_ids = {h.label: str(h.id) for h in topology.hosts if h.label}
+    specs = to_job_specs(kept, collective=str(spec.get("collective", "ring")), host_ids=host_ids or None)
+    compute_scale = _positive(spec, "compute_scale")
+    comm_scale = _positive(spec, "comm_scale")
+    if compute_scale != 1.0 or comm_scale != 1.0:
+        scaled: dict[int, ModelProfile] = {}  # one scaled profile per profile: jobs of a model share it
+        specs = tuple(
+            replace(s, profile=_scaled_profile(s.profile, compute_scale, comm_scale, scaled)) for s in specs
+        )
+        notes.append(f"profiles scaled: compute x{compute_scale:g}, synchronised bytes x{comm_scale:g}")
+    return TraceJobs(jobs=specs, notes=tuple(notes))
+
+
+def _loader_params(
+    spec: Mapping[str, Any], kind: str, loader: Callable[..., Trace], *, base_dir: Path
+) -> dict[str, Any]:
+    """The section's parameters for its loader: known names, finite numbers, sizes and files in bounds."""
+    valid = valid_params(kind, loader)
     params = {k: v for k, v in spec.items() if k not in ("kind", *COMMON_KEYS)}
     for k in params:
         if k not in valid:
@@ -121,8 +143,11 @@ def trace_jobs(spec: Mapping[str, Any], topology: Topology, *, base_dir: Path) -
             p = Path(str(params[k]))
             params[k] = p if p.is_absolute() else base_dir / p
             _check_trace_path(params[k], k)
-    args = _arguments(kind, loader, params)
-    trace = loader(topology, **args) if kind == "synthetic" else loader(**args)
+    return params
+
+
+def _kept(trace: Trace, spec: Mapping[str, Any], topology: Topology) -> tuple[Trace, list[str]]:
+    """The trace's jobs by arrival, the first ``max_jobs`` of them that fit the cluster, with notes."""
     jobs = sorted(trace.jobs, key=lambda j: (j.arrival_s, j.id))
     max_jobs = spec.get("max_jobs")
     if max_jobs is not None:
@@ -136,18 +161,7 @@ def trace_jobs(spec: Mapping[str, Any], topology: Topology, *, base_dir: Path) -
     if too_big:
         notes.append(f"{len(too_big)} job(s) larger than the cluster ({topology.n_gpus} GPUs) dropped")
         jobs = [j for j in jobs if j not in too_big]
-    kept = Trace(name=trace.name, source=trace.source, jobs=tuple(jobs), notes=trace.notes)
-    host_ids = {h.label: str(h.id) for h in topology.hosts if h.label}
-    specs = to_job_specs(kept, collective=str(spec.get("collective", "ring")), host_ids=host_ids or None)
-    compute_scale = _positive(spec, "compute_scale")
-    comm_scale = _positive(spec, "comm_scale")
-    if compute_scale != 1.0 or comm_scale != 1.0:
-        scaled: dict[int, ModelProfile] = {}  # one scaled profile per profile: jobs of a model share it
-        specs = tuple(
-            replace(s, profile=_scaled_profile(s.profile, compute_scale, comm_scale, scaled)) for s in specs
-        )
-        notes.append(f"profiles scaled: compute x{compute_scale:g}, synchronised bytes x{comm_scale:g}")
-    return TraceJobs(jobs=specs, notes=tuple(notes))
+    return Trace(name=trace.name, source=trace.source, jobs=tuple(jobs), notes=trace.notes), notes
 
 
 def _check_trace_path(path: Path, key: str) -> None:

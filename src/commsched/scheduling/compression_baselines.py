@@ -17,9 +17,9 @@ from numpy.typing import ArrayLike
 
 from commsched.scheduling.compression_dag import (
     Compression,
-    _blocks_to_levels,
-    _check_contention,
-    _check_levels,
+    blocks_to_levels,
+    check_contention,
+    check_levels,
     cut_weight,
 )
 
@@ -27,11 +27,11 @@ __all__ = ["sincronia_compression", "varys_compression"]
 
 
 def _rank_split(sharing: ArrayLike, intensity: ArrayLike, sizes: list[int]) -> Compression:
-    share, inten = _check_contention(sharing, intensity)
+    share, inten = check_contention(sharing, intensity)
     n = share.shape[0]
     ords = np.arange(n, dtype=np.int64)
     bounds = list(np.cumsum(sizes, dtype=np.int64)) if n else []
-    job_levels = _blocks_to_levels(ords, [int(b) for b in bounds])
+    job_levels = blocks_to_levels(ords, [int(b) for b in bounds])
     return Compression(
         levels=job_levels,
         cut_weight=cut_weight(share, inten, job_levels),
@@ -54,7 +54,7 @@ def sincronia_compression(sharing: ArrayLike, intensity: ArrayLike, levels: int)
     ----------
     Crux §4.3, Fig. 13; crux-spec §4.2 and §8.1 (generalisation to K levels).
     """
-    _check_levels(levels)
+    check_levels(levels)
     n = np.asarray(sharing).shape[0] if np.asarray(sharing).ndim == 2 else 0
     k = min(int(levels), n)
     sizes = [1] * (k - 1) + [n - (k - 1)] if n else []
@@ -76,7 +76,7 @@ def varys_compression(sharing: ArrayLike, intensity: ArrayLike, levels: int) -> 
     ----------
     Crux §4.3, Fig. 13; crux-spec §4.2 and §8.1 (generalisation to K levels).
     """
-    _check_levels(levels)
+    check_levels(levels)
     n = np.asarray(sharing).shape[0] if np.asarray(sharing).ndim == 2 else 0
     k = min(int(levels), n)
     sizes = [n // k + (1 if g < n % k else 0) for g in range(k)] if n else []

@@ -22,8 +22,14 @@ from commsched.errors import InputError
 
 __all__ = [
     "Compression",
+    "bfs_order",
     "bfs_topological_order",
+    "blocks_to_levels",
+    "check_contention",
+    "check_levels",
+    "check_order",
     "cut_weight",
+    "in_degrees",
     "is_valid_compression",
     "violating_edges",
 ]
@@ -50,7 +56,7 @@ class Compression:
     order: tuple[int, ...]
 
 
-def _check_contention(
+def check_contention(
     sharing: ArrayLike, intensity: ArrayLike
 ) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
     share = np.asarray(sharing)
@@ -74,12 +80,12 @@ def _check_contention(
     return share, inten
 
 
-def _check_levels(levels: int, where: str = "levels") -> None:
+def check_levels(levels: int, where: str = "levels") -> None:
     if isinstance(levels, bool) or not isinstance(levels, int | np.integer) or levels < 1:
         raise InputError(f"{levels!r}", where=where, expected="an integer number of levels >= 1")
 
 
-def _check_order(order: ArrayLike, share: NDArray[np.bool_]) -> NDArray[np.int64]:
+def check_order(order: ArrayLike, share: NDArray[np.bool_]) -> NDArray[np.int64]:
     ords = np.asarray(order, dtype=np.int64)
     n = share.shape[0]
     if ords.shape != (n,) or not np.array_equal(np.sort(ords), np.arange(n)):
@@ -168,7 +174,7 @@ def cut_weight(sharing: ArrayLike, intensity: ArrayLike, job_levels: ArrayLike) 
     ----------
     Crux §4.3 (objective of the Max K-Cut); crux-spec §4.3.
     """
-    share, inten = _check_contention(sharing, intensity)
+    share, inten = check_contention(sharing, intensity)
     lev = _as_levels(job_levels, share.shape[0])
     src, dst = np.nonzero(np.triu(share, 1))
     return float(inten[src][lev[src] < lev[dst]].sum())
@@ -204,16 +210,18 @@ def bfs_topological_order(sharing: ArrayLike, rng: np.random.Generator) -> tuple
     Crux §4.3 ("random topological orders by BFS"); crux-spec §4.7 (proposed default).
     """
     share = np.asarray(sharing, dtype=np.bool_)
-    return _bfs(share, _indegrees(share), rng)
+    return bfs_order(share, in_degrees(share), rng)
 
 
-def _indegrees(share: NDArray[np.bool_]) -> NDArray[np.int64]:
+def in_degrees(share: NDArray[np.bool_]) -> NDArray[np.int64]:
     """Number of higher-ranked sharing partners of every job (its in-degree in the DAG)."""
     counts: NDArray[np.int64] = np.count_nonzero(np.tril(share, -1), axis=1).astype(np.int64)
     return counts
 
 
-def _bfs(share: NDArray[np.bool_], indegrees: NDArray[np.int64], rng: np.random.Generator) -> tuple[int, ...]:
+def bfs_order(
+    share: NDArray[np.bool_], indegrees: NDArray[np.int64], rng: np.random.Generator
+) -> tuple[int, ...]:
     n = share.shape[0]
     indegree = indegrees.copy()
     sources = np.flatnonzero(indegree == 0)
@@ -233,7 +241,7 @@ def _bfs(share: NDArray[np.bool_], indegrees: NDArray[np.int64], rng: np.random.
     return tuple(order)
 
 
-def _blocks_to_levels(order: NDArray[np.int64], bounds: list[int]) -> tuple[int, ...]:
+def blocks_to_levels(order: NDArray[np.int64], bounds: list[int]) -> tuple[int, ...]:
     """Levels from block ends ``bounds`` (positions, ascending, last = n) of a sequence cut."""
     levels = np.empty(order.size, dtype=np.int64)
     start = 0

@@ -23,12 +23,12 @@ from numpy.typing import ArrayLike, NDArray
 from commsched.errors import InputError
 from commsched.scheduling.compression_dag import (
     Compression,
-    _bfs,
-    _blocks_to_levels,
-    _check_contention,
-    _check_levels,
-    _check_order,
-    _indegrees,
+    bfs_order,
+    blocks_to_levels,
+    check_contention,
+    check_levels,
+    check_order,
+    in_degrees,
 )
 
 __all__ = [
@@ -112,9 +112,9 @@ def max_k_cut_table(
     ----------
     Crux §4.3, Algorithm 1; crux-spec §4.5 (with errata) and §4.6; Yao (1980).
     """
-    share, inten = _check_contention(sharing, intensity)
-    _check_levels(levels)
-    return _table(share, inten, _check_order(order, share), int(levels), monotone)
+    share, inten = check_contention(sharing, intensity)
+    check_levels(levels)
+    return _table(share, inten, check_order(order, share), int(levels), monotone)
 
 
 def _table(
@@ -142,7 +142,7 @@ def _table(
     for k in range(2, big_k + 1):
         values = np.where(below & (rows[:, None] >= k - 1), best[k - 1][:, None] + gain, -np.inf)
         last = (n - np.argmax(values[::-1, :], axis=0)).tolist()  # the largest argmax of every column
-        _fill_layer(best[k], split[k], values, last, k, monotone)
+        _fill_layer(best[k], split[k], values, last, k, monotone=monotone)
     return KCutTable(best=best, split=split)
 
 
@@ -152,6 +152,7 @@ def _fill_layer(
     values: NDArray[np.float64],
     last: list[int],
     k: int,
+    *,
     monotone: bool,
 ) -> None:
     """Layer ``k`` from the full-range maxima: under the monotone rule a column whose largest argmax
@@ -217,9 +218,9 @@ def sequence_compression(
     Crux §4.3, Algorithm 1 and Theorem 2; crux-spec §4.5 (erratum iv: the last block is
     ``a_{i_{K-1}+1} .. a_n``).
     """
-    share, inten = _check_contention(sharing, intensity)
-    _check_levels(levels)
-    return _sequence(share, inten, _check_order(order, share), int(levels), monotone)
+    share, inten = check_contention(sharing, intensity)
+    check_levels(levels)
+    return _sequence(share, inten, check_order(order, share), int(levels), monotone)
 
 
 def _sequence(
@@ -237,7 +238,7 @@ def _sequence(
         bounds.append(i)
     bounds.reverse()
     return Compression(
-        levels=_blocks_to_levels(ords, bounds),
+        levels=blocks_to_levels(ords, bounds),
         cut_weight=float(table.best[k, n]),
         order=tuple(int(v) for v in ords),
     )
@@ -285,15 +286,15 @@ def crux_compression(
     ----------
     Crux §4.3 (Algorithm 1, Theorems 2 and 3); crux-spec §4.4-§4.7, A10, A15.
     """
-    share, inten = _check_contention(sharing, intensity)
-    _check_levels(levels)
+    share, inten = check_contention(sharing, intensity)
+    check_levels(levels)
     if isinstance(orders, bool) or not isinstance(orders, int) or orders < 1:
         raise InputError(f"{orders!r}", where="orders", expected="an integer >= 1")
     gen = np.random.default_rng(rng)
-    indegrees = _indegrees(share)
+    indegrees = in_degrees(share)
 
     def sample() -> Compression:
-        order = np.asarray(_bfs(share, indegrees, gen), dtype=np.int64)
+        order = np.asarray(bfs_order(share, indegrees, gen), dtype=np.int64)
         return _sequence(share, inten, order, int(levels), True)
 
     best = sample()
@@ -323,8 +324,8 @@ def brute_force_compression(sharing: ArrayLike, intensity: ArrayLike, levels: in
     ----------
     Crux §4.3 (problem statement), §4.4 (enumeration as the optimum); crux-spec §4.3, A12.
     """
-    share, inten = _check_contention(sharing, intensity)
-    _check_levels(levels)
+    share, inten = check_contention(sharing, intensity)
+    check_levels(levels)
     n = share.shape[0]
     if n == 0:
         return Compression(levels=(), cut_weight=0.0, order=())

@@ -54,7 +54,7 @@ from commsched.scheduling.correction_link import (
     CorrectionSettings,
     LinkJob,
     PairOutcome,
-    _check_nonneg,
+    check_nonneg,
     simulate_pair,
 )
 from commsched.scheduling.correction_pair import (
@@ -99,7 +99,7 @@ def reference_job(injected_rate_bytes_per_s: Mapping[JobKey, float]) -> JobKey:
     if not injected_rate_bytes_per_s:
         raise InputError("no jobs", where="injected_rate_bytes_per_s", expected="at least one job")
     for key, rate in injected_rate_bytes_per_s.items():
-        _check_nonneg(rate, f"injected_rate_bytes_per_s[{key!r}]")
+        check_nonneg(rate, f"injected_rate_bytes_per_s[{key!r}]")
     return min(injected_rate_bytes_per_s, key=lambda key: (-injected_rate_bytes_per_s[key], key))
 
 
@@ -124,6 +124,6 @@ def rank_jobs(intensity: Mapping[JobKey, float], factor: Mapping[JobKey, float])
             expected="one factor per job of intensity",
         )
     for key in intensity:
-        _check_nonneg(intensity[key], f"intensity[{key!r}]")
-        _check_nonneg(factor[key], f"factor[{key!r}]")
+        check_nonneg(intensity[key], f"intensity[{key!r}]")
+        check_nonneg(factor[key], f"factor[{key!r}]")
     return tuple(sorted(intensity, key=lambda key: (-factor[key] * intensity[key], -intensity[key], key)))

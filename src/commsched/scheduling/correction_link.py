@@ -23,11 +23,17 @@ __all__ = [
     "CorrectionSettings",
     "LinkJob",
     "PairOutcome",
+    "RationalJob",
+    "check_nonneg",
+    "exact_outcome",
+    "low_iterations",
+    "public_outcome",
+    "rational_job",
     "simulate_pair",
 ]
 
 
-def _check_nonneg(value: float, where: str) -> None:
+def check_nonneg(value: float, where: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
         raise InputError(f"{value!r}", where=where, expected="a finite number >= 0")
 
@@ -58,9 +64,9 @@ class LinkJob:
     overlap: float = 1.0
 
     def __post_init__(self) -> None:
-        _check_nonneg(self.compute_s, "LinkJob.compute_s")
-        _check_nonneg(self.transfer_s, "LinkJob.transfer_s")
-        _check_nonneg(self.overlap, "LinkJob.overlap")
+        check_nonneg(self.compute_s, "LinkJob.compute_s")
+        check_nonneg(self.transfer_s, "LinkJob.transfer_s")
+        check_nonneg(self.overlap, "LinkJob.overlap")
         if self.overlap > 1:
             raise InputError(f"{self.overlap!r}", where="LinkJob.overlap", expected="a fraction in [0, 1]")
         if self.compute_s + self.transfer_s <= 0:
@@ -135,7 +141,7 @@ class PairOutcome:
 
 
 @dataclass(frozen=True, slots=True)
-class _Rational:
+class RationalJob:
     compute: Fraction
     transfer: Fraction
     release: Fraction
@@ -145,7 +151,7 @@ class _Rational:
         return max(self.compute, self.release + self.transfer)
 
 
-def _rational(job: LinkJob, settings: CorrectionSettings) -> _Rational:
+def rational_job(job: LinkJob, settings: CorrectionSettings) -> RationalJob:
     tick = Fraction(1, settings.max_denominator)
 
     def conv(x: float) -> Fraction:
@@ -155,10 +161,10 @@ def _rational(job: LinkJob, settings: CorrectionSettings) -> _Rational:
 
     compute = conv(job.compute_s)
     release = (Fraction(job.overlap).limit_denominator(settings.max_denominator)) * compute
-    return _Rational(compute=compute, transfer=conv(job.transfer_s), release=release)
+    return RationalJob(compute=compute, transfer=conv(job.transfer_s), release=release)
 
 
-def _busy_before(job: _Rational, x: Fraction) -> Fraction:
+def _busy_before(job: RationalJob, x: Fraction) -> Fraction:
     """Link time the (undisturbed, high-priority) job uses in ``[0, x]``."""
     period = job.period
     n = math.floor(x / period)
@@ -166,14 +172,14 @@ def _busy_before(job: _Rational, x: Fraction) -> Fraction:
     return n * job.transfer + min(max(y - job.release, Fraction(0)), job.transfer)
 
 
-def _compute_before(job: _Rational, x: Fraction) -> Fraction:
+def _compute_before(job: RationalJob, x: Fraction) -> Fraction:
     """Compute time of the (undisturbed, high-priority) job in ``[0, x]``."""
     period = job.period
     n = math.floor(x / period)
     return n * job.compute + min(x - n * period, job.compute)
 
 
-def _idle_inverse(high: _Rational, v: Fraction) -> Fraction | None:
+def _idle_inverse(high: RationalJob, v: Fraction) -> Fraction | None:
     """Smallest ``x`` with ``x - busy_before(x) >= v``; ``None`` if the link is never idle."""
     if v <= 0:
         return Fraction(0)
@@ -194,7 +200,7 @@ class _LowIteration:
     finish: Fraction | None  # transfer end; None = never (the high job saturates the link)
 
 
-def _low_iterations(high: _Rational, low: _Rational) -> Iterator[_LowIteration]:
+def low_iterations(high: RationalJob, low: RationalJob) -> Iterator[_LowIteration]:
     """The low-priority job's iterations from the aligned start, in order (infinite generator)."""
     start = Fraction(0)
     while True:
@@ -221,10 +227,10 @@ class _Exact:
     low_busy: Fraction
 
 
-def _exact_outcome(high: _Rational, low: _Rational, start: Fraction, end: Fraction) -> _Exact:
+def exact_outcome(high: RationalJob, low: RationalJob, start: Fraction, end: Fraction) -> _Exact:
     low_link = Fraction(0)
     low_busy = Fraction(0)
-    for it in _low_iterations(high, low):
+    for it in low_iterations(high, low):
         if it.start >= end:
             break
         low_busy += _overlap(it.start, it.start + low.compute, start, end)
@@ -240,7 +246,7 @@ def _exact_outcome(high: _Rational, low: _Rational, start: Fraction, end: Fracti
     )
 
 
-def _public(exact: _Exact, start: Fraction, end: Fraction) -> PairOutcome:
+def public_outcome(exact: _Exact, start: Fraction, end: Fraction) -> PairOutcome:
     return PairOutcome(
         start_s=float(start),
         end_s=float(end),
@@ -277,10 +283,12 @@ def simulate_pair(
     Crux §4.2, Figs. 11 and 12; crux-spec §3.4 item 2 and §7 (A1, A2, A6).
     """
     cfg = settings or CorrectionSettings()
-    _check_nonneg(start_s, "start_s")
-    _check_nonneg(end_s, "end_s")
+    check_nonneg(start_s, "start_s")
+    check_nonneg(end_s, "end_s")
     if end_s < start_s:
         raise InputError(f"[{start_s}, {end_s}]", where="window", expected="start_s <= end_s")
     start = Fraction(start_s).limit_denominator(cfg.max_denominator)
     end = Fraction(end_s).limit_denominator(cfg.max_denominator)
-    return _public(_exact_outcome(_rational(high, cfg), _rational(low, cfg), start, end), start, end)
+    return public_outcome(
+        exact_outcome(rational_job(high, cfg), rational_job(low, cfg), start, end), start, end
+    )

@@ -24,12 +24,12 @@ from commsched.scheduling.correction_link import (
     CorrectionSettings,
     LinkJob,
     PairOutcome,
-    _check_nonneg,
-    _exact_outcome,
-    _low_iterations,
-    _public,
-    _Rational,
-    _rational,
+    RationalJob,
+    check_nonneg,
+    exact_outcome,
+    low_iterations,
+    public_outcome,
+    rational_job,
 )
 
 __all__ = [
@@ -67,11 +67,11 @@ class PairComparison:
     factor: float
 
 
-def _low_period(high: _Rational, low: _Rational, settings: CorrectionSettings) -> Fraction | None:
+def _low_period(high: RationalJob, low: RationalJob, settings: CorrectionSettings) -> Fraction | None:
     """Steady-state iteration period of the low-priority job (``None``: it starves)."""
     seen: dict[Fraction, tuple[int, Fraction]] = {}
     starts: list[Fraction] = []
-    for k, it in enumerate(_low_iterations(high, low)):
+    for k, it in enumerate(low_iterations(high, low)):
         if it.finish is None:
             return None
         phase = it.start % high.period
@@ -91,7 +91,7 @@ def _lcm(a: Fraction, b: Fraction) -> Fraction:
     return Fraction(math.lcm(a.numerator, b.numerator), math.gcd(a.denominator, b.denominator))
 
 
-def _window(job: _Rational, ref: _Rational, settings: CorrectionSettings) -> Fraction:
+def _window(job: RationalJob, ref: RationalJob, settings: CorrectionSettings) -> Fraction:
     periods = [job.period, ref.period]
     periods += [
         p for p in (_low_period(job, ref, settings), _low_period(ref, job, settings)) if p is not None
@@ -120,7 +120,7 @@ def comparison_window(
     crux-spec §3.4 item 3 and A7.
     """
     cfg = settings or CorrectionSettings()
-    return float(_window(_rational(job, cfg), _rational(reference, cfg), cfg))
+    return float(_window(rational_job(job, cfg), rational_job(reference, cfg), cfg))
 
 
 def _factor(gain_job: Fraction, gain_ref: Fraction, settings: CorrectionSettings) -> float:
@@ -164,21 +164,21 @@ def compare_pair(
     Crux §4.2 (Eq. 3 and the derivation below Fig. 12); crux-spec §3.3, §3.4, A3, A7, A8.
     """
     cfg = settings or CorrectionSettings()
-    rj, rr = _rational(job, cfg), _rational(reference, cfg)
+    rj, rr = rational_job(job, cfg), rational_job(reference, cfg)
     if window_s is None:
         window = _window(rj, rr, cfg)
     else:
-        _check_nonneg(window_s, "window_s")
+        check_nonneg(window_s, "window_s")
         window = Fraction(window_s).limit_denominator(cfg.max_denominator)
     zero = Fraction(0)
-    job_first = _exact_outcome(rj, rr, zero, window)
-    ref_first = _exact_outcome(rr, rj, zero, window)
+    job_first = exact_outcome(rj, rr, zero, window)
+    ref_first = exact_outcome(rr, rj, zero, window)
     gain_job = job_first.high_link - ref_first.low_link
     gain_ref = ref_first.high_link - job_first.low_link
     return PairComparison(
         window_s=float(window),
-        job_first=_public(job_first, zero, window),
-        reference_first=_public(ref_first, zero, window),
+        job_first=public_outcome(job_first, zero, window),
+        reference_first=public_outcome(ref_first, zero, window),
         job_gain_s=float(gain_job),
         reference_gain_s=float(gain_ref),
         factor=_factor(gain_job, gain_ref, cfg),

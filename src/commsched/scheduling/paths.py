@@ -35,14 +35,14 @@ References
 ----------
 .. [1] J. Cao et al., "Crux: GPU-Efficient Communication Scheduling for Deep Learning Training",
    SIGCOMM 2024, §4.1, §4.4 (footnote 3, TACCL*), §5.2-5.3 (source ports); crux-spec §2.
-.. [2] vClos (source routing with a fixed port mapping), commsched.scheduling.vclos.routing.
+
+Source routing by port and the source ports that pin a path: :mod:`commsched.scheduling.ports`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Literal
 
 import numpy as np
@@ -53,10 +53,9 @@ from commsched.scheduling.greedy_view import JobView, candidate_links
 from commsched.scheduling.memo import Memo
 from commsched.scheduling.routemap import JobRoutes, RouteMap
 from commsched.scheduling.routing import network_pair
-from commsched.scheduling.state import ClusterState, ConnectionKey, PlacedJob
+from commsched.scheduling.state import ConnectionKey, PlacedJob
 from commsched.scheduling.traffic import job_connections
-from commsched.topology import NodeId, NodeKind, Topology
-from commsched.topology.ecmp import port_for_path
+from commsched.topology import NodeId, Topology
 from commsched.workload import JobId
 
 __all__ = [
@@ -67,10 +66,8 @@ __all__ = [
     "Metric",
     "PathSettings",
     "PathTable",
-    "connection_ports",
     "greedy_routes",
     "job_flows",
-    "source_routes",
 ]
 
 Metric = Literal["rate", "intensity", "flows"]
@@ -308,10 +305,10 @@ def greedy_routes(
             start += 1
         trail.truncate(start)
         state = _Load(load=trail.load_after(start, n_links), inv_cap=table.inv_cap_bytes, log=[])
-        return _greedy_pass(state, jobs[start:], keys[start:], settings, trail)
+        return _greedy_pass(state, jobs[start:], keys[start:], settings, trail=trail)
     state = _Load(load=table.scratch, inv_cap=table.inv_cap_bytes, log=[])
     try:
-        return _greedy_pass(state, jobs, keys, settings, None, views)
+        return _greedy_pass(state, jobs, keys, settings, trail=None, views=views)
     finally:  # give the scratch array back zeroed
         for adds in state.log or ():
             table.scratch[adds[0]] = 0.0
@@ -322,6 +319,7 @@ def _greedy_pass(
     jobs: Sequence[tuple[PlacedJob, Sequence[Flow]]],
     keys: Sequence[tuple[JobId, FlowWeight | None]],
     settings: PathSettings,
+    *,
     trail: GreedyTrail | None,
     views: Memo | None = None,
 ) -> JobRoutes:
@@ -341,22 +339,7 @@ def _greedy_pass(
         logged = len(state.log) if state.log is not None else 0
         links = candidate_links([f.candidates for f in flows]) if views is not None else None
         found = state.load[links] if links is not None else None
-        mine: dict[ConnectionKey, int] = {}
-        weight = key[1] or FlowWeight(per_flow=1.0)
-        pinned = [f for f in flows if f.keys[0] in job.pinned_routes]
-        free = [f for f in flows if f.keys[0] not in job.pinned_routes]
-        for f in pinned:
-            choice = job.pinned_routes[f.keys[0]] % f.candidates.shape[0]
-            state.add(f.candidates[choice], weight.per_byte * f.size_bytes + weight.per_flow)
-            mine.update(dict.fromkeys(f.keys, choice))
-        if settings.granularity == "job" and free:
-            k = _place_job(state, free, weight)
-            for f in free:
-                mine.update(dict.fromkeys(f.keys, k % f.candidates.shape[0]))
-        else:
-            for f in free:
-                choice = _place_flow(state, f, weight.per_byte * f.size_bytes + weight.per_flow)
-                mine.update(dict.fromkeys(f.keys, choice))
+        mine = _route_job(state, job, flows, key[1] or FlowWeight(per_flow=1.0), settings)
         routes = out[job.id] = RouteMap(mine)
         if views is not None and links is not None and found is not None and state.log is not None:
             turn = JobView.of(
@@ -373,63 +356,23 @@ def _greedy_pass(
     return JobRoutes(out)
 
 
-def _downlink_ports(topology: Topology) -> dict[NodeId, int]:
-    """Each NIC's port number on its (first) ToR: its position among the ToR's NIC-facing links."""
-    ports: dict[NodeId, int] = {}
-    for tor in topology.nodes_of_kind(NodeKind.TOR):
-        k = 0
-        for lk in topology.out_links(tor.id):
-            if topology.node(lk.dst).kind is NodeKind.NIC and lk.dst not in ports:
-                ports[lk.dst] = k
-                k += 1
-    return ports
-
-
-def source_routes(state: ClusterState) -> MappingProxyType[ConnectionKey, int]:
-    """Plain source routing with a fixed port mapping (vClos-style): path = source NIC port mod paths.
-
-    The source NIC's downlink port number ``p`` on its ToR picks equal-cost path ``p mod n`` (the
-    default leaf map "down port i -> up port i" of vClos §5.2, on the canonical path order),
-    whatever else runs.
-
-    References
-    ----------
-    vClos §5.2 (source routing); crux-spec §2 (baseline list of the issue).
-    """
-    topo = state.topology
-    ports = _downlink_ports(topo)
-    table = PathTable(topo)
-    out: dict[ConnectionKey, int] = {}
-    for job in state.jobs:
-        for f in job_flows(table, job):
-            pair = network_pair(topo, f.keys[0])
-            src_nic = NodeId(pair[0]) if pair is not None else topo.nic_of(f.keys[0].src)
-            choice = ports.get(src_nic, 0) % f.candidates.shape[0]
-            out.update(dict.fromkeys(f.keys, choice))
-    return MappingProxyType(out)
-
-
-def connection_ports(
-    topology: Topology, routes: Mapping[ConnectionKey, int], *, hash_name: str = "murmur3"
+def _route_job(
+    state: _Load, job: PlacedJob, flows: Sequence[Flow], weight: FlowWeight, settings: PathSettings
 ) -> dict[ConnectionKey, int]:
-    """The RoCEv2 source port that makes the ECMP hash send each routed connection along its path.
-
-    Only inter-host connections get a port. Ports are computed once per (NIC pair, path).
-
-    References
-    ----------
-    Crux §5.2-5.3 (path pinned through the UDP source port); crux-spec §5.2, §5.3.
-    """
-    cache: dict[tuple[NodeId, NodeId, int], int] = {}
-    out: dict[ConnectionKey, int] = {}
-    for key, index in routes.items():
-        pair = network_pair(topology, key)
-        if pair is None:
-            continue
-        src, dst = NodeId(pair[0]), NodeId(pair[1])
-        n = len(topology.equal_cost_paths(src, dst))
-        ck = (src, dst, index % n)
-        if ck not in cache:
-            cache[ck] = port_for_path(topology, src, dst, index % n, hash_name)
-        out[key] = cache[ck]
-    return out
+    """One job's turn: its pinned routes counted as load, then its free flows placed."""
+    mine: dict[ConnectionKey, int] = {}
+    pinned = [f for f in flows if f.keys[0] in job.pinned_routes]
+    free = [f for f in flows if f.keys[0] not in job.pinned_routes]
+    for f in pinned:
+        choice = job.pinned_routes[f.keys[0]] % f.candidates.shape[0]
+        state.add(f.candidates[choice], weight.per_byte * f.size_bytes + weight.per_flow)
+        mine.update(dict.fromkeys(f.keys, choice))
+    if settings.granularity == "job" and free:
+        k = _place_job(state, free, weight)
+        for f in free:
+            mine.update(dict.fromkeys(f.keys, k % f.candidates.shape[0]))
+    else:
+        for f in free:
+            choice = _place_flow(state, f, weight.per_byte * f.size_bytes + weight.per_flow)
+            mine.update(dict.fromkeys(f.keys, choice))
+    return mine

@@ -62,17 +62,17 @@ from commsched.scheduling.policies_common import (
     Compressor,
     Plan,
     PlanFn,
+    PolicyCtx,
     Routes,
-    _Ctx,
-    _facts,
     contention_matrix,
+    routed_facts,
 )
 from commsched.scheduling.policies_crux import (
     CruxSettings,
-    _crux_variant,
     componentwise_compression,
     crux_plan,
     crux_routes,
+    crux_variant,
 )
 from commsched.scheduling.state import ClusterState, Decisions
 
@@ -106,9 +106,9 @@ GUARD_LOSS = 0.6
 
 def _wrap(policy: PolicyFn) -> PlanFn:
     def plan(state: ClusterState, ctx: PolicyContext) -> Plan:
-        c = _Ctx.of(state, ctx.memo)
+        c = PolicyCtx.of(state, ctx.memo)
         d = policy(state, ctx)
-        facts = _facts(state, c, d.routes)
+        facts = routed_facts(state, c, d.routes)
         return Plan(decisions=d, intensity=MappingProxyType({f.job.id: f.intensity.value for f in facts}))
 
     return plan
@@ -120,10 +120,10 @@ def communication_plans() -> dict[str, PlanFn]:
         "static": _wrap(static_policy),
         "fair": _wrap(fair_policy),
         "ecmp-fair": _wrap(fair_policy),
-        "crux-pa": _crux_variant(CruxSettings(select_paths=False, compress=False)),
-        "crux-ps-pa": _crux_variant(CruxSettings(select_paths=True, compress=False)),
-        "crux-full": _crux_variant(CruxSettings()),
-        "crux-full-guard": _crux_variant(CruxSettings(guard_loss=GUARD_LOSS)),
+        "crux-pa": crux_variant(CruxSettings(select_paths=False, compress=False)),
+        "crux-ps-pa": crux_variant(CruxSettings(select_paths=True, compress=False)),
+        "crux-full": crux_variant(CruxSettings()),
+        "crux-full-guard": crux_variant(CruxSettings(guard_loss=GUARD_LOSS)),
         "sincronia": sincronia_plan,
         "varys": varys_plan,
         "taccl-star": taccl_plan,

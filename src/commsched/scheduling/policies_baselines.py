@@ -16,18 +16,19 @@ from types import MappingProxyType
 from commsched.scheduling.cassini import CassiniSettings, cassini_shifts
 from commsched.scheduling.compression import sincronia_compression, varys_compression
 from commsched.scheduling.interfaces import PolicyContext
-from commsched.scheduling.paths import FlowWeight, Granularity, PathSettings, greedy_routes, source_routes
+from commsched.scheduling.paths import FlowWeight, Granularity, PathSettings, greedy_routes
 from commsched.scheduling.policies_common import (
     Plan,
+    PolicyCtx,
     Routes,
-    _arrival_order,
-    _classes,
-    _Ctx,
-    _facts,
-    _plan,
-    _solo_facts,
-    _weight,
+    arrival_order,
+    compressed_classes,
+    flow_weight,
+    make_plan,
+    routed_facts,
+    standalone_facts,
 )
+from commsched.scheduling.ports import source_routes
 from commsched.scheduling.priority import Ranking, sincronia_ranking, taccl_ranking, varys_ranking
 from commsched.scheduling.routing import ecmp_routes
 from commsched.scheduling.state import ClusterState, Decisions
@@ -46,79 +47,85 @@ __all__ = [
 
 def sincronia_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
     """ECMP paths, Sincronia BSSI ranking (weight 1), Sincronia-style split to K levels."""
-    c = _Ctx.of(state, ctx.memo)
+    c = PolicyCtx.of(state, ctx.memo)
     routes = ecmp_routes(state, seed=ctx.seed, memo=ctx.memo)
-    facts = _facts(state, c, routes)
+    facts = routed_facts(state, c, routes)
     ranking = sincronia_ranking(state.topology, facts)
-    return _plan(routes, ranking, _classes(state, ranking, facts, sincronia_compression, c.network), facts)
+    return make_plan(
+        routes, ranking, compressed_classes(state, ranking, facts, sincronia_compression, c.network), facts
+    )
 
 
 def varys_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
     """ECMP paths, Varys SEBF ranking, Varys-style split to K levels."""
-    c = _Ctx.of(state, ctx.memo)
+    c = PolicyCtx.of(state, ctx.memo)
     routes = ecmp_routes(state, seed=ctx.seed, memo=ctx.memo)
-    facts = _facts(state, c, routes)
+    facts = routed_facts(state, c, routes)
     ranking = varys_ranking(state.topology, facts)
-    return _plan(routes, ranking, _classes(state, ranking, facts, varys_compression, c.network), facts)
+    return make_plan(
+        routes, ranking, compressed_classes(state, ranking, facts, varys_compression, c.network), facts
+    )
 
 
 def taccl_routes(state: ClusterState, settings: PathSettings | None = None) -> Routes:
     """TACCL*: least-congested paths job by job in arrival order (crux-spec §2.3)."""
-    return _taccl_routes(state, _Ctx.of(state), settings)
+    return _taccl_routes(state, PolicyCtx.of(state), settings)
 
 
-def _taccl_routes(state: ClusterState, c: _Ctx, settings: PathSettings | None = None) -> Routes:
+def _taccl_routes(state: ClusterState, c: PolicyCtx, settings: PathSettings | None = None) -> Routes:
     cfg = settings or PathSettings()
-    solo = {f.job.id: f for f in _solo_facts(state, c, cfg)}
-    jobs = _arrival_order(state)
-    weights = {j.id: _weight(solo[j.id], cfg) for j in jobs}
+    solo = {f.job.id: f for f in standalone_facts(state, c, cfg)}
+    jobs = arrival_order(state)
+    weights = {j.id: flow_weight(solo[j.id], cfg) for j in jobs}
     return greedy_routes(c.table, [(j, c.flows[j.id]) for j in jobs], weights, cfg, views=c.memo)
 
 
 def taccl_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
     """TACCL*: least-congested paths in arrival order, most hops first, Varys-style split."""
-    c = _Ctx.of(state, ctx.memo)
+    c = PolicyCtx.of(state, ctx.memo)
     routes = _taccl_routes(state, c)
-    facts = _facts(state, c, routes)
+    facts = routed_facts(state, c, routes)
     ranking = taccl_ranking(state.topology, facts, routes)
-    return _plan(routes, ranking, _classes(state, ranking, facts, varys_compression, c.network), facts)
+    return make_plan(
+        routes, ranking, compressed_classes(state, ranking, facts, varys_compression, c.network), facts
+    )
 
 
 def balanced_ecmp_routes(state: ClusterState, granularity: Granularity = "connection") -> Routes:
     """Balanced ECMP: each flow, in arrival order, on the path with the fewest flows."""
-    return _balanced_routes(state, _Ctx.of(state), granularity)
+    return _balanced_routes(state, PolicyCtx.of(state), granularity)
 
 
-def _balanced_routes(state: ClusterState, c: _Ctx, granularity: Granularity = "connection") -> Routes:
+def _balanced_routes(state: ClusterState, c: PolicyCtx, granularity: Granularity = "connection") -> Routes:
     cfg = PathSettings(metric="flows", granularity=granularity)
-    jobs = _arrival_order(state)
+    jobs = arrival_order(state)
     unit = {j.id: FlowWeight(per_flow=1.0) for j in jobs}
     return greedy_routes(c.table, [(j, c.flows[j.id]) for j in jobs], unit, cfg, views=c.memo)
 
 
-def _one_class(state: ClusterState, routes: Routes, c: _Ctx) -> Plan:
-    facts = _facts(state, c, routes)
-    return _plan(routes, Ranking(order=()), {j.id: 0 for j in state.jobs}, facts)
+def _one_class(state: ClusterState, routes: Routes, c: PolicyCtx) -> Plan:
+    facts = routed_facts(state, c, routes)
+    return make_plan(routes, Ranking(order=()), {j.id: 0 for j in state.jobs}, facts)
 
 
 def balanced_ecmp_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
     """Balanced ECMP paths (least loaded at arrival), one class."""
-    c = _Ctx.of(state, ctx.memo)
+    c = PolicyCtx.of(state, ctx.memo)
     return _one_class(state, _balanced_routes(state, c), c)
 
 
 def source_routing_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
     """Plain source routing with a fixed port mapping, one class."""
-    return _one_class(state, source_routes(state), _Ctx.of(state, ctx.memo))
+    return _one_class(state, source_routes(state), PolicyCtx.of(state, ctx.memo))
 
 
 def cassini_plan(state: ClusterState, ctx: PolicyContext, settings: CassiniSettings | None = None) -> Plan:
     """ECMP paths, one class, CASSINI time shifts of the iteration starts."""
-    c = _Ctx.of(state, ctx.memo)
+    c = PolicyCtx.of(state, ctx.memo)
     routes = ecmp_routes(state, seed=ctx.seed, memo=ctx.memo)
-    facts = _facts(state, c, routes)
+    facts = routed_facts(state, c, routes)
     shifts = cassini_shifts(state.topology, facts, c.network, settings)
-    base = _plan(routes, Ranking(order=()), {j.id: 0 for j in state.jobs}, facts)
+    base = make_plan(routes, Ranking(order=()), {j.id: 0 for j in state.jobs}, facts)
     d = base.decisions
     decisions = Decisions(routes=d.routes, classes=d.classes, time_shift_s=MappingProxyType(shifts))
     return Plan(decisions=decisions, intensity=base.intensity)

@@ -1,7 +1,7 @@
 """Shared machinery of the named communication policies: the plan, per-decision context, facts, classes.
 
 A policy computes once per decision the candidate paths, the network-link mask and the flows of every
-job (``_Ctx``), derives each job's facts (traffic, intensity) under some routes, and turns a ranking
+job (``PolicyCtx``), derives each job's facts (traffic, intensity) under some routes, and turns a ranking
 into classes, one per rank or compressed to ``K`` levels over the contention DAG
 (:func:`contention_matrix`). The policies themselves are in :mod:`commsched.scheduling.policies_crux`
 and :mod:`commsched.scheduling.policies_baselines`; :mod:`commsched.scheduling.policies` names them.
@@ -48,8 +48,15 @@ __all__ = [
     "Compressor",
     "Plan",
     "PlanFn",
+    "PolicyCtx",
     "Routes",
+    "arrival_order",
+    "compressed_classes",
     "contention_matrix",
+    "flow_weight",
+    "make_plan",
+    "routed_facts",
+    "standalone_facts",
 ]
 
 
@@ -73,7 +80,7 @@ PlanFn = Callable[[ClusterState, PolicyContext], Plan]
 
 
 @dataclass(frozen=True, slots=True)
-class _Ctx:
+class PolicyCtx:
     """What one decision computes once: candidate paths, network-link mask, flows per job."""
 
     table: PathTable
@@ -82,19 +89,19 @@ class _Ctx:
     memo: Memo | None = None
 
     @staticmethod
-    def of(state: ClusterState, memo: Memo | None = None) -> _Ctx:
+    def of(state: ClusterState, memo: Memo | None = None) -> PolicyCtx:
         topo = state.topology
         table = maybe(memo, "path-table", lambda: PathTable(topo))
         flows = {j.id: maybe(memo, ("flows", j.id), partial(job_flows, table, j)) for j in state.jobs}
         network = maybe(memo, "network-mask", lambda: network_link_mask(topo))
-        return _Ctx(table=table, network=network, flows=flows, memo=memo)
+        return PolicyCtx(table=table, network=network, flows=flows, memo=memo)
 
 
-def _arrival_order(state: ClusterState) -> list[PlacedJob]:
+def arrival_order(state: ClusterState) -> list[PlacedJob]:
     return sorted(state.jobs, key=lambda j: j.start_s)  # stable: state order among equal starts
 
 
-def _weight(facts: JobFacts, settings: PathSettings) -> FlowWeight:
+def flow_weight(facts: JobFacts, settings: PathSettings) -> FlowWeight:
     if settings.metric == "rate":
         return FlowWeight(per_byte=1.0 / max(facts.period_s, 1e-12))
     if settings.metric == "intensity":
@@ -102,7 +109,7 @@ def _weight(facts: JobFacts, settings: PathSettings) -> FlowWeight:
     return FlowWeight(per_flow=1.0)
 
 
-def _facts(state: ClusterState, c: _Ctx, routes: Routes) -> list[JobFacts]:
+def routed_facts(state: ClusterState, c: PolicyCtx, routes: Routes) -> list[JobFacts]:
     if c.memo is None:
         return [job_facts(state.topology, j, routes, c.network) for j in state.jobs]
     jr = by_job(routes)
@@ -115,7 +122,7 @@ def _facts(state: ClusterState, c: _Ctx, routes: Routes) -> list[JobFacts]:
     ]
 
 
-def _solo_facts(state: ClusterState, c: _Ctx, settings: PathSettings) -> list[JobFacts]:
+def standalone_facts(state: ClusterState, c: PolicyCtx, settings: PathSettings) -> list[JobFacts]:
     """Each job's facts under its *solo* routes: its own flows spread on an empty network."""
     unit = FlowWeight(per_byte=1.0) if settings.metric == "rate" else FlowWeight(per_flow=1.0)
 
@@ -161,7 +168,7 @@ def contention_matrix(
 Compressor = Callable[[NDArray[np.bool_], NDArray[np.float64], int], Compression]
 
 
-def _classes(
+def compressed_classes(
     state: ClusterState,
     ranking: Ranking,
     facts: Sequence[JobFacts],
@@ -187,7 +194,9 @@ def _decisions(routes: Routes, ranking: Ranking, classes: Mapping[JobId, int]) -
     )
 
 
-def _plan(routes: Routes, ranking: Ranking, classes: Mapping[JobId, int], facts: Sequence[JobFacts]) -> Plan:
+def make_plan(
+    routes: Routes, ranking: Ranking, classes: Mapping[JobId, int], facts: Sequence[JobFacts]
+) -> Plan:
     return Plan(
         decisions=_decisions(routes, ranking, classes),
         intensity=MappingProxyType({f.job.id: f.intensity.value for f in facts}),

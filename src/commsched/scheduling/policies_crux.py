@@ -30,13 +30,13 @@ from commsched.scheduling.paths import PathSettings, greedy_routes
 from commsched.scheduling.policies_common import (
     Plan,
     PlanFn,
+    PolicyCtx,
     Routes,
-    _classes,
-    _Ctx,
-    _facts,
-    _plan,
-    _solo_facts,
-    _weight,
+    compressed_classes,
+    flow_weight,
+    make_plan,
+    routed_facts,
+    standalone_facts,
 )
 from commsched.scheduling.priority import CruxPriority, JobFacts, crux_ranking
 from commsched.scheduling.routing import ecmp_routes
@@ -48,6 +48,7 @@ __all__ = [
     "componentwise_compression",
     "crux_plan",
     "crux_routes",
+    "crux_variant",
 ]
 
 
@@ -80,10 +81,12 @@ class CruxSettings:
     guard_loss: float | None = None
 
 
-def _crux_routes(state: ClusterState, c: _Ctx, solo: Sequence[JobFacts], settings: PathSettings) -> Routes:
+def _crux_routes(
+    state: ClusterState, c: PolicyCtx, solo: Sequence[JobFacts], settings: PathSettings
+) -> Routes:
     """Crux path selection: jobs in decreasing ``I_j`` (solo), ties by id (crux-spec §2.2 item 4)."""
     order = sorted(solo, key=lambda f: (-f.intensity.value, f.job.id))
-    weights = {f.job.id: _weight(f, settings) for f in solo}
+    weights = {f.job.id: flow_weight(f, settings) for f in solo}
     return greedy_routes(
         c.table, [(f.job, c.flows[f.job.id]) for f in order], weights, settings, views=c.memo
     )
@@ -172,14 +175,14 @@ def crux_plan(state: ClusterState, ctx: PolicyContext, settings: CruxSettings | 
     cfg = settings or CruxSettings()
     if not state.jobs:
         return Plan(decisions=Decisions(), intensity={})
-    c = _Ctx.of(state, ctx.memo)
+    c = PolicyCtx.of(state, ctx.memo)
     if cfg.select_paths:
-        solo = _solo_facts(state, c, cfg.paths)
+        solo = standalone_facts(state, c, cfg.paths)
         routes = _crux_routes(state, c, solo, cfg.paths)
-        facts = _facts(state, c, routes)
+        facts = routed_facts(state, c, routes)
     else:
         routes = ecmp_routes(state, seed=ctx.seed, memo=ctx.memo)
-        facts = _facts(state, c, routes)
+        facts = routed_facts(state, c, routes)
     ranking = crux_ranking(facts, cfg.priority, memo=ctx.memo)
     ranked_ids = [str(j) for j in ranking.order]
 
@@ -188,13 +191,13 @@ def crux_plan(state: ClusterState, ctx: PolicyContext, settings: CruxSettings | 
             share, inten, k, seed=ctx.seed, ids=ranked_ids, orders=cfg.orders, memo=ctx.memo
         )
 
-    classes = _classes(state, ranking, facts, crux_k_cut if cfg.compress else None, c.network)
+    classes = compressed_classes(state, ranking, facts, crux_k_cut if cfg.compress else None, c.network)
     if cfg.guard_loss is not None:
         classes = guard_classes(facts, classes, state.topology, c.network, cfg.guard_loss)
-    return _plan(routes, ranking, classes, facts)
+    return make_plan(routes, ranking, classes, facts)
 
 
-def _crux_variant(settings: CruxSettings) -> PlanFn:
+def crux_variant(settings: CruxSettings) -> PlanFn:
     def plan(state: ClusterState, ctx: PolicyContext) -> Plan:
         return crux_plan(state, ctx, settings)
 
@@ -209,5 +212,5 @@ def crux_routes(state: ClusterState, settings: PathSettings | None = None) -> Ro
     Crux §4.1; crux-spec §2.2.
     """
     cfg = settings or PathSettings()
-    c = _Ctx.of(state)
-    return _crux_routes(state, c, _solo_facts(state, c, cfg), cfg)
+    c = PolicyCtx.of(state)
+    return _crux_routes(state, c, standalone_facts(state, c, cfg), cfg)

@@ -59,7 +59,7 @@ class DecisionApplier:
         The engine's parts a decision updates.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 -- the engine's parts a decision updates, wired once by Simulation
         self,
         *,
         topology: Topology,

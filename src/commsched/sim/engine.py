@@ -44,7 +44,7 @@ from commsched.sim.fast import FastMode
 from commsched.sim.fluid import FluidMode
 from commsched.sim.iteration import Iterations
 from commsched.sim.kernel import EventKernel
-from commsched.sim.lifecycle import JobLifecycle
+from commsched.sim.lifecycle import JobLifecycle, LifecycleHooks, QueueRules
 from commsched.sim.pacing import Pacing
 from commsched.sim.records import Mode, SimConfig, SimResult
 from commsched.sim.runs import EventKind, JobRun, SimJob
@@ -81,7 +81,7 @@ class Simulation:
         When the first waiting job does not fit, let later ones that fit go ahead (default: strict order).
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 -- the public entry point: keyword-only options, each with its default
         self,
         *,
         topology: Topology,
@@ -107,6 +107,34 @@ class Simulation:
         self._pacing = Pacing(
             link_bits_per_s=topology.capacity_bps, runs=self._runs, kernel=self._kernel, ledger=self._ledger
         )
+        self._wire_modes()
+        self._lifecycle = JobLifecycle(
+            topology=topology,
+            runs=self._runs,
+            explicit=[sj.gpus for sj in jobs],
+            rules=QueueRules(placement=placement, queue_order=queue_order, backfill=backfill),
+            kernel=self._kernel,
+            ledger=self._ledger,
+            hooks=LifecycleHooks(started=self._joined, departed=self._left, decide=self._decide),
+        )
+        self._decisions = DecisionApplier(
+            topology=topology,
+            policy=policy,
+            priority_levels=priority_levels,
+            seed=config.seed,
+            runs=self._runs,
+            kernel=self._kernel,
+            pacing=self._pacing,
+            fast=self._fast,
+            fluid=self._fluid,
+            iterations=self._iterations,
+        )
+        self.cluster_gpus = self._lifecycle.cluster_gpus
+        self._lifecycle.check_jobs()
+
+    def _wire_modes(self) -> None:
+        """The fast mode, the iteration cycle and the fluid mode, over the runs, clock, ledger and paces."""
+        config = self.config
         self._fast = FastMode(
             config=config,
             runs=self._runs,
@@ -131,33 +159,6 @@ class Simulation:
             capacity_bytes_per_s=self._pacing.capacity_bytes_per_s,
             start_detail=self._iterations.start,
         )
-        self._lifecycle = JobLifecycle(
-            topology=topology,
-            runs=self._runs,
-            explicit=[sj.gpus for sj in jobs],
-            placement=placement,
-            queue_order=queue_order,
-            backfill=backfill,
-            kernel=self._kernel,
-            ledger=self._ledger,
-            started=self._joined,
-            departed=self._left,
-            decide=self._decide,
-        )
-        self._decisions = DecisionApplier(
-            topology=topology,
-            policy=policy,
-            priority_levels=priority_levels,
-            seed=config.seed,
-            runs=self._runs,
-            kernel=self._kernel,
-            pacing=self._pacing,
-            fast=self._fast,
-            fluid=self._fluid,
-            iterations=self._iterations,
-        )
-        self.cluster_gpus = self._lifecycle.cluster_gpus
-        self._lifecycle.check_jobs()
 
     @property
     def now(self) -> float:

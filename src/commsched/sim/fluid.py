@@ -121,6 +121,64 @@ def fluid_periods(
     n = len(loads)
     if n == 0:
         return np.zeros(0)
+    pb = _pairs(loads, classes, capacity_bytes_per_s)
+    latency = np.array([ld.latency_s for ld in loads])
+    solo = np.maximum(compute_s, overlap * compute_s + latency + np.bincount(pb.sj, pb.bw, minlength=n))
+    # iterate on the rates x = 1 / T (bounded by the standalone rates; a starved job tends to 0)
+    x = 1.0 / solo
+    a_step = np.ones(pb.bw.size)
+    beta, last = 0.5, math.inf
+    for _ in range(_MAX_ROUNDS):
+        rho = pb.pv * x[pb.pj]
+        # per (class level, link): the load of that level and the levels above it
+        upto = np.cumsum(
+            np.bincount(pb.bucket, rho, minlength=pb.n_levels * pb.n_links).reshape(pb.n_levels, pb.n_links),
+            axis=0,
+        ).ravel()
+        # what a job finds on a link: that load without its own, and at least an equal part with the
+        # jobs of its class of what the higher classes leave
+        left = 1.0 - np.where(pb.e_above >= 0, upto[pb.e_above], 0.0)
+        free = np.clip(np.maximum(1.0 - (upto[pb.e_bucket] - rho[pb.ep]), left / pb.e_peers), 1e-9, 1.0)
+        a_step[pb.has] = np.minimum.reduceat(np.minimum(1.0, free / pb.eu), pb.starts)
+        comm = latency + np.bincount(pb.sj, pb.bw / a_step, minlength=n)
+        new = 1.0 / np.maximum(compute_s, overlap * compute_s + comm)
+        residual = float(np.max(np.abs(new - x) * solo))  # in fractions of the standalone rate
+        if residual <= _CONVERGED:
+            out: NDArray[np.float64] = 1.0 / new
+            return out
+        if residual >= last:
+            beta = max(beta * 0.5, 1.0 / 64)  # oscillating: smaller steps
+        last = residual
+        x = x + beta * (new - x)
+    if last <= _ACCEPTED:  # a slow oscillation of small amplitude: its (damped) middle
+        late: NDArray[np.float64] = 1.0 / x
+        return late
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Pairs:
+    """The index arrays of :func:`fluid_periods`: (job, link) pairs, (job, step, link) entries, steps."""
+
+    n_links: int
+    n_levels: int
+    pj: NDArray[np.int64]  # per pair: its job
+    pv: NDArray[np.float64]  # per pair: bytes per iteration over the capacity (rho per unit of 1/T)
+    bucket: NDArray[np.int64]  # per pair: its (class level, link)
+    ep: NDArray[np.int64]  # per entry: its pair
+    eu: NDArray[np.float64]  # per entry: its use of the link at the standalone pace
+    e_bucket: NDArray[np.int64]  # per entry: its (class level, link)
+    e_above: NDArray[np.int64]  # per entry: the same link, the level above (-1: none)
+    e_peers: NDArray[np.int64]  # per entry: the jobs of its class on its link
+    bw: NDArray[np.float64]  # per step: its bandwidth time alone
+    sj: NDArray[np.int64]  # per step: its job
+    has: NDArray[np.bool_]  # per step: whether it has links
+    starts: NDArray[np.int64]  # the first entry of every step that has links
+
+
+def _pairs(
+    loads: Sequence[FluidLoad], classes: NDArray[np.int64], capacity_bytes_per_s: NDArray[np.float64]
+) -> _Pairs:
     links, inverse = np.unique(np.concatenate([ld.links for ld in loads]), return_inverse=True)
     n_links = links.size
     cap = capacity_bytes_per_s[links]
@@ -151,37 +209,22 @@ def fluid_periods(
     has = np.zeros(bw.size, dtype=bool)
     has[es] = True
     starts = np.flatnonzero(np.diff(es, prepend=-1))  # first entry of every step that has links
-    latency = np.array([ld.latency_s for ld in loads])
-    solo = np.maximum(compute_s, overlap * compute_s + latency + np.bincount(sj, bw, minlength=n))
-    # iterate on the rates x = 1 / T (bounded by the standalone rates; a starved job tends to 0)
-    x = 1.0 / solo
-    a_step = np.ones(bw.size)
-    beta, last = 0.5, math.inf
-    for _ in range(_MAX_ROUNDS):
-        rho = pv * x[pj]
-        # per (class level, link): the load of that level and the levels above it
-        upto = np.cumsum(
-            np.bincount(bucket, rho, minlength=levels.size * n_links).reshape(levels.size, n_links), axis=0
-        ).ravel()
-        # what a job finds on a link: that load without its own, and at least an equal part with the
-        # jobs of its class of what the higher classes leave
-        left = 1.0 - np.where(e_above >= 0, upto[e_above], 0.0)
-        free = np.clip(np.maximum(1.0 - (upto[e_bucket] - rho[ep]), left / e_peers), 1e-9, 1.0)
-        a_step[has] = np.minimum.reduceat(np.minimum(1.0, free / eu), starts)
-        comm = latency + np.bincount(sj, bw / a_step, minlength=n)
-        new = 1.0 / np.maximum(compute_s, overlap * compute_s + comm)
-        residual = float(np.max(np.abs(new - x) * solo))  # in fractions of the standalone rate
-        if residual <= _CONVERGED:
-            out: NDArray[np.float64] = 1.0 / new
-            return out
-        if residual >= last:
-            beta = max(beta * 0.5, 1.0 / 64)  # oscillating: smaller steps
-        last = residual
-        x = x + beta * (new - x)
-    if last <= _ACCEPTED:  # a slow oscillation of small amplitude: its (damped) middle
-        late: NDArray[np.float64] = 1.0 / x
-        return late
-    return None
+    return _Pairs(
+        n_links=n_links,
+        n_levels=levels.size,
+        pj=pj,
+        pv=pv,
+        bucket=bucket,
+        ep=ep,
+        eu=eu,
+        e_bucket=e_bucket,
+        e_above=e_above,
+        e_peers=e_peers,
+        bw=bw,
+        sj=sj,
+        has=has,
+        starts=starts,
+    )
 
 
 class FluidMode:

@@ -8,6 +8,7 @@ placement round that starts a job and every departure leads to a new decision.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from commsched.errors import InputError
@@ -18,6 +19,24 @@ from commsched.sim.accounting import Ledger
 from commsched.sim.kernel import EventKernel
 from commsched.sim.runs import JobRun
 from commsched.topology import NodeId, Topology
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueRules:
+    """How waiting jobs are placed and served: the placement, an optional queue order, backfilling."""
+
+    placement: PlacementFn
+    queue_order: QueueOrderFn | None = None
+    backfill: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LifecycleHooks:
+    """Whom the lifecycle tells: of a job that starts, of one that finishes, and when to decide afresh."""
+
+    started: Callable[[JobRun], None]
+    departed: Callable[[JobRun], None]
+    decide: Callable[[], None]
 
 
 class JobLifecycle:
@@ -31,14 +50,14 @@ class JobLifecycle:
         The jobs' run state.
     explicit
         Per job: its explicit GPUs (empty: placed by ``placement``).
-    placement, queue_order, backfill
+    rules
         How waiting jobs are placed and served.
     kernel, ledger
         The clock and the counters of allocated GPUs.
-    started, departed
-        Told of every job that starts (once placed) and of every job that finishes.
-    decide
-        Asks for and applies a new decision on the domains that starts and departures changed.
+    hooks
+        ``started``/``departed`` are told of every job that starts (once placed) and of every job that
+        finishes; ``decide`` asks for and applies a new decision on the domains that starts and
+        departures changed.
     """
 
     def __init__(
@@ -47,26 +66,22 @@ class JobLifecycle:
         topology: Topology,
         runs: Sequence[JobRun],
         explicit: Sequence[tuple[NodeId, ...]],
-        placement: PlacementFn,
-        queue_order: QueueOrderFn | None,
-        backfill: bool,
+        rules: QueueRules,
         kernel: EventKernel,
         ledger: Ledger,
-        started: Callable[[JobRun], None],
-        departed: Callable[[JobRun], None],
-        decide: Callable[[], None],
+        hooks: LifecycleHooks,
     ) -> None:
         self._topology = topology
         self._runs = runs
         self._explicit = explicit
-        self._placement = placement
-        self._queue_order = queue_order
-        self._backfill = backfill
+        self._placement = rules.placement
+        self._queue_order = rules.queue_order
+        self._backfill = rules.backfill
         self._kernel = kernel
         self._ledger = ledger
-        self._started = started
-        self._departed = departed
-        self._decide = decide
+        self._started = hooks.started
+        self._departed = hooks.departed
+        self._decide = hooks.decide
         self.abstract = len(topology.hosts) == 0
         self.cluster_gpus = topology.n_gpus if not self.abstract else sum(r.spec.gpus for r in runs)
         self._free = FreeGpus(topology)  # indexed: placements query it instead of scanning hosts

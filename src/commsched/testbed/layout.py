@@ -140,7 +140,27 @@ def plan_layout(topo: Topology, name: str) -> Layout:
     [('h0/nic0', 'tor0', 'c0'), ('h1/nic0', 'tor1', 'c1'), ('tor0', 'agg0', 'c2')]
     """
     check_name(name)
-    kinds = {n.id: n.kind for n in topo.nodes}
+    nic_host, nic_ip = _nic_addresses(topo)
+    cables = _cables(topo, _paired_wires(topo), nic_ip)
+    per_nic: dict[NodeId, int] = defaultdict(int)
+    for c in cables:
+        if c.a.node in nic_ip:
+            per_nic[c.a.node] += 1
+    if any(v != 1 for v in per_nic.values()) or len(per_nic) != len(nic_ip):
+        raise InputError("a NIC without exactly one cable", where="topology", expected="one cable per NIC")
+    routers = tuple(n.id for n in topo.nodes if n.kind in ROUTER_KINDS)
+    return Layout(
+        name=name,
+        hosts=tuple(NodeId(h.id) for h in topo.hosts),
+        routers=routers,
+        cables=cables,
+        nic_ip=nic_ip,
+        nic_host=nic_host,
+    )
+
+
+def _nic_addresses(topo: Topology) -> tuple[dict[NodeId, NodeId], dict[NodeId, str]]:
+    """Each NIC's host and address (a topology of hosts and switches only)."""
     nic_host: dict[NodeId, NodeId] = {}
     nic_ip: dict[NodeId, str] = {}
     for h in topo.hosts:
@@ -157,10 +177,17 @@ def plan_layout(topo: Topology, name: str) -> Layout:
                 where="topology",
                 expected="a topology with hosts and switches",
             )
-    wires = _contract(topo)
+    return nic_host, nic_ip
+
+
+_Pair = tuple[NodeId, NodeId, tuple[LinkId, ...], tuple[LinkId, ...]]
+
+
+def _paired_wires(topo: Topology) -> list[_Pair]:
+    """The wires matched into two-way pairs ``(a, b, links a->b, links b->a)``, by their first link."""
     pending: dict[tuple[NodeId, NodeId], list[tuple[LinkId, ...]]] = defaultdict(list)
-    pairs: list[tuple[NodeId, NodeId, tuple[LinkId, ...], tuple[LinkId, ...]]] = []
-    for src, dst, links in wires:
+    pairs: list[_Pair] = []
+    for src, dst, links in _contract(topo):
         back = pending.get((dst, src))
         if back:
             rev = back.pop(0)
@@ -170,6 +197,12 @@ def plan_layout(topo: Topology, name: str) -> Layout:
     if any(pending.values()):
         raise InputError(f"topology {topo.name!r} has a one-way link", where="topology")
     pairs.sort(key=lambda p: p[2][0])
+    return pairs
+
+
+def _cables(topo: Topology, pairs: list[_Pair], nic_ip: dict[NodeId, str]) -> tuple[Cable, ...]:
+    """One cable per pair (a NIC's end first), its ends numbered and addressed in order."""
+    kinds = {n.id: n.kind for n in topo.nodes}
     cables: list[Cable] = []
     for k, pair in enumerate(pairs):
         a, b, ab, ba = pair
@@ -182,18 +215,4 @@ def plan_layout(topo: Topology, name: str) -> Layout:
             ends.append(End(node=node, iface=f"c{k}", ip=addr, mac=_mac(e), links_out=out))
         cap = min(float(topo.capacity_bps[i]) for i in (*ab, *ba))
         cables.append(Cable(index=k, a=ends[0], b=ends[1], capacity_bps=cap))
-    per_nic: dict[NodeId, int] = defaultdict(int)
-    for c in cables:
-        if c.a.node in nic_ip:
-            per_nic[c.a.node] += 1
-    if any(v != 1 for v in per_nic.values()) or len(per_nic) != len(nic_ip):
-        raise InputError("a NIC without exactly one cable", where="topology", expected="one cable per NIC")
-    routers = tuple(n.id for n in topo.nodes if n.kind in ROUTER_KINDS)
-    return Layout(
-        name=name,
-        hosts=tuple(NodeId(h.id) for h in topo.hosts),
-        routers=routers,
-        cables=tuple(cables),
-        nic_ip=nic_ip,
-        nic_host=nic_host,
-    )
+    return tuple(cables)

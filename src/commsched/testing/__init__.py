@@ -138,17 +138,30 @@ def check_decisions(
     >>> check_decisions(st, Decisions(classes={"a": 0, "b": 9}))
     ["job 'b' has class 9, outside 0..7"]
     """
-    out: list[str] = []
     returned: object = decisions  # a user's policy may return anything
     if not isinstance(returned, Decisions):
         return [f"the policy returned {type(returned).__name__}, not Decisions"]
     ids = {j.id for j in state.jobs}
     levels = max(state.priority_levels, len(ids)) if unique_priorities else state.priority_levels
+    return [
+        *_class_problems(decisions, ids, levels),
+        *_rank_and_shift_problems(decisions, ids),
+        *_route_problems(state, decisions, ids),
+    ]
+
+
+def _class_problems(decisions: Decisions, ids: set[JobId], levels: int) -> list[str]:
+    out: list[str] = []
     for jid, cls in decisions.classes.items():
         if jid not in ids:
             out.append(f"class given to job {jid!r}, which is not running")
         elif not isinstance(cls, int) or not 0 <= cls < levels:
             out.append(f"job {jid!r} has class {cls}, outside 0..{levels - 1}")
+    return out
+
+
+def _rank_and_shift_problems(decisions: Decisions, ids: set[JobId]) -> list[str]:
+    out: list[str] = []
     if decisions.ranking:
         if set(decisions.ranking) != ids:
             out.append("the ranking does not rank exactly the running jobs")
@@ -157,6 +170,11 @@ def check_decisions(
     for jid, shift in decisions.time_shift_s.items():
         if jid not in ids or not math.isfinite(shift) or shift < 0:
             out.append(f"time shift {shift} of job {jid!r} (expected a finite shift >= 0 of a running job)")
+    return out
+
+
+def _route_problems(state: ClusterState, decisions: Decisions, ids: set[JobId]) -> list[str]:
+    out: list[str] = []
     for key, index in decisions.routes.items():
         if key.job not in ids:
             out.append(f"route given to a connection of job {key.job!r}, which is not running")

@@ -160,6 +160,26 @@ class Topology:
     # ------------------------------------------------------------------ routes
     def _shortest_paths(self, src: NodeId, dst: NodeId, allowed: frozenset[NodeKind] | None) -> list[Path]:
         """All shortest paths ``src -> dst`` through nodes whose kind is in ``allowed`` (ends excepted)."""
+        preds = self._shortest_preds(src, dst, allowed)
+        if dst not in preds:
+            return []
+        out: list[Path] = []
+
+        def walk(v: NodeId, links: list[LinkId], nodes: list[NodeId]) -> None:
+            if v == src:
+                out.append(Path(nodes=(src, *reversed(nodes)), links=tuple(reversed(links))))
+                return
+            for lk in preds[v]:
+                walk(lk.src, [*links, lk.id], [*nodes, v])
+
+        walk(dst, [], [])
+        out.sort(key=lambda p: p.nodes)
+        return out
+
+    def _shortest_preds(
+        self, src: NodeId, dst: NodeId, allowed: frozenset[NodeKind] | None
+    ) -> dict[NodeId, list[Link]]:
+        """Breadth-first from ``src`` to ``dst``'s distance: each reached node's links on a shortest path."""
         dist: dict[NodeId, int] = {src: 0}
         preds: dict[NodeId, list[Link]] = {src: []}
         queue: deque[NodeId] = deque([src])
@@ -179,20 +199,7 @@ class Topology:
                     queue.append(v)
                 elif dist[v] == dist[u] + 1:
                     preds[v].append(lk)
-        if dst not in dist:
-            return []
-        out: list[Path] = []
-
-        def walk(v: NodeId, links: list[LinkId], nodes: list[NodeId]) -> None:
-            if v == src:
-                out.append(Path(nodes=(src, *reversed(nodes)), links=tuple(reversed(links))))
-                return
-            for lk in preds[v]:
-                walk(lk.src, [*links, lk.id], [*nodes, v])
-
-        walk(dst, [], [])
-        out.sort(key=lambda p: p.nodes)
-        return out
+        return preds
 
     def _ends(self, node_id: NodeId, *, outgoing: bool) -> list[tuple[LinkId | None, NodeId]]:
         """The (access link, switch) pairs where a network path from/to ``node_id`` enters the switches."""

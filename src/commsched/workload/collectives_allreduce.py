@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from commsched.errors import InputError
-from commsched.workload.collectives_common import _check_positive_int, _check_size, _compact
+from commsched.workload.collectives_common import check_positive_int, check_size, compact_steps
 from commsched.workload.records import CollectiveSchedule, Step, Transfer
 
 __all__ = ["halving_doubling_allreduce", "hierarchical_ring_allreduce", "ring_allreduce"]
@@ -36,13 +36,13 @@ def ring_allreduce(*, ranks: int, size_bytes: float) -> CollectiveSchedule:
     ----------
     Patarasuk and Yuan, JPDC 2009.
     """
-    n, m = _check_positive_int(ranks, "ranks"), _check_size(size_bytes)
+    n, m = check_positive_int(ranks, "ranks"), check_size(size_bytes)
     step = Step(
         transfers=tuple(Transfer(src=i, dst=(i + 1) % n, size_bytes=m / n) for i in range(n)),
         repeat=2 * (n - 1),
         label="ring",
     )
-    return CollectiveSchedule(algorithm="ring", ranks=n, size_bytes=m, steps=_compact([step]))
+    return CollectiveSchedule(algorithm="ring", ranks=n, size_bytes=m, steps=compact_steps([step]))
 
 
 def halving_doubling_allreduce(*, ranks: int, size_bytes: float) -> CollectiveSchedule:
@@ -66,7 +66,7 @@ def halving_doubling_allreduce(*, ranks: int, size_bytes: float) -> CollectiveSc
     ----------
     Thakur, Rabenseifner and Gropp, IJHPCA 2005, §4.4; MPICH ``allreduce_intra_reduce_scatter_allgather``.
     """
-    n, m = _check_positive_int(ranks, "ranks"), _check_size(size_bytes)
+    n, m = check_positive_int(ranks, "ranks"), check_size(size_bytes)
     p = 1 << (n.bit_length() - 1)
     r = n - p
 
@@ -89,7 +89,7 @@ def halving_doubling_allreduce(*, ranks: int, size_bytes: float) -> CollectiveSc
     if r:
         post = tuple(Transfer(src=2 * i + 1, dst=2 * i, size_bytes=m) for i in range(r))
         steps.append(Step(transfers=post, label="post"))
-    return CollectiveSchedule(algorithm="halving_doubling", ranks=n, size_bytes=m, steps=_compact(steps))
+    return CollectiveSchedule(algorithm="halving_doubling", ranks=n, size_bytes=m, steps=compact_steps(steps))
 
 
 def hierarchical_ring_allreduce(
@@ -115,8 +115,8 @@ def hierarchical_ring_allreduce(
     Jia et al., "Highly scalable deep learning training system with mixed-precision", 2018 (hierarchical
     all-reduce); NCCL rail-optimised rings.
     """
-    n, m = _check_positive_int(ranks, "ranks"), _check_size(size_bytes)
-    g = math.gcd(n, 8) if ranks_per_host is None else _check_positive_int(ranks_per_host, "ranks_per_host")
+    n, m = check_positive_int(ranks, "ranks"), check_size(size_bytes)
+    g = math.gcd(n, 8) if ranks_per_host is None else check_positive_int(ranks_per_host, "ranks_per_host")
     if n % g:
         raise InputError(
             f"ranks_per_host={g} does not divide ranks={n}",
@@ -133,4 +133,6 @@ def hierarchical_ring_allreduce(
         steps.append(Step(transfers=inter, repeat=2 * (h - 1), label="inter_allreduce"))
     if g > 1:
         steps.append(Step(transfers=intra, repeat=g - 1, label="intra_allgather"))
-    return CollectiveSchedule(algorithm="hierarchical_ring", ranks=n, size_bytes=m, steps=_compact(steps))
+    return CollectiveSchedule(
+        algorithm="hierarchical_ring", ranks=n, size_bytes=m, steps=compact_steps(steps)
+    )

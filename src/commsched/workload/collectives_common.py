@@ -13,13 +13,18 @@ from collections.abc import Callable, Iterable
 from commsched.errors import InputError
 from commsched.workload.records import CollectiveSchedule, Step
 
-__all__ = ["CollectiveBuilder"]
+__all__ = [
+    "CollectiveBuilder",
+    "check_positive_int",
+    "check_size",
+    "compact_steps",
+]
 
 
 CollectiveBuilder = Callable[..., CollectiveSchedule]
 
 
-def _compact(steps: Iterable[Step]) -> tuple[Step, ...]:
+def compact_steps(steps: Iterable[Step]) -> tuple[Step, ...]:
     """Merge consecutive steps with identical transfers and label (adding their repeats); drop empty."""
     out: list[Step] = []
     for s in steps:
@@ -33,13 +38,13 @@ def _compact(steps: Iterable[Step]) -> tuple[Step, ...]:
     return tuple(out)
 
 
-def _check_positive_int(value: object, name: str) -> int:
+def check_positive_int(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError(f"{name} must be a positive integer, got {value!r}", where=name, expected="int >= 1")
     return value
 
 
-def _check_size(size_bytes: object) -> float:
+def check_size(size_bytes: object) -> float:
     if isinstance(size_bytes, bool) or not isinstance(size_bytes, int | float):
         raise InputError(
             f"size_bytes must be a number, got {size_bytes!r}", where="size_bytes", expected="float >= 0"

@@ -10,7 +10,7 @@ References
 
 from __future__ import annotations
 
-from commsched.workload.collectives_common import _check_positive_int, _check_size, _compact
+from commsched.workload.collectives_common import check_positive_int, check_size, compact_steps
 from commsched.workload.records import CollectiveSchedule, Step, Transfer
 
 __all__ = ["pairwise_alltoall", "pipeline_sendrecv", "ps_push_pull"]
@@ -31,7 +31,7 @@ def pairwise_alltoall(*, ranks: int, size_bytes: float) -> CollectiveSchedule:
     ----------
     Thakur, Rabenseifner and Gropp, IJHPCA 2005, §3 (pairwise exchange).
     """
-    n, m = _check_positive_int(ranks, "ranks"), _check_size(size_bytes)
+    n, m = check_positive_int(ranks, "ranks"), check_size(size_bytes)
     steps = [
         Step(
             transfers=tuple(Transfer(src=i, dst=(i + k) % n, size_bytes=m / n) for i in range(n)),
@@ -39,7 +39,7 @@ def pairwise_alltoall(*, ranks: int, size_bytes: float) -> CollectiveSchedule:
         )
         for k in range(1, n)
     ]
-    return CollectiveSchedule(algorithm="alltoall", ranks=n, size_bytes=m, steps=_compact(steps))
+    return CollectiveSchedule(algorithm="alltoall", ranks=n, size_bytes=m, steps=compact_steps(steps))
 
 
 def pipeline_sendrecv(*, ranks: int, size_bytes: float, micro_batches: int = 1) -> CollectiveSchedule:
@@ -60,8 +60,8 @@ def pipeline_sendrecv(*, ranks: int, size_bytes: float, micro_batches: int = 1) 
     ----------
     Huang et al., "GPipe", NeurIPS 2019.
     """
-    n, a = _check_positive_int(ranks, "ranks"), _check_size(size_bytes)
-    mb = _check_positive_int(micro_batches, "micro_batches")
+    n, a = check_positive_int(ranks, "ranks"), check_size(size_bytes)
+    mb = check_positive_int(micro_batches, "micro_batches")
     nsteps = n - 2 + mb if n > 1 else 0
     steps = [
         Step(
@@ -83,7 +83,7 @@ def pipeline_sendrecv(*, ranks: int, size_bytes: float, micro_batches: int = 1) 
         )
         for t in range(nsteps)
     ]
-    return CollectiveSchedule(algorithm="pipeline", ranks=n, size_bytes=a, steps=_compact(steps))
+    return CollectiveSchedule(algorithm="pipeline", ranks=n, size_bytes=a, steps=compact_steps(steps))
 
 
 def ps_push_pull(*, ranks: int, size_bytes: float, servers: int = 1) -> CollectiveSchedule:
@@ -102,9 +102,9 @@ def ps_push_pull(*, ranks: int, size_bytes: float, servers: int = 1) -> Collecti
     ----------
     Li et al., OSDI 2014; BytePS (Jiang et al., OSDI 2020) §3.
     """
-    n, m = _check_positive_int(ranks, "ranks"), _check_size(size_bytes)
-    k = _check_positive_int(servers, "servers")
+    n, m = check_positive_int(ranks, "ranks"), check_size(size_bytes)
+    k = check_positive_int(servers, "servers")
     push = tuple(Transfer(src=w, dst=n + j, size_bytes=m / k) for w in range(n) for j in range(k))
     pull = tuple(Transfer(src=n + j, dst=w, size_bytes=m / k) for j in range(k) for w in range(n))
-    steps = _compact([Step(transfers=push, label="push"), Step(transfers=pull, label="pull")])
+    steps = compact_steps([Step(transfers=push, label="push"), Step(transfers=pull, label="pull")])
     return CollectiveSchedule(algorithm="ps", ranks=n, size_bytes=m, steps=steps, servers=k)

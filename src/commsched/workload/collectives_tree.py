@@ -10,7 +10,7 @@ References
 
 from __future__ import annotations
 
-from commsched.workload.collectives_common import _check_positive_int, _check_size, _compact
+from commsched.workload.collectives_common import check_positive_int, check_size, compact_steps
 from commsched.workload.records import CollectiveSchedule, Step, Transfer
 
 __all__ = ["btree_parent", "double_binary_tree_allreduce", "double_binary_tree_parents"]
@@ -49,7 +49,7 @@ def double_binary_tree_parents(n: int) -> tuple[tuple[int | None, ...], tuple[in
     >>> t0, t1
     ((None, 2, 0, 2), (1, 3, 1, None))
     """
-    n = _check_positive_int(n, "ranks")
+    n = check_positive_int(n, "ranks")
     t0 = tuple(btree_parent(r, n) for r in range(n))
     if n % 2 == 0:
         mirrored = [t0[n - 1 - r] for r in range(n)]
@@ -97,8 +97,8 @@ def double_binary_tree_allreduce(*, ranks: int, size_bytes: float, chunks: int =
     ----------
     NCCL ``src/graph/trees.cc``; Sanders, Speck and Träff, Parallel Computing 2009.
     """
-    n, m = _check_positive_int(ranks, "ranks"), _check_size(size_bytes)
-    c = _check_positive_int(chunks, "chunks")
+    n, m = check_positive_int(ranks, "ranks"), check_size(size_bytes)
+    c = check_positive_int(chunks, "chunks")
     piece = m / 2 / c
     trees = [(p, *_tree_levels(p)) for p in double_binary_tree_parents(n)]
     reduce_steps = [max(h) + c for _, h, _ in trees]
@@ -122,4 +122,6 @@ def double_binary_tree_allreduce(*, ranks: int, size_bytes: float, chunks: int =
             if q is not None and 0 <= s - d[q] < c
         ]
         steps.append(Step(transfers=tuple(tr), label="broadcast"))
-    return CollectiveSchedule(algorithm="double_binary_tree", ranks=n, size_bytes=m, steps=_compact(steps))
+    return CollectiveSchedule(
+        algorithm="double_binary_tree", ranks=n, size_bytes=m, steps=compact_steps(steps)
+    )

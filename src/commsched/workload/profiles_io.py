@@ -70,26 +70,7 @@ def read_pipedream_graph(path: str | Path) -> tuple[GraphNode, ...]:
     PipeDream ``graph/graph.py`` (``Graph.from_str``).
     """
     path = Path(path)
-    nodes: dict[str, GraphNode] = {}
-    edges: list[tuple[str, str]] = []
-    for lineno, line in enumerate(path.read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        if e := _EDGE_RE.match(line):
-            edges.append((e.group(1), e.group(2)))
-            continue
-        n = _NODE_RE.match(line)
-        if n is None:
-            raise InputError(
-                "unparsable line", where=f"{path}:{lineno}", expected="a PipeDream node or edge line"
-            )
-        nodes[n.group(1)] = GraphNode(
-            node_id=n.group(1),
-            module=n.group(2).strip(),
-            forward_ms=float(n.group(3)),
-            backward_ms=float(n.group(4)),
-            parameter_bytes=float(n.group(6)),
-        )
+    nodes, edges = _parse_pipedream(path)
     indeg = dict.fromkeys(nodes, 0)
     succ: dict[str, list[str]] = {k: [] for k in nodes}
     for a, b in edges:
@@ -114,6 +95,31 @@ def read_pipedream_graph(path: str | Path) -> tuple[GraphNode, ...]:
     if len(order) != len(nodes):
         raise InputError("the profile graph has a cycle", where=str(path), expected="a DAG")
     return tuple(nodes[k] for k in order)
+
+
+def _parse_pipedream(path: Path) -> tuple[dict[str, GraphNode], list[tuple[str, str]]]:
+    """The nodes (by id, in file order) and edges of a PipeDream ``graph.txt``."""
+    nodes: dict[str, GraphNode] = {}
+    edges: list[tuple[str, str]] = []
+    for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        if e := _EDGE_RE.match(line):
+            edges.append((e.group(1), e.group(2)))
+            continue
+        n = _NODE_RE.match(line)
+        if n is None:
+            raise InputError(
+                "unparsable line", where=f"{path}:{lineno}", expected="a PipeDream node or edge line"
+            )
+        nodes[n.group(1)] = GraphNode(
+            node_id=n.group(1),
+            module=n.group(2).strip(),
+            forward_ms=float(n.group(3)),
+            backward_ms=float(n.group(4)),
+            parameter_bytes=float(n.group(6)),
+        )
+    return nodes, edges
 
 
 def pipedream_layers(nodes: tuple[GraphNode, ...]) -> tuple[LayerProfile, ...]:

@@ -23,14 +23,15 @@ import re
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from commsched.errors import InputError
 from commsched.runtime.enforce import nft, reports
 from commsched.runtime.enforce.cgroups import JobCgroup, cgroup2_root, descendants
+from commsched.runtime.enforce.host import EnforcerConfig, JobState
 from commsched.runtime.enforce.ledger import Ledger, clean, read_ledger, write_ledger
+from commsched.runtime.enforce.loops import Loops
 from commsched.runtime.enforce.pinning import PathOracle
 from commsched.runtime.enforce.pins import Pinning
 from commsched.runtime.enforce.spawn import JobProcess, ProcessSpec
@@ -40,36 +41,6 @@ __all__ = ["MARK_BASE", "Enforcer", "EnforcerConfig"]
 #: connection marks of the jobs: ``MARK_BASE | n`` ("CS" in the upper half)
 MARK_BASE = 0x43530000
 _SLUG = re.compile(r"[^A-Za-z0-9_-]")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EnforcerConfig:
-    """Where an agent's enforcement lives and how it samples."""
-
-    host: str
-    ledger: Path
-    netns: str | None = None  # the namespace name (for ``testbed down``), when on a testbed
-    label: str = ""  # part of the table and cgroup names (e.g. the testbed name)
-    sample_s: float = 0.01
-    hold_timeout_s: float = 4.0
-    profile_window_s: float = 0.0  # 0: no profile is posted
-    max_samples: int = 400_000
-
-
-@dataclass(slots=True)
-class JobState:
-    """One job on this host (mutable, owned by the enforcer)."""
-
-    id: str
-    mark: int
-    name: str
-    cgroup: JobCgroup
-    #: t, data bytes out, all bytes out, SYNs held, data bytes in
-    samples: deque[tuple[float, int, int, int, int]] = field(default_factory=deque)
-    procs: dict[int, JobProcess] = field(default_factory=dict)
-    profile_window_s: float = 0.0
-    profile: dict[str, Any] | None = None
-    profile_checked: float = 0.0
 
 
 class Enforcer:
@@ -101,7 +72,8 @@ class Enforcer:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def _ledger(self) -> Ledger:
+    def ledger(self) -> Ledger:
+        """What this enforcer made, as its ledger records it."""
         jobs = {
             j.id: {"mark": j.mark, "cgroup": str(j.cgroup.path), "pins": self.pinning.history(j.mark)}
             for j in self.jobs.values()
@@ -120,14 +92,12 @@ class Enforcer:
 
         Returns what was removed of the predecessor's (one line each).
         """
-        from commsched.runtime.enforce.loops import Loops
-
         old = read_ledger(self.cfg.ledger)
         if old is not None:
             self._marks.update({k: int(v["mark"]) for k, v in old.jobs.items()})
             for info in old.jobs.values():  # what its connections were pinned to (the report)
                 self.pinning.inherit(int(info["mark"]), list(info.get("pins", [])))
-        write_ledger(self.cfg.ledger, self._ledger())
+        write_ledger(self.cfg.ledger, self.ledger())
         nft.run_nft(nft.base_script(self.table))
         self._acct = _set_acct()
         self.apply(view)
@@ -153,7 +123,7 @@ class Enforcer:
                 if stop_processes:
                     for p in job.procs.values():
                         p.stop()
-            clean(self._ledger(), kill=False, current_netns=True)
+            clean(self.ledger(), kill=False, current_netns=True)
             self.cfg.ledger.unlink(missing_ok=True)
             if self._acct is not None:
                 _set_acct(self._acct)
@@ -197,7 +167,7 @@ class Enforcer:
                 profile_window_s=self.cfg.profile_window_s,
             )
             self.jobs[job] = state
-            write_ledger(self.cfg.ledger, self._ledger())
+            write_ledger(self.cfg.ledger, self.ledger())
             state.cgroup.create()
             self._rules()
             self.refresh_alive()
@@ -263,7 +233,7 @@ class Enforcer:
             state.cgroup.remove()
             self.pinning.forget(state.mark)
             self._rules()
-            write_ledger(self.cfg.ledger, self._ledger())
+            write_ledger(self.cfg.ledger, self.ledger())
 
     # ------------------------------------------------------------------ decisions
 

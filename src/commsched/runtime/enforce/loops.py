@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 
 from commsched.runtime.enforce.conns import SYN_SENT, read_sockets, socket_inodes
+from commsched.runtime.enforce.host import EnforcerView, JobState
 from commsched.runtime.enforce.nflink import CounterReader
+from commsched.runtime.enforce.pins import Pinning
 from commsched.runtime.enforce.traffic import outside_profile, series, steady, window_iterations
 
-if TYPE_CHECKING:
-    from commsched.runtime.enforce.enforcer import Enforcer, JobState
-
-__all__ = ["Loops", "profile_body", "profile_now"]
+__all__ = ["LoopHost", "Loops", "profile_body", "profile_now"]
 
 WATCH_S = 0.1
 ALIVE_EVERY_S = 1.0
@@ -35,10 +35,32 @@ PROFILE_EVERY_S = 0.5
 CONTINUOUS = 0.9
 
 
+class LoopHost(EnforcerView, Protocol):
+    """What the loops need of their enforcer besides its view: pins, profile poster, upkeep."""
+
+    @property
+    def pinning(self) -> Pinning: ...
+
+    @property
+    def poster(self) -> Callable[[str, dict[str, Any]], Any] | None: ...
+
+    def request_pin(self, key: tuple[int, str, str, int]) -> None:
+        """Decide the ports of ``key`` (a held connection) on a worker thread."""
+        ...
+
+    def refresh_alive(self) -> None:
+        """Forget the processes that exited."""
+        ...
+
+    def forget_idle(self) -> None:
+        """Drop the jobs that left the view and have no process."""
+        ...
+
+
 class Loops:
     """The two threads of one enforcer (stopped together)."""
 
-    def __init__(self, enforcer: Enforcer) -> None:
+    def __init__(self, enforcer: LoopHost) -> None:
         self.e = enforcer
         self._stop = threading.Event()
         self._threads = [
@@ -179,7 +201,7 @@ class Loops:
         ).start()
 
 
-def profile_now(e: Enforcer, job: JobState, start: float, end: float) -> dict[str, Any]:
+def profile_now(e: LoopHost, job: JobState, start: float, end: float) -> dict[str, Any]:
     """Profile ``job`` over ``[start, end)`` of its samples, post it to the daemon, keep and return it.
 
     Raises :class:`~commsched.errors.InputError` when that window shows no iterations.

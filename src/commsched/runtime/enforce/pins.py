@@ -12,17 +12,15 @@ import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from commsched.runtime.enforce import nft
 from commsched.runtime.enforce.conns import read_conntrack
-from commsched.runtime.enforce.ledger import write_ledger
-from commsched.runtime.enforce.pinning import PortSearch, find_ports
+from commsched.runtime.enforce.host import EnforcerView
+from commsched.runtime.enforce.ledger import Ledger, write_ledger
+from commsched.runtime.enforce.pinning import PathOracle, PortSearch, find_ports
 
-if TYPE_CHECKING:
-    from commsched.runtime.enforce.enforcer import Enforcer
-
-__all__ = ["Key", "PinState", "Pinning"]
+__all__ = ["Key", "PinHost", "PinState", "Pinning"]
 
 Key = tuple[int, str, str, int]  # job mark, source address, destination address, destination port
 
@@ -49,10 +47,21 @@ class PinState:
         return None
 
 
+class PinHost(EnforcerView, Protocol):
+    """What the pins need of their enforcer besides its view: the path oracle and its ledger."""
+
+    @property
+    def oracle(self) -> PathOracle | None: ...
+
+    def ledger(self) -> Ledger:
+        """What the enforcer made, as its ledger records it."""
+        ...
+
+
 class Pinning:
     """The pins of one enforcer (its lock guards them; searches run on two worker threads)."""
 
-    def __init__(self, enforcer: Enforcer) -> None:
+    def __init__(self, enforcer: PinHost) -> None:
         self.e = enforcer
         self.pins: dict[Key, PinState] = {}
         self.inflight: set[Key] = set()
@@ -243,7 +252,7 @@ class Pinning:
                 state.earlier = [*old.earlier, old][-16:]
                 old.earlier = []
             self.pins[key] = state
-        write_ledger(self.e.cfg.ledger, self.e._ledger())  # a successor reports what this decided
+        write_ledger(self.e.cfg.ledger, self.e.ledger())  # a successor reports what this decided
         return state
 
     def search(

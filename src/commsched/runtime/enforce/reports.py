@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from commsched.runtime.enforce.conns import read_conntrack
+from commsched.runtime.enforce.host import EnforcerView, JobState
 from commsched.runtime.enforce.nccl import interface_addresses
+from commsched.runtime.enforce.pins import Pinning
 
-if TYPE_CHECKING:
-    from commsched.runtime.enforce.enforcer import Enforcer, JobState
-
-__all__ = ["connections", "report", "traffic"]
+__all__ = ["ReportHost", "connections", "report", "traffic"]
 
 
-def connections(e: Enforcer, state: JobState) -> list[dict[str, Any]]:
+class ReportHost(EnforcerView, Protocol):
+    """What a report reads of its enforcer besides its view: the pins."""
+
+    @property
+    def pinning(self) -> Pinning: ...
+
+
+def connections(e: ReportHost, state: JobState) -> list[dict[str, Any]]:
     """The job's tracked connections on this host, each with its pin (connecting side only)."""
     local = set(interface_addresses())
     out = []
@@ -39,7 +45,7 @@ def connections(e: Enforcer, state: JobState) -> list[dict[str, Any]]:
     return out
 
 
-def traffic(e: Enforcer, state: JobState, since: float = 0.0) -> dict[str, Any]:
+def traffic(e: ReportHost, state: JobState, since: float = 0.0) -> dict[str, Any]:
     """The job's counter samples after ``since``: time, data bytes out, all bytes out, held SYNs,
     data bytes in (cumulative)."""
     with e.lock:
@@ -55,7 +61,7 @@ def traffic(e: Enforcer, state: JobState, since: float = 0.0) -> dict[str, Any]:
     }
 
 
-def report(e: Enforcer, state: JobState) -> dict[str, Any]:
+def report(e: ReportHost, state: JobState) -> dict[str, Any]:
     """The job's cgroup, processes, counters and posted profile on this host."""
     with e.lock:
         last = state.samples[-1] if state.samples else (0.0, 0, 0, 0, 0)

@@ -7,7 +7,7 @@ enumeration; tests and the benchmark use it as the reference.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 from math import comb
 
@@ -43,6 +43,67 @@ class ClosSolution:
     leaves: tuple[int, ...]
     planes: tuple[int, ...]
     cost: float
+
+
+@dataclass(slots=True)
+class _Rows:
+    """A sparse constraint matrix (COO triplets) with its row bounds, built by blocks of rows (arrays) or
+    row by row (plain lists: many small rows cost no array each)."""
+
+    rows: list[NDArray[np.int64]] = field(default_factory=list)
+    cols: list[NDArray[np.int64]] = field(default_factory=list)
+    vals: list[NDArray[np.float64]] = field(default_factory=list)
+    lo: list[float] = field(default_factory=list)
+    hi: list[float] = field(default_factory=list)
+    one_rows: list[int] = field(default_factory=list)
+    one_cols: list[int] = field(default_factory=list)
+    one_vals: list[float] = field(default_factory=list)
+
+    def block(
+        self,
+        rr: NDArray[np.int64],
+        cc: NDArray[np.int64],
+        vv: NDArray[np.float64],
+        n_rows: int,
+        bounds: tuple[float, float],
+    ) -> None:
+        """``n_rows`` rows; ``rr`` numbers them from 0 within the block."""
+        self.rows.append(rr + len(self.lo))
+        self.cols.append(cc)
+        self.vals.append(vv)
+        self.lo.extend([bounds[0]] * n_rows)
+        self.hi.extend([bounds[1]] * n_rows)
+
+    def row(self, entries: list[tuple[int, float]], bounds: tuple[float, float]) -> None:
+        """One row from its ``(column, value)`` entries."""
+        r = len(self.lo)
+        for c, v in entries:
+            self.one_rows.append(r)
+            self.one_cols.append(c)
+            self.one_vals.append(v)
+        self.lo.append(bounds[0])
+        self.hi.append(bounds[1])
+
+    def solve(
+        self, cost: NDArray[np.float64], ub: NDArray[np.float64], *, presolve: bool, time_limit_s: float
+    ) -> tuple[NDArray[np.int64], float] | None:
+        """The integer solution of ``min cost x`` over ``0 <= x <= ub`` and these rows (HiGHS), and
+        the objective value HiGHS reports."""
+        nv = cost.size
+        vals = np.concatenate([*self.vals, np.array(self.one_vals, dtype=np.float64)])
+        rows = np.concatenate([*self.rows, np.array(self.one_rows, dtype=np.int64)])
+        cols = np.concatenate([*self.cols, np.array(self.one_cols, dtype=np.int64)])
+        a = coo_matrix((vals, (rows, cols)), shape=(len(self.lo), nv))
+        res = milp(
+            cost,
+            constraints=LinearConstraint(a.tocsr(), np.array(self.lo), np.array(self.hi)),
+            integrality=np.ones(nv),
+            bounds=Bounds(np.zeros(nv), ub),
+            options={"presolve": presolve, "time_limit": time_limit_s, "disp": False},
+        )
+        if res.x is None or res.status not in (0, 1):  # 0 optimal, 1 limit reached with a solution
+            return None
+        return np.round(res.x).astype(np.int64), float(res.fun)
 
 
 def _prune(p: ClosProblem) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
@@ -89,35 +150,28 @@ def solve_clos_ilp(
         return None
     edges = np.argwhere(problem.free & leaf[:, None] & plane[None, :])
     E = len(edges)
-    nv = L + U + E
+    cost = np.concatenate([problem.leaf_cost, problem.plane_cost, np.zeros(E)])
+    ub = np.concatenate([leaf.astype(float), plane.astype(float), np.ones(E)])
+    found = _clos_rows(problem, edges).solve(cost, ub, presolve=presolve, time_limit_s=time_limit_s)
+    if found is None:
+        return None
+    x, value = found
+    leaves = tuple(int(n) for n in np.flatnonzero(x[:L]))
+    planes = tuple(int(p) for p in np.flatnonzero(x[L : L + U]))
+    return ClosSolution(leaves=leaves, planes=planes, cost=value)
+
+
+def _clos_rows(problem: ClosProblem, edges: NDArray[np.int64]) -> _Rows:
+    """Constraints (2)-(4) over the variables ``x`` (leaves), ``y`` (planes), ``c`` (usable cables)."""
+    L, U = problem.free.shape
+    E = len(edges)
     ci = np.arange(E) + L + U
-    rows: list[NDArray[np.int64]] = []
-    cols: list[NDArray[np.int64]] = []
-    vals: list[NDArray[np.float64]] = []
-    lo: list[float] = []
-    hi: list[float] = []
-    r = 0
-
-    def add(
-        rr: NDArray[np.int64],
-        cc: NDArray[np.int64],
-        vv: NDArray[np.float64],
-        n_rows: int,
-        bounds: tuple[float, float],
-    ) -> None:
-        nonlocal r
-        rows.append(rr + r)
-        cols.append(cc)
-        vals.append(vv)
-        lo.extend([bounds[0]] * n_rows)
-        hi.extend([bounds[1]] * n_rows)
-        r += n_rows
-
     one = np.ones
-    add(np.zeros(L, np.int64), np.arange(L), one(L), 1, (problem.nl, problem.nl))  # (2) sum x = l
-    add(np.zeros(U, np.int64), L + np.arange(U), one(U), 1, (problem.s, problem.s))  # (2) sum y = s
+    out = _Rows()
+    out.block(np.zeros(L, np.int64), np.arange(L), one(L), 1, (problem.nl, problem.nl))  # (2) sum x = l
+    out.block(np.zeros(U, np.int64), L + np.arange(U), one(U), 1, (problem.s, problem.s))  # (2) sum y = s
     # (3) sum_p c_{n,p} - s x_n = 0, per leaf
-    add(
+    out.block(
         np.concatenate([edges[:, 0], np.arange(L)]),
         np.concatenate([ci, np.arange(L)]),
         np.concatenate([one(E), -problem.s * one(L)]),
@@ -125,7 +179,7 @@ def solve_clos_ilp(
         (0.0, 0.0),
     )
     # (3) sum_n c_{n,p} - l y_p = 0, per plane
-    add(
+    out.block(
         np.concatenate([edges[:, 1], np.arange(U)]),
         np.concatenate([ci, L + np.arange(U)]),
         np.concatenate([one(E), -problem.nl * one(U)]),
@@ -133,29 +187,14 @@ def solve_clos_ilp(
         (0.0, 0.0),
     )
     # (4) c_{n,p} <= y_p
-    add(
+    out.block(
         np.concatenate([np.arange(E), np.arange(E)]),
         np.concatenate([ci, L + edges[:, 1]]),
         np.concatenate([one(E), -one(E)]),
         E,
         (-np.inf, 0.0),
     )
-    a = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, nv))
-    cost = np.concatenate([problem.leaf_cost, problem.plane_cost, np.zeros(E)])
-    ub = np.concatenate([leaf.astype(float), plane.astype(float), one(E)])
-    res = milp(
-        cost,
-        constraints=LinearConstraint(a.tocsr(), np.array(lo), np.array(hi)),
-        integrality=np.ones(nv),
-        bounds=Bounds(np.zeros(nv), ub),
-        options={"presolve": presolve, "time_limit": time_limit_s, "disp": False},
-    )
-    if res.x is None or res.status not in (0, 1):  # 0 optimal, 1 limit reached with a solution
-        return None
-    x = np.round(res.x).astype(np.int64)
-    leaves = tuple(int(n) for n in np.flatnonzero(x[:L]))
-    planes = tuple(int(p) for p in np.flatnonzero(x[L : L + U]))
-    return ClosSolution(leaves=leaves, planes=planes, cost=float(res.fun))
+    return out
 
 
 def brute_force_clos(problem: ClosProblem) -> ClosSolution | None:
@@ -232,83 +271,96 @@ def solve_ocs_ilp(
     ----------
     vClos Appendix A.3, equations (7)-(12); Algorithm 4.
     """
-    L, K = problem.leaf_free.shape
-    S = problem.spine_free.shape[0]
-    A = int(max(1, problem.leaf_slots.max(initial=0)))
-    ymax = np.minimum(problem.spine_free.sum(axis=1) // problem.nl, problem.s).astype(np.int64)
-    nL, nY, nW, nC = L * A, S, L * A * S, L * A * S * K
-    oY, oW, oC = nL, nL + nY, nL + nY + nW
-    nv = oC + nC
+    ix = _OcsIndex.of(problem)
+    L, A, S, K = ix.L, ix.A, ix.S, ix.K
+    ub = np.zeros(ix.nv)
+    for n in range(L):
+        ub[n * A : n * A + min(A, int(problem.leaf_slots[n]))] = 1.0
+    ub[ix.oY : ix.oY + S] = ix.ymax
+    ub[ix.oW : ix.oC] = np.repeat(np.tile(ix.ymax, L * A), 1)
+    ub[ix.oC :] = np.repeat(np.tile(ix.ymax, L * A), K)
+    cost = np.zeros(ix.nv)
+    cost[: ix.oY] = np.repeat(problem.leaf_cost, A)
+    cost[ix.oY : ix.oY + S] = problem.spine_cost
+    found = _ocs_rows(problem, ix).solve(cost, ub, presolve=presolve, time_limit_s=time_limit_s)
+    if found is None:
+        return None
+    x = found[0]
+    return OcsSolution(
+        vleaves=x[: ix.oY].reshape(L, A),
+        vspines=x[ix.oY : ix.oY + S],
+        circuits=x[ix.oC :].reshape(L, A, S, K),
+    )
 
-    def iL(n: int, a: int) -> int:
-        return n * A + a
 
-    def iW(n: int, a: int, m: int) -> int:
-        return int(oW + (n * A + a) * S + m)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _OcsIndex:
+    """Column numbers of the OCS-vClos-ILP: L_{n,a}, then y_m, then w_{n,a,m}, then c_{n,a,m,k}."""
 
-    def iC(n: int, a: int, m: int, k: int) -> int:
-        return int(oC + ((n * A + a) * S + m) * K + k)
+    L: int  # leaves
+    A: int  # virtual-leaf slots per leaf
+    S: int  # spines
+    K: int  # OCSes
+    ymax: NDArray[np.int64]  # per spine, the most virtual spines it can host
 
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[float] = []
-    lo: list[float] = []
-    hi: list[float] = []
+    @classmethod
+    def of(cls, problem: OcsProblem) -> _OcsIndex:
+        L, K = problem.leaf_free.shape
+        ymax = np.minimum(problem.spine_free.sum(axis=1) // problem.nl, problem.s).astype(np.int64)
+        A = int(max(1, problem.leaf_slots.max(initial=0)))
+        return cls(L=L, A=A, S=problem.spine_free.shape[0], K=K, ymax=ymax)
 
-    def row(entries: list[tuple[int, float]], b: tuple[float, float]) -> None:
-        r = len(lo)
-        for c, v in entries:
-            rows.append(r)
-            cols.append(c)
-            vals.append(v)
-        lo.append(b[0])
-        hi.append(b[1])
+    @property
+    def oY(self) -> int:
+        return self.L * self.A
 
-    row([(iL(n, a), 1.0) for n in range(L) for a in range(A)], (problem.nl, problem.nl))
-    row([(oY + m, 1.0) for m in range(S)], (problem.s, problem.s))
+    @property
+    def oW(self) -> int:
+        return self.oY + self.S
+
+    @property
+    def oC(self) -> int:
+        return self.oW + self.L * self.A * self.S
+
+    @property
+    def nv(self) -> int:
+        return self.oC + self.L * self.A * self.S * self.K
+
+    def iL(self, n: int, a: int) -> int:
+        return n * self.A + a
+
+    def iW(self, n: int, a: int, m: int) -> int:
+        return int(self.oW + (n * self.A + a) * self.S + m)
+
+    def iC(self, n: int, a: int, m: int, k: int) -> int:
+        return int(self.oC + ((n * self.A + a) * self.S + m) * self.K + k)
+
+
+def _ocs_rows(problem: OcsProblem, ix: _OcsIndex) -> _Rows:
+    """Constraints (7)-(11): counts, monotone slots, the linearised products and the port budgets."""
+    L, A, S, K = ix.L, ix.A, ix.S, ix.K
+    out = _Rows()
+    out.row([(ix.iL(n, a), 1.0) for n in range(L) for a in range(A)], (problem.nl, problem.nl))
+    out.row([(ix.oY + m, 1.0) for m in range(S)], (problem.s, problem.s))
     for n in range(L):
         for a in range(1, A):
-            row([(iL(n, a), 1.0), (iL(n, a - 1), -1.0)], (-np.inf, 0.0))
+            out.row([(ix.iL(n, a), 1.0), (ix.iL(n, a - 1), -1.0)], (-np.inf, 0.0))
         for a in range(A):
             for m in range(S):
-                w, y, lv, big = iW(n, a, m), oY + m, iL(n, a), float(ymax[m])
-                row([(w, 1.0), (y, -1.0)], (-np.inf, 0.0))
-                row([(w, 1.0), (lv, -big)], (-np.inf, 0.0))
-                row([(w, 1.0), (y, -1.0), (lv, -big)], (-big, np.inf))
-                row([(w, -1.0)] + [(iC(n, a, m, k), 1.0) for k in range(K)], (0.0, 0.0))
+                w, y, lv, big = ix.iW(n, a, m), ix.oY + m, ix.iL(n, a), float(ix.ymax[m])
+                out.row([(w, 1.0), (y, -1.0)], (-np.inf, 0.0))
+                out.row([(w, 1.0), (lv, -big)], (-np.inf, 0.0))
+                out.row([(w, 1.0), (y, -1.0), (lv, -big)], (-big, np.inf))
+                out.row([(w, -1.0)] + [(ix.iC(n, a, m, k), 1.0) for k in range(K)], (0.0, 0.0))
         for k in range(K):
-            row(
-                [(iC(n, a, m, k), 1.0) for a in range(A) for m in range(S)],
+            out.row(
+                [(ix.iC(n, a, m, k), 1.0) for a in range(A) for m in range(S)],
                 (-np.inf, problem.leaf_free[n, k]),
             )
     for m in range(S):
         for k in range(K):
-            row(
-                [(iC(n, a, m, k), 1.0) for n in range(L) for a in range(A)],
+            out.row(
+                [(ix.iC(n, a, m, k), 1.0) for n in range(L) for a in range(A)],
                 (-np.inf, problem.spine_free[m, k]),
             )
-    ub = np.zeros(nv)
-    for n in range(L):
-        ub[n * A : n * A + min(A, int(problem.leaf_slots[n]))] = 1.0
-    ub[oY : oY + S] = ymax
-    ub[oW : oW + nW] = np.repeat(np.tile(ymax, L * A), 1)
-    ub[oC:] = np.repeat(np.tile(ymax, L * A), K)
-    cost = np.zeros(nv)
-    cost[:nL] = np.repeat(problem.leaf_cost, A)
-    cost[oY : oY + S] = problem.spine_cost
-    a_mat = coo_matrix((vals, (rows, cols)), shape=(len(lo), nv)).tocsr()
-    res = milp(
-        cost,
-        constraints=LinearConstraint(a_mat, np.array(lo), np.array(hi)),
-        integrality=np.ones(nv),
-        bounds=Bounds(np.zeros(nv), ub),
-        options={"presolve": presolve, "time_limit": time_limit_s, "disp": False},
-    )
-    if res.x is None or res.status not in (0, 1):
-        return None
-    x = np.round(res.x).astype(np.int64)
-    return OcsSolution(
-        vleaves=x[:nL].reshape(L, A),
-        vspines=x[oY : oY + S],
-        circuits=x[oC:].reshape(L, A, S, K),
-    )
+    return out

@@ -1,0 +1,68 @@
+"""What the parts of an enforcer share: its settings, its jobs, and the face it shows its helpers.
+
+:class:`~commsched.runtime.enforce.enforcer.Enforcer` owns the state; the pins
+(:mod:`.pins`), the loops (:mod:`.loops`) and the reports (:mod:`.reports`) each see it through the
+protocol below (and their own extension of it), so none of them imports the enforcer.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from commsched.runtime.enforce.cgroups import JobCgroup
+from commsched.runtime.enforce.spawn import JobProcess
+
+__all__ = ["EnforcerConfig", "EnforcerView", "JobState"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnforcerConfig:
+    """Where an agent's enforcement lives and how it samples."""
+
+    host: str
+    ledger: Path
+    netns: str | None = None  # the namespace name (for ``testbed down``), when on a testbed
+    label: str = ""  # part of the table and cgroup names (e.g. the testbed name)
+    sample_s: float = 0.01
+    hold_timeout_s: float = 4.0
+    profile_window_s: float = 0.0  # 0: no profile is posted
+    max_samples: int = 400_000
+
+
+@dataclass(slots=True)
+class JobState:
+    """One job on this host (mutable, owned by the enforcer)."""
+
+    id: str
+    mark: int
+    name: str
+    cgroup: JobCgroup
+    #: t, data bytes out, all bytes out, SYNs held, data bytes in
+    samples: deque[tuple[float, int, int, int, int]] = field(default_factory=deque)
+    procs: dict[int, JobProcess] = field(default_factory=dict)
+    profile_window_s: float = 0.0
+    profile: dict[str, Any] | None = None
+    profile_checked: float = 0.0
+
+
+class EnforcerView(Protocol):
+    """What every helper of an enforcer reads: settings, jobs, the host's view, the table, the lock."""
+
+    @property
+    def cfg(self) -> EnforcerConfig: ...
+
+    @property
+    def jobs(self) -> dict[str, JobState]: ...
+
+    @property
+    def view(self) -> dict[str, Any]: ...
+
+    @property
+    def table(self) -> str: ...
+
+    @property
+    def lock(self) -> AbstractContextManager[Any]: ...

@@ -1,0 +1,438 @@
+"""Planted one-line mutants of core modules: does the test suite notice each of them?
+
+Each :class:`Mutant` names a file, an exact snippet of it (which must occur exactly once), its
+replacement and the tests that should fail with it. For every mutant the script writes the mutated file,
+runs ``pytest -x -q`` on those tests and restores the file; a mutant whose tests fail is *killed*, one
+whose tests pass *survived* (a defect the tests let through). The score is killed / all.
+
+Exit status: 0 when the score is at least :data:`MIN_SCORE` and every ``planted`` mutant (the bugs the
+house-keeping issue planted by hand) is killed; 1 otherwise; 2 when a mutant is
+stale (its snippet is not found exactly once, or its tests do not exist: the code moved, update the
+table :data:`MUTANTS`, which is plain data at the top of this file for that reason) or its tests could
+not run at all (pytest's exit status other than 0 or 1).
+
+Safety: the script edits the files of the checkout it lives in (this file's ``../src``), never another
+one; the tests run in a fork of this process (which has imported the third-party modules but never
+commsched) with that ``src`` first on ``sys.path`` and without writing bytecode (a mutated module never
+lands in ``__pycache__``). Before a file is mutated its original text is written to
+:data:`JOURNAL`; the file is restored in a ``finally`` (also on Ctrl-C and SIGTERM), and a journal left
+behind by a killed run is restored at the next start (``--restore`` does only that).
+
+``make test`` runs it after the suite has passed (the tests listed here pass unmutated then);
+``--baseline`` checks that first on its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+ROOT = Path(__file__).resolve().parents[1]
+JOURNAL = ROOT / ".mutants-journal.json"
+
+#: the least share of mutants the tests must kill
+MIN_SCORE = 0.85
+#: seconds one mutant's tests may take (a mutant that makes them hang counts as killed, reported apart)
+TIMEOUT_S = 90
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Mutant:
+    """One planted defect: ``original`` (exactly once in ``path``) becomes ``replacement``."""
+
+    name: str
+    path: str  # relative to the repository root
+    original: str
+    replacement: str
+    tests: tuple[str, ...]  # pytest node ids or files, relative to the repository root
+    planted: bool = False  # one of the bugs the house-keeping issue planted by hand
+
+
+_FLUID = "src/commsched/sim/fluid.py"
+_RATES = "src/commsched/sim/rates.py"
+_ITER = "src/commsched/sim/iteration.py"
+_FLUID_EXACT = "tests/sim/test_fluid_against_exact.py"
+_GOLDEN = "tests/sim/test_golden.py::test_golden"
+_CRUX = "tests/policies/test_policy_crux.py"
+_SCENARIO_ERRORS = "tests/io/test_scenario_errors.py::test_bad_input_is_reported"
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    # --- the simulator: fluid (fast mode), rates, paces, iterations
+    Mutant(
+        name="fluid latency ignores repeats",
+        path=_FLUID,
+        original="        latency += s.repeat * s.latency_s\n        bw.append(",
+        replacement="        latency += s.latency_s\n        bw.append(",
+        tests=(_FLUID_EXACT,),
+        planted=True,
+    ),
+    Mutant(
+        name="fluid ignores priority classes",
+        path=_FLUID,
+        original="levels, cls_idx = np.unique(classes, return_inverse=True)",
+        replacement="levels, cls_idx = np.unique(np.zeros_like(classes), return_inverse=True)",
+        tests=(_FLUID_EXACT, "tests/sim/test_fluid.py::test_strict_priority_between_classes"),
+        planted=True,
+    ),
+    Mutant(
+        name="fluid counts a job's own load against it",
+        path=_FLUID,
+        original="1.0 - (upto[pb.e_bucket] - rho[pb.ep])",
+        replacement="1.0 - upto[pb.e_bucket]",
+        tests=("tests/sim/test_golden_crowded.py",),
+    ),
+    Mutant(
+        name="rates: a lower class sees the full capacity",
+        path=_RATES,
+        original="rates[members] = _fill(mat, residual, cap)",
+        replacement="rates[members] = _fill(mat, residual.copy(), cap)",
+        tests=("tests/sim/test_rates.py::test_capacity_respected",),
+    ),
+    Mutant(
+        name="rates: water level not accumulated",
+        path=_RATES,
+        original="        water += delta\n",
+        replacement="        water = delta\n",
+        tests=("tests/sim/test_rates.py::test_max_min_optimal_within_class",),
+    ),
+    Mutant(
+        name="pace ignores a step's repeats",
+        path="src/commsched/sim/pacing.py",
+        original="return 1.0 / (s.repeat * (s.latency_s + s.max_flow_bytes / r.pace_bytes_per_s))",
+        replacement="return 1.0 / (s.latency_s + s.max_flow_bytes / r.pace_bytes_per_s)",
+        tests=("tests/sim/test_collective_timing.py",),
+    ),
+    Mutant(
+        name="communication released after all of the compute",
+        path=_ITER,
+        original="r.release_s = t + r.overlap * c",
+        replacement="r.release_s = t + c",
+        tests=(f"{_GOLDEN}[crux-fig19--ecmp-fair-h60]",),
+    ),
+    Mutant(
+        name="busy time not per GPU",
+        path=_ITER,
+        original="        r.busy_gpu_s += r.gpu_count * r.spec.profile.compute_s\n",
+        replacement="        r.busy_gpu_s += r.spec.profile.compute_s\n",
+        tests=("tests/sim/test_crux_examples.py",),
+    ),
+    # --- decisions: Crux path selection, ranking, compression
+    Mutant(
+        name="crux paths taken in increasing intensity",
+        path="src/commsched/scheduling/policies_crux.py",
+        original="key=lambda f: (-f.intensity.value, f.job.id)",
+        replacement="key=lambda f: (f.intensity.value, f.job.id)",
+        tests=(
+            f"{_CRUX}::test_a16_two_most_intensive_jobs_get_disjoint_paths",
+            f"{_GOLDEN}[crux-fig19--crux-full-h60]",
+        ),
+    ),
+    Mutant(
+        name="greedy path by least total instead of least bottleneck",
+        path="src/commsched/scheduling/paths.py",
+        original="    primary = scores.max(axis=1)\n",
+        replacement="    primary = scores.sum(axis=1)\n",
+        tests=("tests/scheduling/test_sched_paths.py",),
+    ),
+    Mutant(
+        name="intensity inverted",
+        path="src/commsched/scheduling/intensity.py",
+        original="value=work / t_j if t_j > 0 else 0.0",
+        replacement="value=t_j / work if work > 0 else 0.0",
+        tests=(f"{_CRUX}::test_intensity_is_gpu_seconds_over_bottleneck_time",),
+    ),
+    Mutant(
+        name="ranking ignores the correction factor",
+        path="src/commsched/scheduling/correction.py",
+        original="key=lambda key: (-factor[key] * intensity[key], -intensity[key], key)",
+        replacement="key=lambda key: (-intensity[key], key)",
+        tests=(f"{_CRUX}::test_a3_example1_correction_factor",),
+    ),
+    Mutant(
+        name="reference job: the lowest injected rate",
+        path="src/commsched/scheduling/correction.py",
+        original="key=lambda key: (-injected_rate_bytes_per_s[key], key)",
+        replacement="key=lambda key: (injected_rate_bytes_per_s[key], key)",
+        tests=(f"{_CRUX}::test_a8_example2_ranks_the_delay_sensitive_job_first",),
+    ),
+    Mutant(
+        name="k-cut gain subtracted",
+        path="src/commsched/scheduling/compression_kcut.py",
+        original="best[k - 1][:, None] + gain, -np.inf)",
+        replacement="best[k - 1][:, None] - gain, -np.inf)",
+        tests=("tests/scheduling/test_sched_compression.py::test_fig13_optimum_and_baselines",),
+    ),
+    # --- scenario validation
+    Mutant(
+        name="warm-up equal to the horizon accepted",
+        path="src/commsched/io/scenario.py",
+        original="if raw.warmup_s >= raw.horizon_s:",
+        replacement="if raw.warmup_s > raw.horizon_s:",
+        tests=(f"{_SCENARIO_ERRORS}[warm-up at the horizon]",),
+    ),
+    Mutant(
+        name="priority class equal to the levels accepted",
+        path="src/commsched/io/scenario_jobs.py",
+        original="if entry.priority is not None and entry.priority >= levels:",
+        replacement="if entry.priority is not None and entry.priority > levels:",
+        tests=(f"{_SCENARIO_ERRORS}[priority class equal to the number of levels]",),
+    ),
+    Mutant(
+        name="duplicate job ids accepted",
+        path="src/commsched/io/scenario.py",
+        original="        if entry.id in seen:\n",
+        replacement="        if entry.id in seen and entry.id not in seen:\n",
+        tests=(f"{_SCENARIO_ERRORS}[duplicate job id]",),
+    ),
+    Mutant(
+        name="a GPU given to two jobs accepted",
+        path="src/commsched/io/scenario_jobs.py",
+        original="if g in owner and j.spec.arrival_s == 0:",
+        replacement="if g in owner and j.spec.arrival_s > 0:",
+        tests=(f"{_SCENARIO_ERRORS}[a GPU given to two jobs]",),
+    ),
+    Mutant(
+        name="infinite numbers pass the finiteness check",
+        path="src/commsched/io/limits.py",
+        original="if isinstance(value, float) and not math.isfinite(value):",
+        replacement="if isinstance(value, float) and math.isnan(value):",
+        tests=(
+            "tests/hostile/test_hostile_scenarios.py::test_validate_and_simulate_refuse_alike[capacity-inf]",
+        ),
+    ),
+    # --- the runtime (planted by the issue; the modules may move: update path and tests here)
+    Mutant(
+        name="DynamicComparison.holds with or for and",
+        path="src/commsched/runtime/ps/dynamic.py",
+        original="return self.balanced_gap > 0 and self.balanced_gap > self.static_gap",
+        replacement="return self.balanced_gap > 0 or self.balanced_gap > self.static_gap",
+        tests=("tests/runtime_ps/test_dynamic.py",),
+        planted=True,
+    ),
+    Mutant(
+        name="PS: DSCP used as TOS",
+        path="src/commsched/runtime/ps/roles.py",
+        original='_int(env, "COMMSCHED_PS_DSCP") << 2',
+        replacement='_int(env, "COMMSCHED_PS_DSCP")',
+        tests=("tests/runtime_ps/test_keys_roles.py",),
+        planted=True,
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """What one mutant's tests did: pytest's exit status (``None``: they hung), in ``seconds``."""
+
+    mutant: Mutant
+    code: int | None
+    seconds: float
+
+    @property
+    def killed(self) -> bool:
+        """The tests failed (status 1) or hung."""
+        return self.code in (1, None)
+
+    @property
+    def broken(self) -> bool:
+        """The tests could not run (a usage or internal error, nothing collected): not a verdict."""
+        return self.code not in (0, 1, None)
+
+
+def stale(mutants: tuple[Mutant, ...], root: Path = ROOT) -> list[str]:
+    """Mutants whose snippet is not in their file exactly once, or whose tests are missing."""
+    out = []
+    for m in mutants:
+        path = root / m.path
+        if not path.is_file():
+            out.append(f"{m.name}: no file {m.path}")
+            continue
+        n = path.read_text().count(m.original)
+        if n != 1:
+            out.append(f"{m.name}: the snippet occurs {n} times in {m.path} (expected once)")
+        out.extend(
+            f"{m.name}: no test file {t.split('::')[0]}"
+            for t in m.tests
+            if not (root / t.split("::")[0]).is_file()
+        )
+    return out
+
+
+def restore_journal(journal: Path = JOURNAL, root: Path = ROOT) -> str | None:
+    """Put back a file a killed run left mutated; returns its path, or ``None`` with nothing to do."""
+    if not journal.is_file():
+        return None
+    entry = json.loads(journal.read_text())
+    (root / entry["path"]).write_text(entry["text"])
+    journal.unlink()
+    return str(entry["path"])
+
+
+@contextmanager
+def mutated(m: Mutant, *, root: Path = ROOT, journal: Path = JOURNAL) -> Iterator[None]:
+    """The file of ``m`` mutated inside the block, restored (and the journal removed) on any exit."""
+    path = root / m.path
+    text = path.read_text()
+    journal.write_text(json.dumps({"path": m.path, "text": text}))
+    try:
+        path.write_text(text.replace(m.original, m.replacement, 1))
+        yield
+    finally:
+        path.write_text(text)
+        journal.unlink(missing_ok=True)
+
+
+#: third-party modules the test runs share: imported once, before any mutant, by this process (which
+#: never imports commsched); each run is a fork that imports commsched afresh from the mutated sources
+#: (not hypothesis: pytest rewrites the asserts of its plugin, which must not be imported before)
+PRELOAD = (
+    "numpy",
+    "scipy.sparse",
+    "scipy.sparse.csgraph",
+    "scipy.sparse.linalg",
+    "scipy.optimize",
+    "scipy.linalg",
+    "pydantic",
+    "yaml",
+    "pytest",
+)
+
+
+def preload() -> None:
+    import importlib
+
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+    assert not any(m == "commsched" or m.startswith("commsched.") for m in sys.modules)
+
+
+def _pytest(
+    tests: tuple[str, ...], *, root: Path, timeout_s: float, show: bool = False
+) -> tuple[int | None, float]:
+    """Run ``pytest -x -q`` on ``tests`` in a forked child; the exit status (``None``: timed out)."""
+    args = ["-x", "-q", "-p", "no:cacheprovider", "--no-header", *tests]
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # the child: this checkout's sources, no bytecode written, output silenced
+        code = 3
+        try:
+            os.chdir(root)
+            sys.path.insert(0, str(root / "src"))
+            sys.dont_write_bytecode = True
+            if not show:
+                quiet = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(quiet, 1)
+                os.dup2(quiet, 2)
+            import pytest
+
+            code = int(pytest.main(args))
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    try:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                pid = 0
+                return os.waitstatus_to_exitcode(status), time.monotonic() - start
+            if time.monotonic() - start > timeout_s:
+                return None, time.monotonic() - start
+            time.sleep(0.05)
+    finally:  # timed out or interrupted: the child goes before the file is restored
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+
+def run_mutant(m: Mutant, *, root: Path = ROOT, timeout_s: float = TIMEOUT_S, show: bool = False) -> Outcome:
+    with mutated(m, root=root, journal=root / JOURNAL.name):
+        code, seconds = _pytest(m.tests, root=root, timeout_s=timeout_s, show=show)
+    return Outcome(mutant=m, code=code, seconds=seconds)
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", default=[], help="run the mutants whose name has this")
+    parser.add_argument("--baseline", action="store_true", help="first check that the tests pass unmutated")
+    parser.add_argument("--restore", action="store_true", help="only restore a file a killed run left")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--show", action="store_true", help="show the output of the tests")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _terminate)  # also where the shell started it with SIGINT ignored
+    left = restore_journal()
+    if left is not None:
+        print(f"mutants: restored {left}, left mutated by an interrupted run")
+    if args.restore:
+        return 0
+    chosen = tuple(m for m in MUTANTS if not args.only or any(s in m.name for s in args.only))
+    if args.list:
+        for m in chosen:
+            print(f"{m.name}: {m.path} ({', '.join(m.tests)})")
+        return 0
+    problems = stale(chosen)
+    if problems:
+        listing = "\n  ".join(problems)
+        print(f"mutants: stale entries (update tools/mutants.py):\n  {listing}", file=sys.stderr)
+        return 2
+    preload()
+    if args.baseline:
+        tests = tuple(dict.fromkeys(t for m in chosen for t in m.tests))
+        code, _ = _pytest(tests, root=ROOT, timeout_s=10 * TIMEOUT_S, show=args.show)
+        if code != 0:
+            print("mutants: the tests fail without a mutant", file=sys.stderr)
+            return 1
+    start = time.monotonic()
+    outcomes = []
+    for m in chosen:
+        try:
+            o = run_mutant(m, show=args.show)
+        except KeyboardInterrupt as stop:
+            print(f"mutants: interrupted ({stop}); {m.path} restored", file=sys.stderr)
+            return 130
+        outcomes.append(o)
+        verdict = "killed" if o.killed else "BROKEN" if o.broken else "SURVIVED"
+        extra = " (timed out)" if o.code is None else f" (pytest exit status {o.code})" if o.broken else ""
+        print(f"  {verdict:8} {o.seconds:5.1f} s  {m.name}{' [planted]' if m.planted else ''}{extra}")
+    return verdict_of(outcomes, seconds=time.monotonic() - start)
+
+
+def verdict_of(outcomes: list[Outcome], *, seconds: float) -> int:
+    """Print the score; the exit status (0: at least :data:`MIN_SCORE` and every planted bug killed)."""
+    killed = sum(o.killed for o in outcomes)
+    score = killed / len(outcomes) if outcomes else 1.0
+    print(
+        f"mutants: {killed}/{len(outcomes)} killed, score {score:.0%} "
+        f"(at least {MIN_SCORE:.0%}), {seconds:.0f} s"
+    )
+    alive = [o.mutant.name for o in outcomes if o.mutant.planted and not o.killed]
+    if alive:
+        print(f"mutants: planted bugs no test catches: {'; '.join(alive)}", file=sys.stderr)
+    if any(o.broken for o in outcomes):
+        print("mutants: some tests could not run (BROKEN above; --show prints them)", file=sys.stderr)
+        return 2
+    return 0 if score >= MIN_SCORE and not alive else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
