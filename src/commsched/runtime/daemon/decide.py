@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Any
 
 from commsched.runtime.daemon.records import ClusterConfig, JobRecord
+from commsched.runtime.marks import mark_for_class
 from commsched.scheduling.memo import Memo
 from commsched.scheduling.state import ClusterState, PlacedJob
 from commsched.topology import NodeId, Topology
@@ -202,7 +203,6 @@ def decide(
     """
     from commsched.errors import UnknownNameError
     from commsched.scheduling.domains import plan_per_domain
-    from commsched.scheduling.dscp import default_dscp_table, dscp_for_level, tos_byte
     from commsched.scheduling.interfaces import PolicyContext
 
     plans = daemon_plans(cfg.policy)
@@ -220,16 +220,15 @@ def decide(
     ranking = {str(k): v for k, v in d.ranking.items()}
     classes = {j.id: d.class_of(JobId(j.id)) for j in ordered}
     ranking, classes = _classes(cfg, ordered, ranking, classes)
-    table = default_dscp_table()
     out_jobs: dict[str, Any] = {}
     for j in ordered:
         cls = classes[j.id]
-        dscp = dscp_for_level(table, min(cls, table.levels - 1))
+        mark = mark_for_class(cls)
         out_jobs[j.id] = {
             "rank": ranking.get(j.id),
             "class": cls,
-            "dscp": dscp,
-            "tos": tos_byte(dscp),
+            "dscp": mark.dscp,
+            "tos": mark.tos,
             "profiling": j.profiling,
             "gpus": list(j.gpus),
             "hosts": _hosts(topology, j.gpus),
