@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from commsched.runtime.daemon.cluster import build_cluster, check_names
+from commsched.runtime.daemon.cluster import build_cluster, check_host, check_names
 from commsched.runtime.daemon.decide import Cause, decide
 from commsched.runtime.daemon.jobs import JobRequest, StateConflictError, UnknownJobError, resolve_job
 from commsched.runtime.daemon.records import ClusterConfig, JobRecord, ProfileRecord
@@ -343,7 +343,9 @@ class DaemonService:
             )
 
     def register_host(self, name: str, body: dict[str, Any]) -> None:
+        """An agent registers its host; a host or NIC the topology does not have is refused."""
         with self._lock:
+            check_host(self._topo, name, body.get("nics", []))
             now = self.clock()
             with self.store.atomic():
                 self.store.put_host(name, body, now)
