@@ -107,7 +107,7 @@ def test_agent_follows_decisions_and_answers_ports(stack: dict[str, Any]) -> Non
     follower, agent = stack["make_agent"]("h0")
     wait_until(lambda: follower.version == 1 and follower.registered, what="agent catches version 1")
     assert svc.hosts()["h0"]["nics"] == [{"id": "h0/nic0", "ip": "192.0.2.10"}]
-    view = svc.host_view("h0")
+    view = svc.host_view("h0").to_json()
     conn = view["connections"][0]
     r = agent.get("/v1/port", params={"job": "a", "src_rank": conn["src_rank"], "dst_rank": conn["dst_rank"]})
     out = r.json()
@@ -134,14 +134,14 @@ def test_agent_follows_decisions_and_answers_ports(stack: dict[str, Any]) -> Non
     assert c.post("/v1/jobs", json={"id": "b", "hosts": ["h5", "h1"], "model": "gpt"}).status_code == 201
     wait_until(lambda: follower.version == 2, timeout_s=2.0, what="agent catches version 2")
     assert set(agent.get("/v1/decision").json()["jobs"]) == {"a"}  # b has no GPU on h0
-    assert svc.host_view("h5")["jobs"].keys() == {"b"}
+    assert svc.host_view("h5").jobs.keys() == {"b"}
     assert read_state(follower.state_path)["version"] == 2  # type: ignore[index]
 
 
 def test_probe_table_wins_over_the_hash_model(stack: dict[str, Any]) -> None:
     svc, c = stack["svc"], stack["client"]
     c.post("/v1/jobs", json={"id": "a", "hosts": ["h0", "h4"], "model": "bert"})
-    view = svc.host_view("h0")
+    view = svc.host_view("h0").to_json()
     conn = view["connections"][0]
     ip = view["nic_ips"]
     table = ProbeTable(ports={(ip[conn["src_nic"]], ip[conn["dst_nic"]], tuple(conn["links"])): 61234})
@@ -158,7 +158,7 @@ def test_agent_keeps_serving_without_the_daemon_and_restarts_from_disk(stack: di
     c.post("/v1/jobs", json={"id": "a", "hosts": ["h0", "h4"], "model": "bert"})
     follower, agent = stack["make_agent"]("h4")
     wait_until(lambda: follower.version == 1, what="agent catches version 1")
-    conn = stack["svc"].host_view("h4")["connections"][0]
+    conn = stack["svc"].host_view("h4").to_json()["connections"][0]
     ranks = {"job": "a", "src_rank": conn["src_rank"], "dst_rank": conn["dst_rank"]}
     before = agent.get("/v1/port", params=ranks).json()
     assert before["src_port"] is not None
@@ -181,7 +181,7 @@ def test_agent_keeps_serving_without_the_daemon_and_restarts_from_disk(stack: di
     try:
         assert again.version == 1
         out = answer(again.view, None, "a", conn["src_rank"], conn["dst_rank"])
-        assert out is not None and out["src_port"] == before["src_port"]
+        assert out is not None and out.src_port == before["src_port"]
     finally:
         again._client.close()
 
