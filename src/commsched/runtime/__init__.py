@@ -4,7 +4,8 @@ The job library (the Crux paper's CoCoLib + Crux Transport, §5) is importable f
 over TCP for NumPy buffers whose every connection binds the source port and sets the DSCP that a
 connection policy gives (the host agent's client :class:`AgentPolicy`, or a :class:`StaticPolicy`),
 and a profiler that measures ``W_j``, ``t_j`` and the iteration period of a job. A priority class
-becomes its DSCP and TOS byte through :func:`mark_for_class` only. PyTorch integration: :mod:`commsched.runtime.torch`.
+becomes its DSCP and TOS byte through :func:`mark_for_class` only. PyTorch integration:
+:mod:`commsched.runtime.torch`.
 
 Examples
 --------
