@@ -205,7 +205,7 @@ class _HostPart:
         world = self.comms[0].world_size
         if len(self.calib) < 2 or world < 2:
             return None
-        return statistics.median(self.calib[1:]) / (2 * (world - 1))
+        return float(statistics.median(self.calib[1:]) / (2 * (world - 1)))
 
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:

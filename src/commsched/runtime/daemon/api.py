@@ -10,7 +10,7 @@ soon as a version newer than ``V`` exists) or by the server-sent events of
 ``GET /v1/decisions/stream``.
 
 The routes live in one router per area: :mod:`.routes` (cluster, jobs, hosts) and
-:mod:`.decisions_api` (decisions, events, health, status page); :mod:`.apicommon` holds the token
+:mod:`.decisions_api` (decisions; health, events, status page); :mod:`.apicommon` holds the token
 checks, the strict body reading and the error shape.
 """
 
@@ -25,7 +25,7 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from commsched.runtime.daemon.apicommon import add_error_handlers, token_guards
-from commsched.runtime.daemon.decisions_api import Versions, decisions_router
+from commsched.runtime.daemon.decisions_api import Versions, decisions_router, status_router
 from commsched.runtime.daemon.models import API_VERSION
 from commsched.runtime.daemon.routes import cluster_router, hosts_router, jobs_router
 from commsched.runtime.daemon.service import DaemonService
@@ -89,4 +89,5 @@ def create_app(service: DaemonService, *, token: str, tick_s: float | None = Non
     app.include_router(jobs_router(service, **guards))
     app.include_router(hosts_router(service, **guards))
     app.include_router(decisions_router(service, versions, read=read))
+    app.include_router(status_router(service, read=read))
     return app

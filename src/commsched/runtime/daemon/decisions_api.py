@@ -21,7 +21,7 @@ from commsched.runtime.daemon.models import API_VERSION
 from commsched.runtime.daemon.page import render_status
 from commsched.runtime.daemon.service import DaemonService
 
-__all__ = ["Versions", "decisions_router"]
+__all__ = ["Versions", "decisions_router", "status_router"]
 
 
 class Versions:
@@ -57,8 +57,8 @@ def _empty_doc(service: DaemonService) -> dict[str, Any]:
     }
 
 
-def decisions_router(service: DaemonService, versions: Versions, *, read: list[Any]) -> APIRouter:
-    """``/health``, ``/v1/decisions/...``, ``/v1/events`` and the status page ``/``."""
+def status_router(service: DaemonService, *, read: list[Any]) -> APIRouter:
+    """``/health``, the event log ``/v1/events`` and the status page ``/``."""
     router = APIRouter(route_class=StrictJSONRoute, dependencies=read)
 
     @router.get("/health")
@@ -70,6 +70,35 @@ def decisions_router(service: DaemonService, versions: Versions, *, read: list[A
             "jobs": len(service.jobs()),
             "caches_warm": service.warmed,
         }
+
+    @router.get("/v1/events")
+    def events(
+        after: int = Query(0, ge=0, le=2**62), limit: int = Query(100, ge=1, le=10_000)
+    ) -> list[dict[str, Any]]:
+        return service.store.events(after, limit)
+
+    @router.get("/", response_class=HTMLResponse)
+    def status_page() -> HTMLResponse:
+        return HTMLResponse(render_status(service))
+
+    return router
+
+
+async def _announcements(service: DaemonService, versions: Versions, after: int) -> AsyncIterator[str]:
+    """Server-sent events: one ``decision`` event per new version, a keep-alive comment every 15 s."""
+    seen = after
+    while True:
+        await versions.wait_newer(service, seen, 15.0)
+        if service.version > seen:
+            seen = service.version
+            yield f'event: decision\nid: {seen}\ndata: {{"version": {seen}}}\n\n'
+        else:
+            yield ": keep-alive\n\n"
+
+
+def decisions_router(service: DaemonService, versions: Versions, *, read: list[Any]) -> APIRouter:
+    """``/v1/decisions/...``: the latest (long-poll, or one host's view), the stream, one version, history."""
+    router = APIRouter(route_class=StrictJSONRoute, dependencies=read)
 
     @router.get("/v1/decisions/latest")
     async def latest(
@@ -90,17 +119,7 @@ def decisions_router(service: DaemonService, versions: Versions, *, read: list[A
 
     @router.get("/v1/decisions/stream")
     async def stream(after: int = Query(-1, ge=-1, le=2**62)) -> StreamingResponse:
-        async def events() -> AsyncIterator[str]:
-            seen = after
-            while True:
-                await versions.wait_newer(service, seen, 15.0)
-                if service.version > seen:
-                    seen = service.version
-                    yield f'event: decision\nid: {seen}\ndata: {{"version": {seen}}}\n\n'
-                else:
-                    yield ": keep-alive\n\n"
-
-        return StreamingResponse(events(), media_type="text/event-stream")
+        return StreamingResponse(_announcements(service, versions, after), media_type="text/event-stream")
 
     @router.get("/v1/decisions/{version}")
     def get_decision(version: Annotated[int, FastPath(ge=0, le=2**62)]) -> Response:
@@ -115,15 +134,5 @@ def decisions_router(service: DaemonService, versions: Versions, *, read: list[A
             {"version": r.version, "created_s": r.created_s, "cause": r.cause}
             for r in service.store.history(limit)
         ]
-
-    @router.get("/v1/events")
-    def events(
-        after: int = Query(0, ge=0, le=2**62), limit: int = Query(100, ge=1, le=10_000)
-    ) -> list[dict[str, Any]]:
-        return service.store.events(after, limit)
-
-    @router.get("/", response_class=HTMLResponse)
-    def status_page() -> HTMLResponse:
-        return HTMLResponse(render_status(service))
 
     return router

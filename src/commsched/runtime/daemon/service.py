@@ -103,6 +103,11 @@ class DaemonService:
     def latest_doc(self) -> dict[str, Any]:
         return self._doc
 
+    @property
+    def decision(self) -> Decision:
+        """The current decision, typed (version 0 and no job before the first one)."""
+        return self._decision
+
     def jobs(self) -> list[JobRecord]:
         return sorted(self._jobs.values(), key=lambda j: (j.started_s, j.id))
 
