@@ -123,7 +123,10 @@ def test_agent_follows_decisions_and_answers_ports(stack: dict[str, Any]) -> Non
     r = agent.get("/v1/port", params={"job": "a", "src_rank": 0, "dst_rank": 1}).json()
     assert r["src_port"] is None and r["dscp"] == job["dscp"]
     assert agent.get("/v1/port", params={"job": "zz", "src_rank": 0, "dst_rank": 1}).status_code == 404
-    assert agent.get("/v1/port", params={"job": "a", "src_rank": -1, "dst_rank": 1}).status_code == 422
+    bad = agent.get("/v1/port", params={"job": "a", "src_rank": -1, "dst_rank": 1})
+    assert bad.status_code == 422 and bad.json()["field"] == "query.src_rank" and bad.json()["error"]
+    for r, code in ((agent.get("/v1/nosuch"), 404), (agent.delete("/v1/port"), 405)):
+        assert r.status_code == code and set(r.json()) == {"error", "field"}  # the daemon's one shape
     # a new job: the agent learns the new version at once
     assert (
         c.post(

@@ -19,6 +19,7 @@ from commsched.runtime.agent.counters import CounterSource
 from commsched.runtime.agent.follower import Follower
 from commsched.runtime.agent.jobs_api import add_job_routes
 from commsched.runtime.agent.ports import ProbeTable, answer
+from commsched.runtime.httpjson import StrictJSONRoute, add_shape_handlers
 from commsched.runtime.wire import PORT_API
 
 __all__ = ["AGENT_API_VERSION", "create_agent_app"]
@@ -43,6 +44,8 @@ def create_agent_app(
     app = FastAPI(
         title="commsched host agent", version=str(AGENT_API_VERSION), description=(__doc__ or "").strip()
     )
+    app.router.route_class = StrictJSONRoute  # a body with a key given twice is refused
+    add_shape_handlers(app)  # errors as {"error", "field"}, as the daemon's
 
     @app.get("/health")
     def health() -> dict[str, Any]:
