@@ -107,7 +107,7 @@ def test_agent_follows_decisions_and_answers_ports(stack: dict[str, Any]) -> Non
     follower, agent = stack["make_agent"]("h0")
     wait_until(lambda: follower.version == 1 and follower.registered, what="agent catches version 1")
     assert svc.hosts()["h0"]["nics"] == [{"id": "h0/nic0", "ip": "192.0.2.10"}]
-    view = svc.host_view("h0")
+    view = svc.host_view("h0").to_json()
     conn = view["connections"][0]
     r = agent.get("/v1/port", params={"job": "a", "src_rank": conn["src_rank"], "dst_rank": conn["dst_rank"]})
     out = r.json()
@@ -123,7 +123,10 @@ def test_agent_follows_decisions_and_answers_ports(stack: dict[str, Any]) -> Non
     r = agent.get("/v1/port", params={"job": "a", "src_rank": 0, "dst_rank": 1}).json()
     assert r["src_port"] is None and r["dscp"] == job["dscp"]
     assert agent.get("/v1/port", params={"job": "zz", "src_rank": 0, "dst_rank": 1}).status_code == 404
-    assert agent.get("/v1/port", params={"job": "a", "src_rank": -1, "dst_rank": 1}).status_code == 422
+    bad = agent.get("/v1/port", params={"job": "a", "src_rank": -1, "dst_rank": 1})
+    assert bad.status_code == 422 and bad.json()["field"] == "query.src_rank" and bad.json()["error"]
+    for r, code in ((agent.get("/v1/nosuch"), 404), (agent.delete("/v1/port"), 405)):
+        assert r.status_code == code and set(r.json()) == {"error", "field"}  # the daemon's one shape
     # a new job: the agent learns the new version at once
     assert (
         c.post(
@@ -134,14 +137,14 @@ def test_agent_follows_decisions_and_answers_ports(stack: dict[str, Any]) -> Non
     assert c.post("/v1/jobs", json={"id": "b", "hosts": ["h5", "h1"], "model": "gpt"}).status_code == 201
     wait_until(lambda: follower.version == 2, timeout_s=2.0, what="agent catches version 2")
     assert set(agent.get("/v1/decision").json()["jobs"]) == {"a"}  # b has no GPU on h0
-    assert svc.host_view("h5")["jobs"].keys() == {"b"}
+    assert svc.host_view("h5").jobs.keys() == {"b"}
     assert read_state(follower.state_path)["version"] == 2  # type: ignore[index]
 
 
 def test_probe_table_wins_over_the_hash_model(stack: dict[str, Any]) -> None:
     svc, c = stack["svc"], stack["client"]
     c.post("/v1/jobs", json={"id": "a", "hosts": ["h0", "h4"], "model": "bert"})
-    view = svc.host_view("h0")
+    view = svc.host_view("h0").to_json()
     conn = view["connections"][0]
     ip = view["nic_ips"]
     table = ProbeTable(ports={(ip[conn["src_nic"]], ip[conn["dst_nic"]], tuple(conn["links"])): 61234})
@@ -158,7 +161,7 @@ def test_agent_keeps_serving_without_the_daemon_and_restarts_from_disk(stack: di
     c.post("/v1/jobs", json={"id": "a", "hosts": ["h0", "h4"], "model": "bert"})
     follower, agent = stack["make_agent"]("h4")
     wait_until(lambda: follower.version == 1, what="agent catches version 1")
-    conn = stack["svc"].host_view("h4")["connections"][0]
+    conn = stack["svc"].host_view("h4").to_json()["connections"][0]
     ranks = {"job": "a", "src_rank": conn["src_rank"], "dst_rank": conn["dst_rank"]}
     before = agent.get("/v1/port", params=ranks).json()
     assert before["src_port"] is not None
@@ -181,7 +184,7 @@ def test_agent_keeps_serving_without_the_daemon_and_restarts_from_disk(stack: di
     try:
         assert again.version == 1
         out = answer(again.view, None, "a", conn["src_rank"], conn["dst_rank"])
-        assert out is not None and out["src_port"] == before["src_port"]
+        assert out is not None and out.src_port == before["src_port"]
     finally:
         again._client.close()
 

@@ -18,8 +18,9 @@ from commsched.experiments.testbed_run.session import PolicyRun
 from commsched.experiments.testbed_run.twin import GOODPUT, simulate_twin, twin_topology
 from commsched.io.scenario import scenario_from_text
 from commsched.io.shipped import shipped_text
+from commsched.runtime.agent.client import AgentPolicy
 from commsched.runtime.agent.ports import answer, parse_probe_table
-from commsched.runtime.jobproc import AgentPolicy, run
+from commsched.runtime.jobproc import run
 from commsched.topology import LinkId
 
 
@@ -111,15 +112,19 @@ def test_probe_table_per_destination_port() -> None:
         }
     )
     view = {
-        "version": 2,
-        "jobs": {"a": {"class": 0, "dscp": 46, "tos": 184}},
+        "format": 1, "version": 2, "policy": "crux-full", "host": "h0",
+        "jobs": {"a": {"rank": 0, "class": 0, "dscp": 46, "tos": 184, "gpus": ["h0/gpu0", "h1/gpu0"],
+                       "hosts": ["h0", "h1"], "compute_s": 0.1, "comm_bytes": 1e6}},
         "connections": [
-            {"job": "a", "src_rank": 0, "dst_rank": 1, "src_nic": "h0/nic0", "dst_nic": "h1/nic0",
-             "path": ["h0/nic0", "tor0", "h1/nic0"], "links": [4, 9], "src_port": 49200}
+            {"job": "a", "src_rank": 0, "dst_rank": 1, "src": "h0/gpu0", "dst": "h1/gpu0",
+             "src_nic": "h0/nic0", "dst_nic": "h1/nic0", "path_index": 0, "n_paths": 1,
+             "path": ["h0/nic0", "tor0", "h1/nic0"],
+             "links": [4, 9], "src_port": 49200}
         ],
         "nic_ips": {"h0/nic0": "10.0.0.1", "h1/nic0": "10.0.1.1"},
     }  # fmt: skip
-    ports = [answer(view, table, "a", 0, 1, d)["src_port"] for d in (15201, 15202, 15203)]  # type: ignore[index]
+    answers = [answer(view, table, "a", 0, 1, d) for d in (15201, 15202, 15203)]
+    ports = [a.src_port for a in answers if a is not None]
     assert ports == [20001, 20007, 49200]  # unknown port: the hash model's
 
 

@@ -2,8 +2,10 @@
 
 The job library (the Crux paper's CoCoLib + Crux Transport, §5) is importable from here: collectives
 over TCP for NumPy buffers whose every connection binds the source port and sets the DSCP that a
-connection policy (the host agent, or a :class:`StaticPolicy`) gives, and a profiler that measures
-``W_j``, ``t_j`` and the iteration period of a job. PyTorch integration: :mod:`commsched.runtime.torch`.
+connection policy gives (the host agent's client :class:`AgentPolicy`, or a :class:`StaticPolicy`),
+and a profiler that measures ``W_j``, ``t_j`` and the iteration period of a job. A priority class
+becomes its DSCP and TOS byte through :func:`mark_for_class` only. PyTorch integration:
+:mod:`commsched.runtime.torch`.
 
 Examples
 --------
@@ -12,6 +14,8 @@ Examples
 Marking(source_port=None, dscp=10)
 """
 
+from commsched.runtime.agent.client import AgentPolicy
+from commsched.runtime.marks import Mark, mark_for_class
 from commsched.runtime.profiler import Profile, Profiler, iteration_period
 from commsched.runtime.transport import (
     Communicator,
@@ -27,9 +31,11 @@ from commsched.runtime.transport import (
 )
 
 __all__ = [
+    "AgentPolicy",
     "Communicator",
     "ConnectionInfo",
     "ConnectionPolicy",
+    "Mark",
     "Marking",
     "Options",
     "Profile",
@@ -40,4 +46,5 @@ __all__ = [
     "init",
     "init_from_env",
     "iteration_period",
+    "mark_for_class",
 ]

@@ -38,7 +38,6 @@ iterations.
 
 from __future__ import annotations
 
-import http.client
 import json
 import math
 import os
@@ -47,108 +46,16 @@ import statistics
 import sys
 import threading
 import time
-import urllib.parse
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from commsched.runtime.jobprofile import ProfilePoster, UnixHTTPConnection
-from commsched.runtime.transport import Marking, Options, init
+from commsched.runtime.agent.client import AgentPolicy
+from commsched.runtime.jobprofile import ProfilePoster
+from commsched.runtime.transport import Options, init
 
-__all__ = ["AgentPolicy", "main", "run"]
-
-
-class AgentPolicy:
-    """Connection policy that asks the host agent (Unix socket) for the job's source port and DSCP.
-
-    The transport names ranks of one rail ring (host indices); the agent knows the job's ranks, so
-    rail rank ``k`` of rail ``r`` is job rank ``k * rails + r``. ``dports[k]`` is the port rank ``k``
-    listens on (the ECMP hash includes it).
-
-    The data path never waits for the control path: a connection's first question is asked at once
-    (its source port is needed to open it); after that the cached answer is returned and a
-    background thread asks the agent again every ``refresh_s`` seconds, so the transport's periodic
-    re-marking picks up a new class without an HTTP round trip inside a collective. When the agent
-    does not answer, the last answer is kept (unmarked, any port before the first one).
-    """
-
-    def __init__(
-        self,
-        *,
-        socket_path: str | None,
-        job: str,
-        rail: int,
-        rails: int,
-        dports: list[int],
-        refresh_s: float | None = None,
-    ) -> None:
-        self.socket_path = socket_path
-        self.job = job
-        self.rail = rail
-        self.rails = rails
-        self.dports = dports
-        self.refresh_s = refresh_s
-        self.answers: dict[tuple[int, int], dict[str, Any]] = {}
-        self._last: dict[tuple[int, int], Marking] = {}
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def marking(self, job: str, src: int, dst: int) -> Marking:
-        key = (src, dst)
-        if self.socket_path is None:
-            return Marking(source_port=None, dscp=0)
-        with self._lock:
-            known = self._last.get(key)
-        if known is None:
-            self._ask(key)
-            if self.refresh_s and self._thread is None:
-                self._thread = threading.Thread(target=self._follow, name="agent-policy", daemon=True)
-                self._thread.start()
-        with self._lock:
-            return self._last.get(key, Marking(source_port=None, dscp=0))
-
-    def close(self) -> None:
-        """Stop the background refresh."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10.0)
-
-    def _follow(self) -> None:
-        assert self.refresh_s
-        while not self._stop.wait(self.refresh_s):
-            with self._lock:
-                keys = list(self._last)
-            for key in keys:
-                self._ask(key)
-
-    def _ask(self, key: tuple[int, int]) -> None:
-        assert self.socket_path is not None
-        src, dst = key
-        query = urllib.parse.urlencode(
-            {
-                "job": self.job,
-                "src_rank": src * self.rails + self.rail,
-                "dst_rank": dst * self.rails + self.rail,
-                "dport": self.dports[dst],
-            }
-        )
-        conn = UnixHTTPConnection(self.socket_path, timeout=5.0)
-        try:
-            conn.request("GET", f"/v1/port?{query}")
-            resp = conn.getresponse()
-            body = json.loads(resp.read() or b"{}")
-            if resp.status == 200:
-                port = body.get("src_port")
-                mark = Marking(source_port=int(port) if port else None, dscp=int(body["dscp"] or 0))
-                with self._lock:
-                    self._last[key] = mark
-                    self.answers[key] = body
-        except (OSError, ValueError, KeyError, http.client.HTTPException):
-            pass
-        finally:
-            conn.close()
+__all__ = ["main", "run"]
 
 
 def _wait_go(path: Path, deadline: float) -> tuple[float, float]:
@@ -215,101 +122,123 @@ def _communicators(spec: dict[str, Any], poster: ProfilePoster | None) -> tuple[
     return comms, policies
 
 
-def run(spec: dict[str, Any]) -> dict[str, Any]:
-    """Run the job's part on this host as ``spec`` says; returns the result record."""
-    job, k, rails = spec["job"], int(spec["host_index"]), int(spec["rails"])
-    compute_s, overlap = float(spec["compute_s"]), float(spec["overlap"])
-    n_elems = max(1, math.ceil(float(spec["rail_bytes"]) / 4))  # float32: 4 bytes per element
-    poster = ProfilePoster(job, spec["profile"]) if spec.get("profile") else None
-    comms, policies = _communicators(spec, poster)
-    bufs = [np.zeros(n_elems, dtype=np.float32) for _ in range(rails)]
-    small = [np.zeros(comm.world_size, dtype=np.float32) for comm in comms]  # one element per rank
-    Path(spec["ready"]).write_text(str(os.getpid()))
-    start, end_at = _wait_go(Path(spec["go"]), time.time() + float(spec.get("go_timeout_s", 300.0)))
-    time.sleep(max(0.0, start - time.time()))
-    iters: list[tuple[float, float]] = []
-    tcp0 = tcp_counters()
-    errors: list[str] = []
+class _HostPart:
+    """The job's part on this host: its communicators, buffers and what it measured (one owner)."""
 
-    def reduce(r: int, tiny: bool = False) -> None:
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.rails = int(spec["rails"])
+        n_elems = max(1, math.ceil(float(spec["rail_bytes"]) / 4))  # float32: 4 bytes per element
+        self.poster = ProfilePoster(spec["job"], spec["profile"]) if spec.get("profile") else None
+        self.comms, self.policies = _communicators(spec, self.poster)
+        self.bufs = [np.zeros(n_elems, dtype=np.float32) for _ in range(self.rails)]
+        self.small = [np.zeros(comm.world_size, dtype=np.float32) for comm in self.comms]  # one per rank
+        self.iters: list[tuple[float, float]] = []
+        self.errors: list[str] = []
+        self.calib: list[float] = []
+
+    def reduce(self, r: int, tiny: bool = False) -> None:
         try:
-            comms[r].all_reduce(small[r] if tiny else bufs[r])
+            self.comms[r].all_reduce(self.small[r] if tiny else self.bufs[r])
         except Exception as exc:  # reported in the result; the job stops
-            errors.append(f"rail {r}: {type(exc).__name__}: {exc}")
+            self.errors.append(f"rail {r}: {type(exc).__name__}: {exc}")
 
-    def all_rails(tiny: bool) -> None:
-        threads = [threading.Thread(target=reduce, args=(r, tiny)) for r in range(1, rails)]
+    def all_rails(self, tiny: bool) -> None:
+        threads = [threading.Thread(target=self.reduce, args=(r, tiny)) for r in range(1, self.rails)]
         for t in threads:
             t.start()
-        reduce(0, tiny)
+        self.reduce(0, tiny)
         for t in threads:
             t.join()
 
-    calib: list[float] = []
-    try:
-        # per-step latency of the real path (software, kernel, fabric): tiny all-reduces on every
-        # rail at once, timed; the first opens the connections and is not counted
-        for _ in range(int(spec.get("calibration", 0)) + 1):
+    def calibrate(self) -> None:
+        """Per-step latency of the real path (software, kernel, fabric): tiny all-reduces on every rail
+        at once, timed; the first opens the connections and is not counted."""
+        for _ in range(int(self.spec.get("calibration", 0)) + 1):
             c0 = time.perf_counter()
-            all_rails(True)
-            calib.append(time.perf_counter() - c0)
-        while not errors:
-            t0 = time.time()
-            for b in bufs:
-                b.fill(0.0)
-            bufs[0][0] = 1.0 if t0 >= end_at else 0.0
-            time.sleep(overlap * compute_s)  # the compute before the communication is released
-            threads = [threading.Thread(target=reduce, args=(r,)) for r in range(rails)]
-            for t in threads:
-                t.start()
-            time.sleep((1.0 - overlap) * compute_s)  # the rest of the compute, beside it
-            for t in threads:
-                t.join()
-            iters.append((t0, time.time()))
-            _progress(spec.get("progress"), len(iters))
-            if poster is not None:
-                poster.after_iteration(compute_s)
-            if bufs[0][0] > 0.5:
-                break
-        conns = [
-            {
-                "rail": r,
-                "rank": comm.rank,
-                "peer": c.peer,
-                "local": list(c.local),
-                "remote": list(c.remote),
-                "dscp": c.dscp,
-            }
-            for r, comm in enumerate(comms)
+            self.all_rails(True)
+            self.calib.append(time.perf_counter() - c0)
+
+    def iterate(self, end_at: float) -> bool:
+        """One iteration: compute (a sleep) with the rails' all-reduces released after ``overlap`` of it.
+
+        Returns whether the job stops (some host was past ``end_at``: the sum of the flag is positive).
+        """
+        compute_s, overlap = float(self.spec["compute_s"]), float(self.spec["overlap"])
+        t0 = time.time()
+        for b in self.bufs:
+            b.fill(0.0)
+        self.bufs[0][0] = 1.0 if t0 >= end_at else 0.0
+        time.sleep(overlap * compute_s)  # the compute before the communication is released
+        threads = [threading.Thread(target=self.reduce, args=(r,)) for r in range(self.rails)]
+        for t in threads:
+            t.start()
+        time.sleep((1.0 - overlap) * compute_s)  # the rest of the compute, beside it
+        for t in threads:
+            t.join()
+        self.iters.append((t0, time.time()))
+        _progress(self.spec.get("progress"), len(self.iters))
+        if self.poster is not None:
+            self.poster.after_iteration(compute_s)
+        return bool(self.bufs[0][0] > 0.5)
+
+    def connections(self) -> list[dict[str, Any]]:
+        """Every outgoing connection with its addresses and the DSCP read back from its socket."""
+        return [
+            {"rail": r, "rank": comm.rank, "peer": c.peer, "local": list(c.local), "remote": list(c.remote),
+             "dscp": c.dscp}
+            for r, comm in enumerate(self.comms)
             for c in comm.connections()
             if c.direction == "out"
-        ]
-    finally:
-        for comm in comms:
+        ]  # fmt: skip
+
+    def close(self) -> None:
+        for comm in self.comms:
             comm.close()
-        for pol in policies:
+        for pol in self.policies:
             pol.close()
-        if poster is not None:
-            poster.close()
+        if self.poster is not None:
+            self.poster.close()
+
+    def step_latency_s(self) -> float | None:
+        """Seconds per ring step of a tiny all-reduce (median; 2(h-1) steps per all-reduce)."""
+        world = self.comms[0].world_size
+        if len(self.calib) < 2 or world < 2:
+            return None
+        return float(statistics.median(self.calib[1:]) / (2 * (world - 1)))
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run the job's part on this host as ``spec`` says; returns the result record."""
+    part = _HostPart(spec)
+    Path(spec["ready"]).write_text(str(os.getpid()))
+    start, end_at = _wait_go(Path(spec["go"]), time.time() + float(spec.get("go_timeout_s", 300.0)))
+    time.sleep(max(0.0, start - time.time()))
+    tcp0 = tcp_counters()
+    conns: list[dict[str, Any]] = []
+    try:
+        part.calibrate()
+        while not part.errors and not part.iterate(end_at):
+            pass
+        conns = part.connections()
+    finally:
+        part.close()
     answers = [
-        {"rail": p.rail, "src": s, "dst": d, **a} for p in policies for (s, d), a in sorted(p.answers.items())
+        {"rail": p.rail, "src": s, "dst": d, **a}
+        for p in part.policies
+        for (s, d), a in sorted(p.answers.items())
     ]
     return {
-        "job": job,
-        "host_index": k,
-        "iterations": iters,
+        "job": spec["job"],
+        "host_index": int(spec["host_index"]),
+        "iterations": part.iters,
         "connections": conns,
         "answers": answers,
-        "errors": errors,
+        "errors": part.errors,
         "tcp": {k: v - tcp0.get(k, 0) for k, v in tcp_counters().items()},  # whole host namespace
-        "cpu_s": time.process_time(),
-        "profile": None if poster is None else poster.report,
-        # seconds per ring step of a tiny all-reduce (median; 2(h-1) steps per all-reduce)
-        "step_latency_s": (
-            statistics.median(calib[1:]) / (2 * (comms[0].world_size - 1))
-            if len(calib) > 1 and comms[0].world_size > 1
-            else None
-        ),  # CPU this process used (all threads), for the load report
+        "cpu_s": time.process_time(),  # CPU this process used (all threads), for the load report
+        "profile": None if part.poster is None else part.poster.report,
+        "step_latency_s": part.step_latency_s(),
     }
 
 

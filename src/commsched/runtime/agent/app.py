@@ -9,6 +9,7 @@ Every answer carries the decision ``version`` and the protocol version ``api``.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from fastapi import FastAPI, Query
@@ -18,11 +19,13 @@ from commsched.runtime.agent.counters import CounterSource
 from commsched.runtime.agent.follower import Follower
 from commsched.runtime.agent.jobs_api import add_job_routes
 from commsched.runtime.agent.ports import ProbeTable, answer
+from commsched.runtime.httpjson import StrictJSONRoute, add_shape_handlers
+from commsched.runtime.wire import PORT_API
 
 __all__ = ["AGENT_API_VERSION", "create_agent_app"]
 
-#: version of the agent's local protocol
-AGENT_API_VERSION = 1
+#: version of the agent's local protocol (:data:`commsched.runtime.wire.PORT_API`)
+AGENT_API_VERSION = PORT_API
 
 
 def create_agent_app(
@@ -41,6 +44,8 @@ def create_agent_app(
     app = FastAPI(
         title="commsched host agent", version=str(AGENT_API_VERSION), description=(__doc__ or "").strip()
     )
+    app.router.route_class = StrictJSONRoute  # a body with a key given twice is refused
+    add_shape_handlers(app)  # errors as {"error", "field"}, as the daemon's
 
     @app.get("/health")
     def health() -> dict[str, Any]:
@@ -69,11 +74,11 @@ def create_agent_app(
         dst_rank: int = Query(..., ge=0, le=1_000_000),
         dport: int | None = Query(None, ge=1, le=65535),
     ) -> dict[str, Any] | JSONResponse:
-        out = answer(follower.view, table, job, src_rank, dst_rank, dport)
+        out = answer(follower.host_view, table, job, src_rank, dst_rank, dport)
         if out is None:
             msg = f"no decision for job {job!r} on host {follower.host!r} (version {follower.version})"
             return JSONResponse({"error": msg, "field": "job"}, status_code=404)
-        return {**out, "api": AGENT_API_VERSION, "stale": not follower.connected}
+        return replace(out, stale=not follower.connected).to_json()
 
     @app.get("/v1/decision")
     def decision() -> dict[str, Any]:

@@ -16,6 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from commsched.errors import InputError
+from commsched.runtime.wire import HostView
+
 __all__ = ["Follower", "read_state", "write_state"]
 
 
@@ -30,10 +33,11 @@ def write_state(path: Path, view: dict[str, Any]) -> None:
 
 
 def read_state(path: Path) -> dict[str, Any] | None:
-    """The last stored view, or ``None`` when there is none (or it cannot be read)."""
+    """The last stored view, or ``None`` when there is none (or it cannot be read, or is no host view)."""
     try:
         data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        HostView.from_json(data, where=str(path))
+    except (OSError, json.JSONDecodeError, InputError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -85,6 +89,9 @@ class Follower:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._view: dict[str, Any] = read_state(state_path) or {}
+        self._host_view = (
+            HostView.from_json(self._view) if self._view else HostView(version=0, policy="", host=host)
+        )
         self.connected = False
         self.registered = False
         self.last_error = ""
@@ -95,6 +102,12 @@ class Follower:
     def view(self) -> dict[str, Any]:
         with self._lock:
             return self._view
+
+    @property
+    def host_view(self) -> HostView:
+        """The last host view, typed (:class:`~commsched.runtime.wire.HostView`)."""
+        with self._lock:
+            return self._host_view
 
     @property
     def version(self) -> int:
@@ -147,11 +160,12 @@ class Follower:
         r = self._client.get("/v1/decisions/latest", params=params)
         r.raise_for_status()
         view = r.json()
+        typed = HostView.from_json(view, where="GET /v1/decisions/latest")  # refuses a malformed view
         self.connected = True
-        if int(view.get("version", 0)) != self.version or not self.view:
+        if typed.version != self.version or not self.view:
             write_state(self.state_path, view)
             with self._lock:
-                self._view = view
+                self._view, self._host_view = view, typed
             for fn in self.listeners:
                 fn(view)
 
@@ -165,7 +179,7 @@ class Follower:
                     self._register()
                 self._poll()
                 backoff = 0.1
-            except (httpx.HTTPError, ValueError) as exc:
+            except (httpx.HTTPError, ValueError, InputError) as exc:
                 self.connected = False
                 self.registered = False  # a restarted daemon gets the host again
                 self.last_error = f"{type(exc).__name__}: {exc}"

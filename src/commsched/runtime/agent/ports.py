@@ -1,4 +1,4 @@
-"""What a host agent answers a job: the source port and DSCP of one connection (pure, no I/O).
+"""What a host agent answers a job: the source port and mark of one connection (pure, no I/O).
 
 The source port that pins a connection onto its planned path comes, in this order, from
 
@@ -7,7 +7,9 @@ The source port that pins a connection onto its planned path comes, in this orde
 2. the decision's own ``src_port``, computed by the daemon from commsched's ECMP hash model
    (:func:`commsched.topology.ecmp.port_for_path`, as ``commsched plan`` does).
 
-The DSCP is the one of the job's class in the decision (:mod:`commsched.scheduling.dscp`).
+The mark (DSCP and TOS byte) is the one of the job's class in the decision
+(:func:`commsched.runtime.marks.mark_for_class`). The answer is a
+:class:`~commsched.runtime.wire.PortAnswer`.
 
 Probe-table file: a JSON list of ``{"src_ip": "10.0.0.1", "dst_ip": "10.0.1.1", "path": [3, 17, 42],
 "sport": 49153}`` (``src_port`` is accepted for ``sport``), or an object holding that list under
@@ -18,11 +20,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from commsched.errors import InputError
+from commsched.runtime.wire import HostView, PortAnswer
 
 __all__ = ["ProbeTable", "answer", "load_probe_table"]
 
@@ -102,58 +105,57 @@ def load_probe_table(path: Path) -> ProbeTable:
 
 
 def answer(
-    view: Mapping[str, Any],
+    view: HostView | Mapping[str, Any],
     table: ProbeTable | None,
     job: str,
     src_rank: int,
     dst_rank: int,
     dport: int | None = None,
-) -> dict[str, Any] | None:
-    """Source port and DSCP for connection ``(job, src_rank, dst_rank)`` under decision ``view``.
+) -> PortAnswer | None:
+    """Source port and mark for connection ``(job, src_rank, dst_rank)`` under the host view ``view``.
 
+    ``view``: the :class:`~commsched.runtime.wire.HostView` (or its JSON, validated here);
     ``dport``: the destination port the connection goes to; entries probed for it come first.
     Returns ``None`` when the decision has no such job. Connections the decision does not route
-    (same host, or not in the job's collective) get the job's DSCP and ``src_port`` ``None`` (any port).
+    (same host, or not in the job's collective) get the job's mark and ``src_port`` ``None`` (any port).
 
     Examples
     --------
-    >>> view = {"version": 3, "jobs": {"a": {"class": 1, "dscp": 40, "tos": 160}}, "connections": [
-    ...     {"job": "a", "src_rank": 0, "dst_rank": 1, "src_nic": "h0/nic0", "dst_nic": "h1/nic0",
+    >>> view = {"format": 1, "version": 3, "policy": "crux-full", "host": "h0",
+    ...     "jobs": {"a": {"rank": 0, "class": 1, "dscp": 40, "tos": 160, "gpus": ["h0/gpu0", "h1/gpu0"],
+    ...                    "hosts": ["h0", "h1"], "compute_s": 0.1, "comm_bytes": 1e6}},
+    ...     "connections": [{"job": "a", "src_rank": 0, "dst_rank": 1, "src": "h0/gpu0", "dst": "h1/gpu0",
+    ...      "src_nic": "h0/nic0", "dst_nic": "h1/nic0", "path_index": 0, "n_paths": 1,
     ...      "path": ["h0/nic0", "tor0", "h1/nic0"], "links": [4, 9], "src_port": 49200}],
     ...     "nic_ips": {"h0/nic0": "10.0.0.1", "h1/nic0": "10.0.0.2"}}
-    >>> answer(view, None, "a", 0, 1)["src_port"], answer(view, None, "a", 0, 1)["source"]
-    (49200, 'hash-model')
+    >>> out = answer(view, None, "a", 0, 1)
+    >>> out.src_port, out.source, out.mark.tos
+    (49200, 'hash-model', 160)
     >>> t = ProbeTable(ports={("10.0.0.1", "10.0.0.2", (4, 9)): 50001})
-    >>> answer(view, t, "a", 0, 1)["src_port"], answer(view, t, "a", 1, 0)["src_port"]
+    >>> answer(view, t, "a", 0, 1).src_port, answer(view, t, "a", 1, 0).src_port
     (50001, None)
     """
-    info = view.get("jobs", {}).get(job)
+    host = view if isinstance(view, HostView) else HostView.from_json(view)
+    info = host.jobs.get(job)
     if info is None:
         return None
-    out: dict[str, Any] = {
-        "version": view.get("version"),
-        "job": job,
-        "src_rank": src_rank,
-        "dst_rank": dst_rank,
-        "class": info.get("class"),
-        "dscp": info.get("dscp"),
-        "tos": info.get("tos"),
-        "src_port": None,
-        "path": None,
-        "source": "unrouted",
-    }
-    for c in view.get("connections", []):
-        if c["job"] == job and c.get("src_rank") == src_rank and c.get("dst_rank") == dst_rank:
-            ips = view.get("nic_ips", {})
-            links = tuple(int(x) for x in c["links"])
-            probed = (
-                table.lookup(ips.get(c["src_nic"]), ips.get(c["dst_nic"]), links, dport) if table else None
-            )
-            out.update(
-                src_port=probed if probed is not None else c.get("src_port"),
+    base = PortAnswer(
+        version=host.version,
+        job=job,
+        src_rank=src_rank,
+        dst_rank=dst_rank,
+        priority_class=info.priority_class,
+        mark=info.mark,
+    )
+    for c in host.connections:
+        if c.job == job and c.src_rank == src_rank and c.dst_rank == dst_rank:
+            ips = host.nic_ips
+            probed = table.lookup(ips.get(c.src_nic), ips.get(c.dst_nic), c.links, dport) if table else None
+            return replace(
+                base,
+                src_port=probed if probed is not None else c.src_port,
                 source="probe" if probed is not None else "hash-model",
-                path=c["path"],
-                links=list(links),
+                path=c.path,
+                links=c.links,
             )
-            break
-    return out
+    return base

@@ -21,32 +21,18 @@ References
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from commsched.runtime.daemon.records import ClusterConfig, JobRecord
+from commsched.runtime.marks import mark_for_class
+from commsched.runtime.wire import DECISION_FORMAT, Cause, Connection, Decision, JobDecision, LinkLoad
 from commsched.scheduling.memo import Memo
 from commsched.scheduling.state import ClusterState, PlacedJob
 from commsched.topology import NodeId, Topology
 from commsched.workload import JobId, JobSpec, ModelProfile
 
-__all__ = ["DECISION_FORMAT", "Cause", "daemon_plans", "decide", "placed_job", "replay_placement"]
-
-#: version of the decision document's layout (``format`` key)
-DECISION_FORMAT = 1
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Cause:
-    """Why a recompute ran: the event kind (``job-start``, ``job-end``, ``profile``, ...) and its job."""
-
-    kind: str
-    job: str | None = None
-    detail: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "job": self.job, "detail": self.detail}
+__all__ = ["DECISION_FORMAT", "Cause", "daemon_plans", "decide", "decision", "placed_job", "replay_placement"]
 
 
 def placed_job(job: JobRecord) -> PlacedJob:
@@ -173,7 +159,23 @@ def decide(
     memo: Memo | None = None,
     port_cache: dict[tuple[str, str, int], int] | None = None,
 ) -> dict[str, Any]:
-    """The decision document (``format`` 1) of ``cfg.policy`` for the running ``jobs``.
+    """:func:`decision` as its JSON document (``format`` 1; see ``docs/runtime-daemon.md``)."""
+    return decision(
+        topology, cfg, jobs, version=version, cause=cause, memo=memo, port_cache=port_cache
+    ).to_json()
+
+
+def decision(
+    topology: Topology,
+    cfg: ClusterConfig,
+    jobs: Sequence[JobRecord],
+    *,
+    version: int,
+    cause: Cause,
+    memo: Memo | None = None,
+    port_cache: dict[tuple[str, str, int], int] | None = None,
+) -> Decision:
+    """The decision of ``cfg.policy`` for the running ``jobs``.
 
     Parameters
     ----------
@@ -184,7 +186,7 @@ def decide(
     jobs
         The running jobs with their GPUs.
     version
-        The version this document will carry; also the policy's epoch (reproducible random choices).
+        The version this decision will carry; also the policy's epoch (reproducible random choices).
     cause
         The event that triggered the recompute.
     memo
@@ -196,13 +198,12 @@ def decide(
 
     Returns
     -------
-    dict
-        ``{"format", "version", "policy", "hash", "cause", "jobs": {ID: {...}}, "connections": [...],
-        "link_load": [...]}``; see ``docs/runtime-daemon.md``.
+    Decision
+        Per job its rank, class and mark (:func:`commsched.runtime.marks.mark_for_class`); every
+        inter-host connection with its path and source port; the planned load per link.
     """
     from commsched.errors import UnknownNameError
     from commsched.scheduling.domains import plan_per_domain
-    from commsched.scheduling.dscp import default_dscp_table, dscp_for_level, tos_byte
     from commsched.scheduling.interfaces import PolicyContext
 
     plans = daemon_plans(cfg.policy)
@@ -220,36 +221,32 @@ def decide(
     ranking = {str(k): v for k, v in d.ranking.items()}
     classes = {j.id: d.class_of(JobId(j.id)) for j in ordered}
     ranking, classes = _classes(cfg, ordered, ranking, classes)
-    table = default_dscp_table()
-    out_jobs: dict[str, Any] = {}
-    for j in ordered:
-        cls = classes[j.id]
-        dscp = dscp_for_level(table, min(cls, table.levels - 1))
-        out_jobs[j.id] = {
-            "rank": ranking.get(j.id),
-            "class": cls,
-            "dscp": dscp,
-            "tos": tos_byte(dscp),
-            "profiling": j.profiling,
-            "gpus": list(j.gpus),
-            "hosts": _hosts(topology, j.gpus),
-            "intensity": plan.intensity.get(JobId(j.id)),
-            "k": plan.factor.get(JobId(j.id)),
-            "compute_s": j.compute_s,
-            "comm_bytes": j.comm_bytes,
-        }
-    conns, load = _connections(topology, cfg, placed, d.routes, {} if port_cache is None else port_cache)
-    return {
-        "format": DECISION_FORMAT,
-        "version": version,
-        "policy": cfg.policy,
-        "hash": cfg.hash_name,
-        "priority_levels": cfg.priority_levels,
-        "cause": cause.to_json(),
-        "jobs": out_jobs,
-        "connections": conns,
-        "link_load": load,
+    out_jobs = {
+        j.id: JobDecision(
+            rank=ranking.get(j.id),
+            priority_class=classes[j.id],
+            mark=mark_for_class(classes[j.id]),
+            profiling=j.profiling,
+            gpus=tuple(j.gpus),
+            hosts=tuple(_hosts(topology, j.gpus)),
+            intensity=plan.intensity.get(JobId(j.id)),
+            k=plan.factor.get(JobId(j.id)),
+            compute_s=j.compute_s,
+            comm_bytes=j.comm_bytes,
+        )
+        for j in ordered
     }
+    conns, load = _connections(topology, cfg, placed, d.routes, {} if port_cache is None else port_cache)
+    return Decision(
+        version=version,
+        policy=cfg.policy,
+        hash=cfg.hash_name,
+        priority_levels=cfg.priority_levels,
+        cause=cause,
+        jobs=MappingProxyType(out_jobs),
+        connections=tuple(conns),
+        link_load=tuple(load),
+    )
 
 
 def _rewired(state: ClusterState, placement: Any) -> ClusterState:
@@ -313,7 +310,7 @@ def _connections(
     placed: Sequence[PlacedJob],
     routes: Any,
     port_cache: dict[tuple[str, str, int], int],
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[Connection], list[LinkLoad]]:
     """Every inter-host connection with its path and model source port; planned bytes per link.
 
     Ports are :func:`commsched.topology.ecmp.port_for_path`, as
@@ -323,8 +320,8 @@ def _connections(
     from commsched.scheduling.traffic import job_connections
     from commsched.topology.ecmp import port_for_path
 
-    conns: list[dict[str, Any]] = []
-    load: dict[int, dict[str, Any]] = {}
+    conns: list[Connection] = []
+    load: dict[int, tuple[float, list[str]]] = {}  # link -> (bytes per iteration, jobs)
     for job in placed:
         rank_of = {g: r for r, g in enumerate(job.gpus)}
         keys = job_connections(topology, job)
@@ -344,29 +341,35 @@ def _connections(
             if ck not in port_cache:
                 port_cache[ck] = port_for_path(topology, pair[0], pair[1], index, cfg.hash_name)
             conns.append(
-                {
-                    "job": str(key.job),
-                    "src_rank": rank_of.get(key.src),
-                    "dst_rank": rank_of.get(key.dst),
-                    "src": str(key.src),
-                    "dst": str(key.dst),
-                    "src_nic": pair[0],
-                    "dst_nic": pair[1],
-                    "path_index": index,
-                    "n_paths": len(paths),
-                    "path": [str(n) for n in path.nodes],
-                    "links": [int(x) for x in path.links],
-                    "src_port": port_cache[ck],
-                    "share": unit[key] * scale,
-                }
+                Connection(
+                    job=str(key.job),
+                    src_rank=rank_of.get(key.src),
+                    dst_rank=rank_of.get(key.dst),
+                    src=str(key.src),
+                    dst=str(key.dst),
+                    src_nic=pair[0],
+                    dst_nic=pair[1],
+                    path_index=index,
+                    n_paths=len(paths),
+                    path=tuple(str(n) for n in path.nodes),
+                    links=tuple(int(x) for x in path.links),
+                    src_port=port_cache[ck],
+                    share=unit[key] * scale,
+                )
             )
             for link in path.links:
-                row = load.setdefault(int(link), {"link": int(link), "bytes_per_iter": 0.0, "jobs": []})
-                row["bytes_per_iter"] += keys[key]  # bytes, not bits
-                if str(key.job) not in row["jobs"]:
-                    row["jobs"].append(str(key.job))
-    rows = []
-    for link_id, row in sorted(load.items()):
-        link = topology.links[link_id]
-        rows.append({**row, "src": str(link.src), "dst": str(link.dst), "capacity_bps": link.capacity_bps})
-    return conns, rows
+                nbytes, on = load.get(int(link), (0.0, []))
+                load[int(link)] = (nbytes + keys[key], on if str(key.job) in on else [*on, str(key.job)])
+    return conns, [_link_load(topology, link, nbytes, on) for link, (nbytes, on) in sorted(load.items())]
+
+
+def _link_load(topology: Topology, link_id: int, nbytes: float, jobs: list[str]) -> LinkLoad:
+    link = topology.links[link_id]
+    return LinkLoad(
+        link=link_id,
+        bytes_per_iter=nbytes,  # bytes, not bits
+        jobs=tuple(jobs),
+        src=str(link.src),
+        dst=str(link.dst),
+        capacity_bps=link.capacity_bps,
+    )

@@ -62,11 +62,30 @@ def _profile(req: JobRequest) -> tuple[float, float, float]:
     return req.compute_s, req.comm_bytes, 1.0 if req.overlap is None else req.overlap
 
 
+def _host_gpus(topology: Topology, req: JobRequest, names: Sequence[str]) -> tuple[str, ...]:
+    """All GPUs (or the first ``gpus_per_host``) of each named host, in order."""
+    hosts = {str(h.id): h for h in topology.hosts}
+    out: list[str] = []
+    for k, name in enumerate(names):
+        host = hosts.get(name)
+        if host is None:
+            raise InputError(f"unknown host {name!r}", where=f"hosts[{k}]", expected="a host of the topology")
+        per = req.gpus_per_host or len(host.gpus)
+        if per > len(host.gpus):
+            raise InputError(
+                f"{per} GPUs asked of host {name!r}",
+                where="gpus_per_host",
+                expected=f"at most {len(host.gpus)}",
+            )
+        out.extend(map(str, host.gpus[:per]))
+    return tuple(out)
+
+
 def _explicit_gpus(topology: Topology, req: JobRequest) -> tuple[str, ...] | None:
     if req.gpu_ids is not None and req.hosts is not None:
         raise InputError("both hosts and gpu_ids given", where="hosts", expected="one of hosts, gpu_ids")
-    known = set(map(str, topology.gpus))
     if req.gpu_ids is not None:
+        known = set(map(str, topology.gpus))
         bad = [g for g in req.gpu_ids if g not in known]
         if bad:
             raise InputError(
@@ -74,23 +93,7 @@ def _explicit_gpus(topology: Topology, req: JobRequest) -> tuple[str, ...] | Non
             )
         gpus = tuple(req.gpu_ids)
     elif req.hosts is not None:
-        hosts = {str(h.id): h for h in topology.hosts}
-        out: list[str] = []
-        for k, name in enumerate(req.hosts):
-            host = hosts.get(name)
-            if host is None:
-                raise InputError(
-                    f"unknown host {name!r}", where=f"hosts[{k}]", expected="a host of the topology"
-                )
-            per = req.gpus_per_host or len(host.gpus)
-            if per > len(host.gpus):
-                raise InputError(
-                    f"{per} GPUs asked of host {name!r}",
-                    where="gpus_per_host",
-                    expected=f"at most {len(host.gpus)}",
-                )
-            out.extend(map(str, host.gpus[:per]))
-        gpus = tuple(out)
+        gpus = _host_gpus(topology, req, req.hosts)
     else:
         return None
     if not gpus:

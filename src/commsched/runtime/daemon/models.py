@@ -1,14 +1,16 @@
 """Request bodies of the daemon's HTTP API (pydantic; they make the OpenAPI description).
 
-Every model forbids unknown fields and non-finite numbers, so a wrong body is refused with a 422 whose
-message names the field.
+Every model forbids unknown fields and non-finite numbers and coerces nothing (strict: ``"gpus": true``
+and ``"gpus": "8"`` are not GPU counts), so a wrong body is refused with a 422 whose message names the
+field. A NIC's ``ip`` must be an IPv4 or IPv6 address (``999.1.1.1`` is not).
 """
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["API_VERSION", "ClusterIn", "CountersIn", "HostIn", "JobIn", "NicIn", "ProfileIn"]
 
@@ -21,7 +23,7 @@ Finite = Annotated[float, Field(allow_inf_nan=False)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, strict=True)
 
 
 class JobIn(_Strict):
@@ -59,6 +61,16 @@ class ProfileIn(_Strict):
 class NicIn(_Strict):
     id: str = Field(pattern=_NAME, description="NIC node id in the topology, e.g. h0/nic0")
     ip: str | None = Field(default=None, max_length=64, description="the NIC's address on the fabric")
+
+    @field_validator("ip")
+    @classmethod
+    def _address(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return str(ipaddress.ip_address(value))
+        except ValueError:
+            raise ValueError(f"{value!r} is not an IPv4 or IPv6 address") from None
 
 
 class HostIn(_Strict):

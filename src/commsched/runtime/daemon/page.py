@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from commsched.runtime.daemon.service import DaemonService
+    from commsched.runtime.wire import Decision
 
 __all__ = ["render_status"]
 
@@ -39,116 +40,78 @@ def _table(tid: str, title: str, head: Sequence[str], rows: Iterable[Sequence[An
     return f'<h2>{html.escape(title)}</h2>{extra}<table id="{tid}">{head_html}<tbody>{body}</tbody></table>'
 
 
+def _jobs(service: DaemonService, decision: Decision) -> str:
+    running = {r.id for r in service.jobs()}
+    order = sorted(decision.jobs.items(), key=lambda kv: (kv[1].rank is None, kv[1].rank or 0))
+    rows = [
+        (jid, j.rank, j.priority_class, j.mark.dscp, "yes" if j.profiling else "no", len(j.gpus), j.hosts,
+         j.intensity, j.k, service.heartbeat_age_s(jid) if jid in running else None)
+        for jid, j in order
+    ]  # fmt: skip
+    head = ("job", "rank", "class", "DSCP", "profiling", "GPUs", "hosts", "intensity", "k", "heartbeat age s")
+    return _table("jobs", "Jobs", head, rows)
+
+
+def _connections(decision: Decision, max_rows: int) -> str:
+    conns = decision.connections
+    rows = [
+        (c.job, c.src_rank, c.dst_rank, c.src_nic, c.dst_nic, f"{c.path_index}/{c.n_paths}",
+         " > ".join(c.path[1:-1]), c.src_port)
+        for c in conns[:max_rows]
+    ]  # fmt: skip
+    head = ("job", "src rank", "dst rank", "src NIC", "dst NIC", "path", "switches", "src port")
+    note = f"first {min(len(conns), max_rows)} of {len(conns)}"
+    return _table("connections", "Connections and paths", head, rows, note=note)
+
+
+def _links(decision: Decision, max_rows: int) -> str:
+    links = sorted(decision.link_load, key=lambda r: -r.bytes_per_iter)[:max_rows]
+    rows = [
+        (r.link, f"{r.src} > {r.dst}", r.bytes_per_iter, r.capacity_bps, len(r.jobs), r.jobs) for r in links
+    ]
+    head = ("link", "ends", "bytes/iteration", "capacity bps", "jobs", "job ids")
+    return _table("links", "Planned link load", head, rows, note="busiest first")
+
+
+def _hosts(service: DaemonService) -> str:
+    def nics(h: dict[str, Any]) -> list[str]:
+        return [n.get("id") + (f"={n['ip']}" if n.get("ip") else "") for n in h.get("nics", [])]
+
+    rows = [
+        (name, nics(h), h.get("agent"), len(h["counters"]) - 1 if h.get("counters") else 0)
+        for name, h in sorted(service.hosts().items())
+    ]
+    return _table("hosts", "Hosts", ("host", "NICs", "agent", "counters"), rows)
+
+
+def _history(service: DaemonService) -> str:
+    rows = [
+        (r.version, time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r.created_s)), r.cause.get("kind"),
+         r.cause.get("job"), r.cause.get("detail"))
+        for r in service.store.history(30)
+    ]  # fmt: skip
+    return _table("history", "Decision history", ("version", "time (UTC)", "cause", "job", "detail"), rows)
+
+
 def render_status(service: DaemonService, *, max_rows: int = 200) -> str:
     """The status page of ``service`` as one HTML document."""
     cfg = service.config
-    doc = service.latest_doc()
-    jobs = doc.get("jobs", {})
-    job_rows = [
-        (
-            jid,
-            j.get("rank"),
-            j.get("class"),
-            j.get("dscp"),
-            "yes" if j.get("profiling") else "no",
-            len(j.get("gpus", [])),
-            j.get("hosts"),
-            j.get("intensity"),
-            j.get("k"),
-            service.heartbeat_age_s(jid) if jid in {r.id for r in service.jobs()} else None,
-        )
-        for jid, j in sorted(jobs.items(), key=lambda kv: (kv[1].get("rank") is None, kv[1].get("rank") or 0))
-    ]
-    conns = doc.get("connections", [])
-    conn_rows = [
-        (
-            c["job"],
-            c.get("src_rank"),
-            c.get("dst_rank"),
-            c["src_nic"],
-            c["dst_nic"],
-            f"{c['path_index']}/{c['n_paths']}",
-            " > ".join(c["path"][1:-1]),
-            c.get("src_port"),
-        )
-        for c in conns[:max_rows]
-    ]
-    links = sorted(doc.get("link_load", []), key=lambda r: -r["bytes_per_iter"])[:max_rows]
-    link_rows = [
-        (
-            r["link"],
-            f"{r['src']} > {r['dst']}",
-            r["bytes_per_iter"],
-            r["capacity_bps"],
-            len(r["jobs"]),
-            r["jobs"],
-        )
-        for r in links
-    ]
-    hosts = service.hosts()
-    host_rows = [
-        (
-            name,
-            [n.get("id") + (f"={n['ip']}" if n.get("ip") else "") for n in h.get("nics", [])],
-            h.get("agent"),
-            len(h["counters"]) - 1 if h.get("counters") else 0,
-        )
-        for name, h in sorted(hosts.items())
-    ]
-    hist = service.store.history(30)
-    hist_rows = [
-        (
-            r.version,
-            time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r.created_s)),
-            r.cause.get("kind"),
-            r.cause.get("job"),
-            r.cause.get("detail"),
-        )
-        for r in hist
-    ]
+    decision = service.decision
     topo = cfg.topology.get("kind", "none") if cfg.topology else "none (PUT /v1/cluster)"
     summary = (
         f'decision version <b id="version">{service.version}</b> &middot; policy {html.escape(cfg.policy)} '
         f"&middot; {cfg.priority_levels} priority levels &middot; topology {html.escape(str(topo))} "
-        f"&middot; {len(jobs)} jobs &middot; {len(conns)} inter-host connections"
+        f"&middot; {len(decision.jobs)} jobs &middot; {len(decision.connections)} inter-host connections"
     )
     parts = [
         '<!DOCTYPE html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">',
         f"<title>commsched daemon</title><style>{_STYLE}</style></head><body>",
         f"<h1>commsched scheduling daemon</h1><p>{summary}</p>",
-        _table(
-            "jobs",
-            "Jobs",
-            (
-                "job",
-                "rank",
-                "class",
-                "DSCP",
-                "profiling",
-                "GPUs",
-                "hosts",
-                "intensity",
-                "k",
-                "heartbeat age s",
-            ),
-            job_rows,
-        ),
-        _table(
-            "connections",
-            "Connections and paths",
-            ("job", "src rank", "dst rank", "src NIC", "dst NIC", "path", "switches", "src port"),
-            conn_rows,
-            note=f"first {min(len(conns), max_rows)} of {len(conns)}",
-        ),
-        _table(
-            "links",
-            "Planned link load",
-            ("link", "ends", "bytes/iteration", "capacity bps", "jobs", "job ids"),
-            link_rows,
-            note="busiest first",
-        ),
-        _table("hosts", "Hosts", ("host", "NICs", "agent", "counters"), host_rows),
-        _table("history", "Decision history", ("version", "time (UTC)", "cause", "job", "detail"), hist_rows),
+        _jobs(service, decision),
+        _connections(decision, max_rows),
+        _links(decision, max_rows),
+        _hosts(service),
+        _history(service),
         "</body></html>",
     ]
     return "".join(parts)

@@ -21,11 +21,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from commsched.runtime.daemon.cluster import build_cluster, check_names
-from commsched.runtime.daemon.decide import Cause, decide
+from commsched.runtime.daemon.cluster import build_cluster, check_host, check_names
+from commsched.runtime.daemon.decide import decision
 from commsched.runtime.daemon.jobs import JobRequest, StateConflictError, UnknownJobError, resolve_job
 from commsched.runtime.daemon.records import ClusterConfig, JobRecord, ProfileRecord
 from commsched.runtime.daemon.store import Store
+from commsched.runtime.wire import Cause, Decision, HostView
 from commsched.scheduling.memo import Memo
 from commsched.topology import Topology
 
@@ -76,6 +77,9 @@ class DaemonService:
         self._version = latest.version if latest else 0
         self._body = latest.body if latest else ""
         self._doc: dict[str, Any] = json.loads(self._body) if self._body else {}
+        self._decision = (
+            Decision.from_json(self._doc) if self._doc else Decision(version=0, policy=self._cfg.policy)
+        )
         with store.atomic():
             store.add_event(now, "daemon-start", None, {"version": self._version, "jobs": sorted(self._jobs)})
 
@@ -98,6 +102,11 @@ class DaemonService:
 
     def latest_doc(self) -> dict[str, Any]:
         return self._doc
+
+    @property
+    def decision(self) -> Decision:
+        """The current decision, typed (version 0 and no job before the first one)."""
+        return self._decision
 
     def jobs(self) -> list[JobRecord]:
         return sorted(self._jobs.values(), key=lambda j: (j.started_s, j.id))
@@ -129,36 +138,16 @@ class DaemonService:
                     out[str(nic["id"])] = str(nic["ip"])
         return out
 
-    def host_view(self, host: str) -> dict[str, Any]:
+    def host_view(self, host: str) -> HostView:
         """The current decision restricted to the jobs and connections of one host, with NIC IPs."""
-        doc = self._doc
-        jobs = {k: v for k, v in doc.get("jobs", {}).items() if host in v.get("hosts", [])}
-        prefix = f"{host}/"
-        conns = [
-            c for c in doc.get("connections", []) if c["job"] in jobs and str(c["src_nic"]).startswith(prefix)
-        ]
-        # connections towards this host: their path is the reverse direction of a connection it opens
-        inbound = [
-            c for c in doc.get("connections", []) if c["job"] in jobs and str(c["dst_nic"]).startswith(prefix)
-        ]
-        ips = self.nic_ips()
-        used = {c[k] for c in conns + inbound for k in ("src_nic", "dst_nic")}
-        return {
-            **{k: v for k, v in doc.items() if k not in ("jobs", "connections", "link_load")},
-            "version": self._version,
-            "host": host,
-            "jobs": jobs,
-            "connections": conns,
-            "inbound": inbound,
-            "nic_ips": {n: ips[n] for n in sorted(used) if n in ips},
-        }
+        return HostView.of(self._decision, host, self.nic_ips())
 
     def host_view_body(self, host: str) -> str:
         """:meth:`host_view` as JSON text, cached until the next decision or host registration."""
         with self._lock:
             body = self._views.get(host)
             if body is None:
-                body = json.dumps(self.host_view(host), separators=(",", ":"))
+                body = json.dumps(self.host_view(host).to_json(), separators=(",", ":"))
                 self._views[host] = body
             return body
 
@@ -209,18 +198,10 @@ class DaemonService:
         version = self._version + 1
         now = self.clock()
         if topo is None:
-            doc: dict[str, Any] = {
-                "format": 1,
-                "version": version,
-                "policy": cfg.policy,
-                "cause": cause.to_json(),
-                "jobs": {},
-                "connections": [],
-                "link_load": [],
-            }
+            made = Decision(version=version, policy=cfg.policy, cause=cause)
         else:
             memo = self._memo_for(cfg, topo, jobs)
-            doc = decide(
+            made = decision(
                 topo,
                 cfg,
                 list(jobs.values()),
@@ -230,7 +211,8 @@ class DaemonService:
                 port_cache=self._ports,
             )
             self.warmed = True  # any decision fills the caches
-        doc["created_s"] = now
+        made = replace(made, created_s=now)
+        doc = made.to_json()
         body = json.dumps(doc, separators=(",", ":"))
         with self.store.atomic():
             if cfg is not self._cfg:
@@ -249,7 +231,7 @@ class DaemonService:
         for jid in set(self._jobs) - set(jobs):
             self._beats.pop(jid, None)
         self._jobs = dict(jobs)
-        self._version, self._body, self._doc = version, body, doc
+        self._version, self._body, self._doc, self._decision = version, body, doc, made
         self._views = {}
         for fn in self._listeners:
             fn(version)
@@ -267,7 +249,7 @@ class DaemonService:
                 return
             memo = self._memo_for(self._cfg, self._topo, self._jobs)
             cause = Cause(kind="warm-up")
-            decide(
+            decision(
                 self._topo,
                 self._cfg,
                 list(self._jobs.values()),
@@ -343,7 +325,9 @@ class DaemonService:
             )
 
     def register_host(self, name: str, body: dict[str, Any]) -> None:
+        """An agent registers its host; a host or NIC the topology does not have is refused."""
         with self._lock:
+            check_host(self._topo, name, body.get("nics", []))
             now = self.clock()
             with self.store.atomic():
                 self.store.put_host(name, body, now)

@@ -38,7 +38,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from commsched.scheduling.dscp import default_dscp_table, dscp_for_level, tos_byte
+from commsched.runtime.marks import Mark, mark_for_class
+from commsched.scheduling.dscp import default_dscp_table
 
 __all__ = [
     "class_table",
@@ -59,11 +60,10 @@ def class_table(levels: int = 8) -> list[dict[str, int]]:
     >>> class_table(8)[0]
     {'class': 0, 'dscp': 46, 'traffic_class': 184, 'ib_sl': 0, 'queue': 0}
     """
-    table = default_dscp_table()
     out = []
-    for c in range(min(levels, table.levels)):
-        d = dscp_for_level(table, c)
-        out.append({"class": c, "dscp": d, "traffic_class": tos_byte(d), "ib_sl": c, "queue": c})
+    for c in range(min(levels, default_dscp_table().levels)):
+        mark = mark_for_class(c)
+        out.append({"class": c, "dscp": mark.dscp, "traffic_class": mark.tos, "ib_sl": c, "queue": c})
     return out
 
 
@@ -116,8 +116,8 @@ def job_environment(
     ('160', '=c0', ['NCCL_IB_HCA'])
     """
     cls = int(info.get("class") or 0)
-    dscp = int(info.get("dscp") or 0)
-    tos = int(info["tos"]) if info.get("tos") is not None else dscp << 2
+    mark = Mark(dscp=int(info.get("dscp") or 0))
+    dscp, tos = mark.dscp, mark.tos
     ifs = [interfaces[ip] for ip in dict.fromkeys(nic_ips) if ip in interfaces]
     env = {
         "NCCL_IB_TC": str(tos),

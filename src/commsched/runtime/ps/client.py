@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from commsched.runtime.marks import Mark, mark_socket
 from commsched.runtime.ps import wire
 from commsched.runtime.ps.errors import ProtocolError, PSError, PSTimeoutError
 from commsched.runtime.ps.keys import ServerMap, part_bounds, part_key
@@ -81,10 +82,9 @@ class _Tensor:
 
 
 def connect(
-    address: tuple[str, int], *, timeout_s: float, tos: int | None = None, source: str | None = None
+    address: tuple[str, int], *, timeout_s: float, mark: Mark | None = None, source: str | None = None
 ) -> socket.socket:
-    """Connect to ``address`` (from address ``source``), retrying until ``timeout_s`` (roles may start
-    in any order)."""
+    """Connect to ``address`` (from ``source``), marked, retrying until ``timeout_s`` (any start order)."""
     deadline = time.monotonic() + timeout_s
     bind = (source, 0) if source else None
     while True:
@@ -101,8 +101,8 @@ def connect(
             time.sleep(0.05)
     sock.settimeout(None)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    if tos is not None:
-        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+    if mark is not None:
+        mark_socket(sock, mark)  # IP_TOS or IPV6_TCLASS, dscp << 2
     return sock
 
 
@@ -157,7 +157,7 @@ class PSClient:
         self.failure: str | None = None
         self._closing = False
         self.events: list[dict[str, object]] = []
-        self._socks = [connect(a, timeout_s=timeout_s, tos=transport.tos, source=source) for a in servers]
+        self._socks = [connect(a, timeout_s=timeout_s, mark=transport.mark, source=source) for a in servers]
         for s, rate in zip(self._socks, pacing_bytes_s or [None] * len(servers), strict=True):
             pace_socket(s, rate)
             if transport.name == "mercury":

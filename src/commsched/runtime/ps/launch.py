@@ -63,7 +63,7 @@ def run_role(env: RoleEnv) -> None:
     if env.role == "scheduler":
         run_scheduler(env)
     elif env.role == "server":
-        server = Server(num_workers=env.num_workers, host=env.node_host or "0.0.0.0", tos=env.transport.tos)
+        server = Server(num_workers=env.num_workers, host=env.node_host or "0.0.0.0", mark=env.transport.mark)
         server.start()
         try:
             register_server(env, server)
@@ -126,7 +126,7 @@ def start_worker(env: RoleEnv, *, server_map: ServerMap | None = None) -> Worker
 
             background.append(_thread(sched, errors))
         if env.rank is not None and env.rank < env.num_servers:
-            server = Server(num_workers=env.num_workers, host="0.0.0.0", tos=env.transport.tos)
+            server = Server(num_workers=env.num_workers, host="0.0.0.0", mark=env.transport.mark)
             server.start()
             srv, idx = server, env.rank
             background.append(_thread(lambda: register_server(env, srv, index=idx), errors))

@@ -9,8 +9,11 @@ make every process a worker with a co-located server (BytePS's co-located arrang
 runs the scheduler on ``MASTER_PORT + 1`` (``MASTER_PORT`` itself stays free for ``torch.distributed``).
 
 commsched's own knobs: ``COMMSCHED_PS_TRANSPORT`` (fifo | bytescheduler | p3 | mercury),
-``COMMSCHED_PS_TIMEOUT`` (seconds, default 30), ``COMMSCHED_PS_DSCP`` (0-63), ``BYTEPS_PARTITION_BYTES``,
-``COMMSCHED_PS_CREDIT_BYTES``.
+``COMMSCHED_PS_TIMEOUT`` (seconds, default 30), ``BYTEPS_PARTITION_BYTES``, ``COMMSCHED_PS_CREDIT_BYTES``,
+and the job's mark: ``COMMSCHED_PS_CLASS`` (its priority class, 0 = highest, as the daemon decides it:
+:func:`commsched.runtime.marks.mark_for_class`) or ``COMMSCHED_PS_DSCP`` (a DSCP code point, 0-63),
+not both; every socket of the job then carries it on both ends (``IP_TOS`` / ``IPV6_TCLASS`` =
+``dscp << 2``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from commsched.errors import InputError
+from commsched.runtime.marks import Mark, mark_for_class
 from commsched.runtime.ps.transports import TransportConfig
 
 ROLES: tuple[str, ...] = ("scheduler", "server", "worker")
@@ -56,16 +60,33 @@ def _int(env: Mapping[str, str], name: str, default: int | None = None) -> int:
 def transport_from_env(env: Mapping[str, str]) -> TransportConfig:
     """The job's transport from ``COMMSCHED_PS_*`` / ``BYTEPS_PARTITION_BYTES``."""
     name = env.get("COMMSCHED_PS_TRANSPORT", "fifo")
-    dscp = env.get("COMMSCHED_PS_DSCP")
-    tos = None if dscp in (None, "") else _int(env, "COMMSCHED_PS_DSCP") << 2
-    base = TransportConfig.named(name, tos=tos)
+    mark = mark_from_env(env)
+    base = TransportConfig.named(name, mark=mark)
     return TransportConfig(
         name=base.name,
         partition_bytes=_int(env, "BYTEPS_PARTITION_BYTES", base.partition_bytes),
         credit_bytes=_int(env, "COMMSCHED_PS_CREDIT_BYTES", base.credit_bytes),
         packet_bytes=base.packet_bytes,
-        tos=tos,
+        mark=mark,
     )
+
+
+def mark_from_env(env: Mapping[str, str]) -> Mark | None:
+    """The job's mark from ``COMMSCHED_PS_CLASS`` or ``COMMSCHED_PS_DSCP``; ``None`` when neither is set.
+
+    Examples
+    --------
+    >>> mark_from_env({"COMMSCHED_PS_CLASS": "1"}), mark_from_env({"COMMSCHED_PS_DSCP": "46"}).tos
+    (Mark(dscp=40), 184)
+    """
+    given = [k for k in ("COMMSCHED_PS_CLASS", "COMMSCHED_PS_DSCP") if env.get(k) not in (None, "")]
+    if len(given) > 1:
+        raise InputError("both are set", where=" and ".join(given), expected="a class or a DSCP, not both")
+    if not given:
+        return None
+    if given[0] == "COMMSCHED_PS_CLASS":
+        return mark_for_class(_int(env, "COMMSCHED_PS_CLASS"))
+    return Mark(dscp=_int(env, "COMMSCHED_PS_DSCP"))
 
 
 def role_from_env(env: Mapping[str, str] | None = None) -> RoleEnv:

@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from commsched.runtime.marks import Mark, mark_socket
 from commsched.runtime.ps import wire
 from commsched.runtime.ps.client import MERCURY_SNDBUF_BYTES
 from commsched.runtime.ps.errors import ProtocolError, PSError
@@ -92,8 +93,11 @@ class Server:
         Where to listen (port 0: an ephemeral port, see :attr:`address`).
     threads
         Summation threads (BytePS's ``BYTEPS_SERVER_ENGINE_THREAD``).
-    tos
-        ``IP_TOS`` byte for the replies (DSCP << 2), or ``None``.
+    mark
+        The job's mark, set on the listener before ``listen`` (the handshake is marked) and on every
+        accepted socket (:func:`commsched.runtime.marks.mark_socket`: ``IP_TOS`` or ``IPV6_TCLASS``);
+        ``None``: unmarked. ``tos`` (a TOS byte) is the older spelling of the same, for callers not
+        yet moved to ``mark``.
     pacing_bytes_s
         Worker rank -> the rate (bytes/s) the connection to that worker is paced to after its
         ``HELLO`` (``SO_MAX_PACING_RATE``, :mod:`commsched.runtime.ps.pacing`); absent: not paced.
@@ -106,18 +110,21 @@ class Server:
         host: str = "127.0.0.1",
         port: int = 0,
         threads: int = 2,
+        mark: Mark | None = None,
         tos: int | None = None,
         pacing_bytes_s: Mapping[int, float | None] | None = None,
     ) -> None:
         self.num_workers = num_workers
-        self._tos = tos
+        self._mark = Mark.from_tos(tos) if mark is None and tos is not None else mark
         self._pacing = dict(pacing_bytes_s or {})
         with socket.socket() as probe:  # a refused rate fails here, not in a connection's thread
             for rate in self._pacing.values():
                 pace_socket(probe, rate)
-        self._listener = socket.create_server((host, port))
-        if tos is not None:
-            self._listener.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+        self._listener = socket.create_server(
+            (host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET
+        )
+        if self._mark is not None:
+            mark_socket(self._listener, self._mark)
         self._conns: dict[int, _Conn] = {}
         self._lock = threading.Lock()
         self._queues: list[queue.SimpleQueue[tuple[int, Header, memoryview] | None]] = [
@@ -186,8 +193,8 @@ class Server:
             except OSError:
                 return
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self._tos is not None:
-                sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, self._tos)
+            if self._mark is not None:
+                mark_socket(sock, self._mark)
             self._spawn(self._serve, sock)
 
     def _hello(self, reader: wire.Reader) -> int:

@@ -21,6 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from commsched.errors import InputError
+from commsched.runtime.marks import Mark
 from commsched.runtime.ps.keys import PART_BYTES
 
 TRANSPORTS: tuple[str, ...] = ("fifo", "bytescheduler", "p3", "mercury")
@@ -45,15 +46,16 @@ class TransportConfig:
         ByteScheduler's credit (most unacknowledged bytes).
     packet_bytes
         Mercury's packet size.
-    tos
-        ``IP_TOS`` byte (DSCP << 2) set on the job's sockets, or ``None``.
+    mark
+        The mark (DSCP; :attr:`~commsched.runtime.marks.Mark.tos` is the byte) set on both ends of
+        every connection of the job (:func:`commsched.runtime.marks.mark_socket`), or ``None``: unmarked.
     """
 
     name: str = "fifo"
     partition_bytes: int = PART_BYTES
     credit_bytes: int = BS_CREDIT_BYTES
     packet_bytes: int = PACKET_BYTES
-    tos: int | None = None
+    mark: Mark | None = None
 
     def __post_init__(self) -> None:
         if self.name not in TRANSPORTS:
@@ -61,15 +63,20 @@ class TransportConfig:
         for f in ("partition_bytes", "credit_bytes", "packet_bytes"):
             if getattr(self, f) < 8:
                 raise InputError(f"{getattr(self, f)} bytes", where=f, expected=">= 8")
-        if self.tos is not None and not 0 <= self.tos < 256:
-            raise InputError(f"{self.tos}", where="tos", expected="0..255 (DSCP << 2)")
+        if self.mark is not None and not isinstance(self.mark, Mark):
+            raise InputError(f"{self.mark!r}", where="mark", expected="a commsched.runtime.marks.Mark")
+
+    @property
+    def tos(self) -> int | None:
+        """The TOS byte of :attr:`mark` (``dscp << 2``), or ``None`` when unmarked."""
+        return None if self.mark is None else self.mark.tos
 
     @classmethod
-    def named(cls, name: str, *, tos: int | None = None) -> TransportConfig:
+    def named(cls, name: str, *, mark: Mark | None = None) -> TransportConfig:
         """The defaults of ``name`` (ByteScheduler: 4 MB partitions, 20 MB credit)."""
         if name == "bytescheduler":
-            return cls(name=name, partition_bytes=BS_PARTITION_BYTES, tos=tos)
-        return cls(name=name, tos=tos)
+            return cls(name=name, partition_bytes=BS_PARTITION_BYTES, mark=mark)
+        return cls(name=name, mark=mark)
 
 
 @dataclass(slots=True)

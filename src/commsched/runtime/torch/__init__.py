@@ -4,7 +4,14 @@ An ordinary data-parallel training script keeps its ``init_process_group("gloo")
 ``DistributedDataParallel`` wrapper, and adds two lines::
 
     from commsched.runtime.torch import install
-    hook = install(ddp_model, job="job-7")   # options=Options(policy=...): the host agent's marks
+    hook = install(ddp_model, job="job-7")
+
+With a host agent on the machine (``commsched agent --listen unix:/run/commsched-h0.sock``), pass its
+client as the connection policy so that every connection takes the agent's source port and mark::
+
+    from commsched.runtime import AgentPolicy, Options
+    policy = AgentPolicy(socket_path="/run/commsched-h0.sock", job="job-7", refresh_s=1.0)
+    hook = install(ddp_model, job="job-7", options=Options(policy=policy, policy_refresh_s=1.0))
 
 :func:`install` joins a commsched group with the ranks of the default process group (the listening
 addresses are exchanged through it) and registers :func:`allreduce_hook` as the model's DDP

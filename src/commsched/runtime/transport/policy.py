@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from commsched.errors import InputError
+from commsched.runtime.marks import Mark, mark_socket, socket_mark
 
 MAX_DSCP = 63
 
@@ -148,19 +149,12 @@ class ProfilingWindowPolicy:
 def set_dscp(sock: socket.socket, dscp: int) -> None:
     """Mark ``sock`` (open, listening or connected) with ``dscp``: ``IP_TOS`` or ``IPV6_TCLASS``.
 
-    The low two bits of the byte are ECN, which the kernel manages for TCP, hence ``dscp << 2``.
+    The byte is :attr:`commsched.runtime.marks.Mark.tos` (``dscp << 2``: the low two bits are ECN,
+    which the kernel manages for TCP).
     """
-    tos = dscp << 2
-    if sock.family == socket.AF_INET6:
-        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, tos)
-    else:
-        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+    mark_socket(sock, Mark(dscp=dscp))
 
 
 def get_dscp(sock: socket.socket) -> int:
     """The DSCP ``sock`` currently marks its packets with (read back with ``getsockopt``)."""
-    if sock.family == socket.AF_INET6:
-        tos = sock.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS)
-    else:
-        tos = sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS)
-    return int(tos) >> 2
+    return socket_mark(sock).dscp
