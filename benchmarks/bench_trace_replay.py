@@ -49,7 +49,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from commsched.experiments.runner import simulate_scenario
+from commsched.api.runner import simulate_scenario
 from commsched.io import yamlio
 from commsched.io.scenario import Scenario, scenario_from_data
 from commsched.io.shipped import shipped_text

@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from commsched.api import runner
 from commsched.catalog import placement_registry, policy_registry
-from commsched.experiments import runner
 from commsched.io.scenario import Scenario
 from commsched.scheduling import policies_common
 from commsched.sim import decisions as sim_decisions
