@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 
 from commsched.experiments.testbed_run import measured_means
-from commsched.experiments.testbed_run.layout import DPORT_BASE, job_layouts
-from commsched.experiments.testbed_run.session import PolicyRun
+from commsched.experiments.testbed_run.layout import job_layouts
 from commsched.experiments.testbed_run.twin import GOODPUT, simulate_twin, twin_topology
 from commsched.io.scenario import scenario_from_text
 from commsched.io.shipped import shipped_text
 from commsched.runtime.agent.ports import answer, parse_probe_table
 from commsched.runtime.jobproc import AgentPolicy, run
+from commsched.runtime.launch.jobs import DPORT_BASE
+from commsched.runtime.launch.session import PolicyRun
 from commsched.topology import LinkId
 
 

@@ -2,9 +2,10 @@
 
 For a scenario with explicit placements, :func:`run_scenario` builds its topology as a testbed, probes
 a source port per path for every connection the jobs open (per destination port), and runs each
-policy in turn (:mod:`.session`): daemon, one agent per host, one job process per (job, host), for a
-profiling window plus a measuring window. Each policy's measured mean iteration times are reported
-beside the simulated twin's (:mod:`.twin`), with the allocated-GPU utilisation of both.
+policy in turn through the launcher (:mod:`commsched.runtime.launch`): daemon, one agent per host,
+one job process per (job, host), for a profiling window plus a measuring window. Each policy's measured
+mean iteration times are reported beside the simulated twin's (:mod:`.twin`), with the allocated-GPU
+utilisation of both.
 
 This is an edge module: it imports the simulator and the runtime / testbed side by side.
 """
@@ -22,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from commsched.experiments.testbed_run.command_report import command_inputs, command_rows
-from commsched.experiments.testbed_run.commands import CommandJob, command_jobs
-from commsched.experiments.testbed_run.layout import JobLayout, job_layouts
+from commsched.experiments.testbed_run.commands import command_jobs
+from commsched.experiments.testbed_run.layout import job_layouts
 from commsched.experiments.testbed_run.placing import (
     PolicyPlacement,
     placed_scenario,
@@ -31,9 +32,11 @@ from commsched.experiments.testbed_run.placing import (
     static_circuits,
 )
 from commsched.experiments.testbed_run.queues import deepen_queues, mtu_packets, shape_loopback, steady_tcp
-from commsched.experiments.testbed_run.session import PolicyRun, RunSettings, run_policy
 from commsched.experiments.testbed_run.twin import simulate_twin
 from commsched.io.scenario import Scenario
+from commsched.runtime.launch.jobs import CommandJob, JobLayout
+from commsched.runtime.launch.session import PolicyRun, run_policy
+from commsched.runtime.launch.settings import RunSettings
 from commsched.topology import LinkId
 
 __all__ = ["RunOptions", "measured_means", "run_scenario"]

@@ -12,17 +12,14 @@ import json
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from commsched.errors import TestbedError
-from commsched.experiments.testbed_run import commands as cmd
-from commsched.experiments.testbed_run.commands import CommandJob
-from commsched.experiments.testbed_run.layout import JobLayout
-from commsched.experiments.testbed_run.procs import Processes
+from commsched.runtime.launch import commands as cmd
+from commsched.runtime.launch.jobs import CommandJob, JobLayout
+from commsched.runtime.launch.procs import Processes
+from commsched.runtime.launch.settings import RunSettings
 from commsched.testbed import Testbed
-
-if TYPE_CHECKING:
-    from commsched.experiments.testbed_run.session import RunSettings
 
 __all__ = ["collect_outputs", "wait_run"]
 
