@@ -25,12 +25,12 @@ import time
 
 import numpy as np
 
-from commsched.runtime.ps.bench import JobSpec, run_job
-from commsched.runtime.ps.emulate import EmulatedLayer
-from commsched.runtime.ps.shaped_link import LoopbackLink
+from commsched.experiments.ps.bench import JobSpec, run_job
+from commsched.experiments.ps.emulate import EmulatedLayer
 from commsched.runtime.ps.summation import Summation
 from commsched.runtime.ps.transports import TransportConfig
 from commsched.runtime.ps.wire import new_buffer
+from commsched.testbed.shaped_link import LoopbackLink
 
 PART = 64 << 20  # bytes
 

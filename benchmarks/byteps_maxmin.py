@@ -6,7 +6,7 @@ among its flows instead. This script replays one BytePS iteration as fluid flows
 sharing (progressive filling every millisecond): every worker pushes each server its share of the
 model, and each server's replies to a worker can only carry parts that all workers have pushed
 (the co-located worker's own push is local). The shares are the mixed-mode hash's real split of the
-same tensors (:class:`commsched.runtime.ps.versus_ring.VersusSpec`). It also replays the iteration with
+same tensors (:class:`commsched.experiments.ps.versus_ring.VersusSpec`). It also replays the iteration with
 every flow held to its pacing rate (``ps versus-ring --pace-by-share``,
 :func:`commsched.runtime.ps.pacing.share_pacing`), the schedule ``commsched byteps`` assumes.
 
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from commsched.experiments.ps.versus_ring import VersusSpec
 from commsched.intrajob.byteps import byteps_assignment, byteps_times
 from commsched.runtime.ps.pacing import SharePacing, share_pacing
-from commsched.runtime.ps.versus_ring import VersusSpec
 
 DT_S = 1e-3
 

@@ -9,9 +9,9 @@ import subprocess
 
 import pytest
 
-from commsched.runtime.ps.bench import JobRun, JobSpec, emulated_layers
-from commsched.runtime.ps.dynamic import DynamicRun, dynamic_comparison, mercury_gap
-from commsched.runtime.ps.shaped_link import shaped_link
+from commsched.experiments.ps.bench import JobRun, JobSpec, emulated_layers
+from commsched.experiments.ps.dynamic import DynamicRun, dynamic_comparison, mercury_gap
+from commsched.testbed.shaped_link import shaped_link
 from commsched.workload.zoo import get_model
 
 needs_root = pytest.mark.skipif(

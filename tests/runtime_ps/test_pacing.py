@@ -17,13 +17,13 @@ import pytest
 
 import commsched.runtime.ps.pacing as pacing_module
 from commsched.errors import InputError
+from commsched.experiments.ps.versus_ring import VersusSpec
 from commsched.runtime.ps.client import PSClient
 from commsched.runtime.ps.errors import PSError
 from commsched.runtime.ps.pacing import pace_socket, paced_rate, server_host, share_pacing
 from commsched.runtime.ps.server import Server
-from commsched.runtime.ps.star import star_fabric
 from commsched.runtime.ps.transports import TransportConfig
-from commsched.runtime.ps.versus_ring import VersusSpec
+from commsched.testbed.star import star_fabric
 
 GOODPUT_BPS = 1.914e8
 

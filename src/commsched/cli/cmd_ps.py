@@ -38,7 +38,7 @@ def _transports(text: str) -> list[Any]:
 def _link(loopback: bool, rate_bps: float, workers: int = 1) -> AbstractContextManager[Any]:
     from contextlib import nullcontext
 
-    from commsched.runtime.ps.shaped_link import LoopbackLink, shaped_link
+    from commsched.testbed.shaped_link import LoopbackLink, shaped_link
 
     return nullcontext(LoopbackLink()) if loopback else shaped_link(rate_bps, workers=workers)
 
@@ -57,7 +57,7 @@ def bench(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Measure each transport on VGG-16/ResNet-50 layer profiles beside the model's prediction."""
-    from commsched.runtime.ps.bench import JobSpec, compare_transports, emulated_layers
+    from commsched.experiments.ps.bench import JobSpec, compare_transports, emulated_layers
 
     if not (bandwidth_gbps > 0 and 0 < byte_scale <= 1):
         raise InputError(f"{bandwidth_gbps}, {byte_scale}", where="--bandwidth-gbps/--byte-scale",
@@ -119,9 +119,9 @@ def dynamic(
     Also runs both at the fixed first level (static) and reports Mercury's advantage
     ``mean(ByteScheduler) / mean(Mercury) - 1`` in both runs.
     """
-    from commsched.runtime.ps.bench import JobSpec, emulated_layers
-    from commsched.runtime.ps.dynamic import dynamic_comparison, mean_s
-    from commsched.runtime.ps.shaped_link import shaped_link
+    from commsched.experiments.ps.bench import JobSpec, emulated_layers
+    from commsched.experiments.ps.dynamic import dynamic_comparison, mean_s
+    from commsched.testbed.shaped_link import shaped_link
 
     try:
         fractions = [float(x) for x in levels.split(",")]
@@ -199,7 +199,7 @@ def versus_ring_cmd(
     ),
 ) -> None:
     """BytePS with k CPU machines against the ring all-reduce on the same hosts (root), with the model."""
-    from commsched.runtime.ps.versus_ring import VersusSpec, versus_ring
+    from commsched.experiments.ps.versus_ring import VersusSpec, versus_ring
 
     spec = VersusSpec(workers=workers, cpu_machines=cpu_machines, model_bytes=round(mbytes * 1e6),
                       tensors=tensors, iterations=iterations, pacing=pace)  # fmt: skip

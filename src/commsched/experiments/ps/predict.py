@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from commsched.experiments.ps.emulate import EmulatedLayer
 from commsched.intrajob.iteration import CommPolicy, iteration_time
 from commsched.intrajob.partitioned import DEFAULT_STARTUP_S, PartitionConfig, bytescheduler, mercury_packets
 from commsched.intrajob.problem import make_problem
-from commsched.runtime.ps.emulate import EmulatedLayer
 from commsched.runtime.ps.transports import TransportConfig
 
 #: bytes per float32 gradient element
