@@ -204,3 +204,32 @@ def test_twin_step_latency_lengthens_communication(fig19: Any) -> None:
         its.append({str(j.id): j.mean_iteration_s for j in res.jobs}["gpt"])
     # GPT's 6 inter-host steps each cost 20 ms more, after the compute overlap hides part of it
     assert its[1] > its[0] + 0.05
+
+
+def test_the_twin_gap_is_measured_over_simulated_on_one_time_scale() -> None:
+    """A job measured 10 % slower than its twin reports a gap of +0.10, times on the cluster's scale."""
+    from types import SimpleNamespace
+
+    from commsched.experiments.testbed_run import RunOptions, _library_rows
+    from commsched.runtime.launch.jobs import JobLayout
+
+    # time dilation 2: the testbed's iterations take 2.2 s, the twin's 2.0 s; both are 1.1 / 1.0 s on the
+    # cluster's scale. Iterations before the profiling window (1 s) are not measured.
+    its = [(0.0, 0.5), *((1.0 + 2.2 * i, 1.0 + 2.2 * (i + 1)) for i in range(4))]
+    run = PolicyRun(
+        policy="p",
+        start=0.0,
+        outputs={"a": [{"iterations": its, "connections": [{"dscp": 10}]}]},
+        decision={"jobs": {"a": {"class": 1, "dscp": 10}}},
+        paths={},
+    )
+    job = JobLayout(id="a", hosts=("h0",), rails=1, gpus=(), compute_s=0.5, overlap=1.0, sync_bytes=1e6,
+                    model=None, listeners=())  # fmt: skip
+    opts = RunOptions(policies=("p",), name="t", rate_scale=1.0, profiling_window_s=1.0, time_scale=2.0)
+    twin = SimpleNamespace(jobs=[SimpleNamespace(id="a", mean_iteration_s=2.0)])
+    tb = SimpleNamespace(scale_bytes=int)
+    row = _library_rows(tb, [job], run, opts, twin, None, twin)["a"]
+    assert row["measured_iteration_s"] == pytest.approx(1.1)
+    assert row["simulated_iteration_s"] == pytest.approx(1.0)
+    assert row["gap"] == pytest.approx(0.1)
+    assert row["iterations_measured"] == 4 and row["dscp_on_sockets"] == [10]
