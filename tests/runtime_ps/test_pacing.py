@@ -9,7 +9,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
@@ -119,7 +118,8 @@ import json, socket, sys, threading, time
 flows, window = int(sys.argv[2]), float(sys.argv[3])
 listener = socket.create_server((sys.argv[1], 0))
 print(listener.getsockname()[1], flush=True)
-socks = [listener.accept()[0] for _ in range(flows)]
+# by source address (host 1 before host 2), not by arrival: under load the processes start in any order
+socks = sorted((listener.accept()[0] for _ in range(flows)), key=lambda s: s.getpeername()[0])
 counts = [0] * flows
 def drain(i, s):
     buf = bytearray(1 << 20)
@@ -167,7 +167,6 @@ def test_a_paced_flow_moves_its_rate_through_a_shaped_nic() -> None:
             for host, rate in ((1, paced_bytes_s), (2, 0.0)):
                 argv = [sys.executable, "-c", SOURCE, fab.host_ip[0], port, str(rate), "3.5"]
                 procs.append(subprocess.Popen(fab.argv(host, argv), text=True))
-                threading.Event().wait(0.05)  # accepted in this order
             got = json.loads(sink.communicate(timeout=30)[0].strip().splitlines()[-1])
         finally:
             for p in procs:
