@@ -2,6 +2,7 @@
 
 * ``commsched ps launch``: run this process's role from ``DMLC_*`` / ``torchrun`` variables, or a whole
   job on loopback (``--local-workers N``) running ``CMD`` as each worker.
+* ``commsched ps transports``: the registered transports and what each does.
 * ``commsched ps bench MODEL``: each transport's measured iteration time on a shaped link beside the
   ``commsched intrajob`` model twin (``--dynamic``: the rate changes during the run).
 """
@@ -26,13 +27,32 @@ ps_app = typer.Typer(help="Parameter-server runtime: BytePS summation service an
 
 
 def _transports(text: str) -> list[Any]:
-    from commsched.runtime.ps.transports import TRANSPORTS, TransportConfig
+    from commsched.runtime.ps.transports import TransportConfig, transport_registry
 
+    known = transport_registry().names()
     names = [t.strip() for t in text.split(",") if t.strip()]
-    bad = [n for n in names if n not in TRANSPORTS]
+    bad = [n for n in names if n not in known]
     if not names or bad:
-        raise InputError(f"{text!r}", where="--transports", expected="a list of " + ", ".join(TRANSPORTS))
+        raise InputError(f"{text!r}", where="--transports", expected="a list of " + ", ".join(known))
     return [TransportConfig.named(n) for n in names]
+
+
+@ps_app.command("transports")
+@user_errors
+def transports_list(
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """List the PS transports (the registry ``--transports`` takes its names from)."""
+    from commsched.runtime.ps.transports import transport_registry
+
+    reg = transport_registry()
+    kinds = [reg.get(n) for n in reg.names()]
+    if json_out:
+        print_json({k.name: {"description": k.description, "prioritized": k.prioritized, "packets": k.packets,
+                             "credit": k.credit} for k in kinds})  # fmt: skip
+        return
+    for k in kinds:
+        stdout_console().print(f"{k.name:<14} {k.description}", markup=False, highlight=False)
 
 
 def _link(loopback: bool, rate_bps: float, workers: int = 1) -> AbstractContextManager[Any]:
