@@ -39,12 +39,17 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 
+## The package (files in pyproject's [tool.mypy]), then the benchmark and analysis scripts, strict too.
 typecheck: $(STAMP)
 	$(BIN)/mypy
+	$(BIN)/mypy benchmarks/*.py
 
-## The whole test suite: lint, strict typing, every test (slow ones included).
+## The whole test suite: lint, strict typing, every test (slow ones included). The timing checks
+## (marker `timing`) run last, serially, with nothing else of the suite running; they print their
+## figures (FIGURE lines) and never skip on load.
 test: sysdeps lint typecheck
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider -m "not timing"
+	$(BIN)/pytest -q -p no:cacheprovider -m timing -s -rs
 
 ## Fast inner loop: skips tests marked slow.
 test-fast: $(STAMP)

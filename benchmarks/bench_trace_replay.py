@@ -46,6 +46,7 @@ import subprocess
 import sys
 import time
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -62,9 +63,15 @@ UTIL_BOUND = 0.005
 JCT_P95_BOUND = 0.02
 
 
+def _shipped_data(name: str) -> dict[str, Any]:
+    data = yamlio.load(shipped_text(name))
+    assert isinstance(data, dict)  # a shipped scenario is a mapping
+    return data
+
+
 def trace_scenario(jobs: int, days: float, seed: int, placement: str = "pack") -> Scenario:
     """``crux-fig23-clos`` with its trace stretched to ``jobs`` over ``days``, placed by ``placement``."""
-    data = yamlio.load(shipped_text("crux-fig23-clos"))
+    data = _shipped_data("crux-fig23-clos")
     data["trace"] = {**data["trace"], "jobs": jobs, "days": days, "seed": seed}
     data["placement"] = placement
     data["horizon_s"] = days * DAY_S
@@ -195,7 +202,7 @@ def scale_scenario(gpus: int, days: float, seed: int, policy: str) -> Scenario:
         raise SystemExit(
             f"--gpus {gpus}: expected a positive multiple of {GPUS_PER_TOR} (4 hosts of 8 GPUs per ToR)"
         )
-    data = yamlio.load(shipped_text("crux-fig23-clos"))
+    data = _shipped_data("crux-fig23-clos")
     data["topology"] = {**data["topology"], "tors": gpus // GPUS_PER_TOR}
     jobs = round(SCALE_JOBS_PER_GPU * gpus)
     data["trace"] = {**data["trace"], "jobs": jobs, "days": TRACE_DAYS, "seed": seed}

@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -71,7 +73,10 @@ def scatter_cables(state: FabricState, fraction: float, seed: int) -> FabricStat
     return commit(state, noise)
 
 
-def timed(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+T = TypeVar("T")
+
+
+def timed(fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
     t0 = time.perf_counter()
     out = fn(*args, **kwargs)
     return out, time.perf_counter() - t0

@@ -54,7 +54,8 @@ PSPA, FULL = "crux-ps-pa", "crux-full"
 
 def _order_signs(classes: Mapping[JobId, int], ids: list[JobId]) -> np.ndarray:
     c = np.array([classes[j] for j in ids])
-    return np.sign(c[:, None] - c[None, :])
+    signs: np.ndarray = np.sign(c[:, None] - c[None, :])
+    return signs
 
 
 def _why(members: list[Any], pairs: set[tuple[JobId, JobId]]) -> str:
@@ -147,7 +148,7 @@ def main() -> None:
             hit = seen.get(key)
             if hit is None:
                 rows, cols, vals = sim_pacing.step_coo(members)
-                coo = {
+                coo: dict[str, Any] = {
                     "rows": rows,
                     "cols": cols,
                     "vals": vals,
@@ -225,7 +226,7 @@ def main() -> None:
         traffics = [r.next_traffic or r.traffic for r in runs]
         if all(t is not None for t in traffics):
             loads = [self._load(t) for t in traffics if t is not None]
-            args = {
+            args: dict[str, Any] = {
                 "loads": loads,
                 "compute_s": np.array([r.spec.profile.compute_s for r in runs]),
                 "overlap": np.array([r.overlap for r in runs]),
@@ -250,7 +251,7 @@ def main() -> None:
 
     sim_fluid.FluidMode._enter = enter  # type: ignore[method-assign]
     sim_pacing.Pacing.reallocate = reallocate  # type: ignore[method-assign]
-    sim_decisions.DecisionApplier._untouched = untouched  # type: ignore[method-assign]
+    sim_decisions.DecisionApplier._untouched = untouched  # type: ignore[method-assign,assignment]
     mode = Mode(args.mode or sc.mode)
     sim = Simulation(
         topology=sc.topology,

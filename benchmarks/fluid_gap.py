@@ -107,7 +107,7 @@ def _replay(
     def decide(orig: Any) -> Any:
         def run(self: sim_decisions.DecisionApplier) -> None:
             trace.in_flight.clear()
-            for i in self._running:
+            for i in sorted(self._order, key=self._order.__getitem__):  # running, in start order
                 r = self._runs[i]
                 # a step may be in flight on these routes now or once a component ahead of the clock
                 # is caught up (a policy sees neither)
@@ -118,7 +118,7 @@ def _replay(
             now, fl = self._kernel.now, self._fluid
             trace.fluid_until(now, tuple(str(self._runs[i].spec.id) for i in fl.state))
             jobs = []
-            for i in self._running:
+            for i in sorted(self._order, key=self._order.__getitem__):  # running, in start order
                 r = self._runs[i]
                 done = fl.state[i][1] if fl.is_fluid(i) else r.iterations_done
                 gpus = tuple(str(g) for g in r.placed.gpus) if r.placed is not None else ()
@@ -148,7 +148,7 @@ def _replay(
 
     def rebuild(orig: Any) -> Any:
         def run(self: sim_decisions.DecisionApplier, comps: Any, keep: Any) -> None:
-            for i in self._running:
+            for i in sorted(self._order, key=self._order.__getitem__):  # running, in start order
                 r = self._runs[i]
                 cur, nxt = r.traffic, r.next_traffic
                 if (
