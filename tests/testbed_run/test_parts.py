@@ -210,7 +210,8 @@ def test_the_twin_gap_is_measured_over_simulated_on_one_time_scale() -> None:
     """A job measured 10 % slower than its twin reports a gap of +0.10, times on the cluster's scale."""
     from types import SimpleNamespace
 
-    from commsched.experiments.testbed_run import RunOptions, _library_rows
+    from commsched.experiments.testbed_run import RunOptions
+    from commsched.experiments.testbed_run.report import Twins, library_rows
     from commsched.runtime.launch.jobs import JobLayout
 
     # time dilation 2: the testbed's iterations take 2.2 s, the twin's 2.0 s; both are 1.1 / 1.0 s on the
@@ -228,7 +229,8 @@ def test_the_twin_gap_is_measured_over_simulated_on_one_time_scale() -> None:
     opts = RunOptions(policies=("p",), name="t", rate_scale=1.0, profiling_window_s=1.0, time_scale=2.0)
     twin = SimpleNamespace(jobs=[SimpleNamespace(id="a", mean_iteration_s=2.0)])
     tb = SimpleNamespace(scale_bytes=int)
-    row = _library_rows(tb, [job], run, opts, twin, None, twin)["a"]
+    twins = Twins(ideal=twin, calibrated=None, used=twin, unknown_paths=0, alpha=None)
+    row = library_rows(tb, [job], run, opts=opts, twins=twins)["a"]
     assert row["measured_iteration_s"] == pytest.approx(1.1)
     assert row["simulated_iteration_s"] == pytest.approx(1.0)
     assert row["gap"] == pytest.approx(0.1)

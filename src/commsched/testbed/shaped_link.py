@@ -70,7 +70,7 @@ class ShapedLink:
         return ["ip", "netns", "exec", ns, *argv]
 
     def _class(
-        self, ns: str, dev: str, verb: str, parent: str, classid: str, rate: float, ceil: float
+        self, ns: str, dev: str, verb: str, *, parent: str, classid: str, rate: float, ceil: float
     ) -> None:
         burst = str(burst_bytes(ceil))
         htb = ["htb", "rate", f"{int(rate)}bit", "ceil", f"{int(ceil)}bit", "burst", burst, "cburst", burst]
@@ -81,10 +81,10 @@ class ShapedLink:
         )
 
     def _shape(self, ns: str, dev: str, rate_bps: float, verb: str) -> None:
-        self._class(ns, dev, verb, "1:", "1:1", rate_bps, rate_bps)
+        self._class(ns, dev, verb, parent="1:", classid="1:1", rate=rate_bps, ceil=rate_bps)
         share = rate_bps / len(self.worker_ips)
         for i in range(len(self.worker_ips)):
-            self._class(ns, dev, verb, "1:1", f"1:{10 + i}", share, rate_bps)
+            self._class(ns, dev, verb, parent="1:1", classid=f"1:{10 + i}", rate=share, ceil=rate_bps)
 
     def set_rate(self, rate_bps: float) -> None:
         """Change both directions' rate in place (``tc class change``)."""

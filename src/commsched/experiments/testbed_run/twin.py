@@ -79,7 +79,7 @@ def _route_index(topology: Topology, key: ConnectionKey, links: tuple[int, ...])
     return None
 
 
-def simulate_twin(
+def simulate_twin(  # noqa: PLR0913  keyword-only: a run's measured facts (paths, classes, windows) 1:1
     scenario: Scenario,
     *,
     policy: str,

@@ -69,10 +69,10 @@ def _start_services(
     tb: Testbed,
     procs: Processes,
     work: Path,
+    *,
     policy: str,
     st: RunSettings,
     table: Path,
-    *,
     enforce: bool,
     hosts: list[str],
 ) -> tuple[Path, str, dict[str, Path]]:
@@ -136,7 +136,7 @@ def _profile_spec(job: JobLayout, k: int, work: Path, st: RunSettings) -> dict[s
     }
 
 
-def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, agent: Path, st: RunSettings) -> Path:
+def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, *, agent: Path, st: RunSettings) -> Path:
     # the rail's shard of the scaled buffer, dilated like the compute (a flat ring: all of it per rank)
     rail_bytes = tb.scale_bytes(job.sync_bytes) * st.time_scale / (1 if job.flat else job.rails)
     flat = (
@@ -298,12 +298,12 @@ def run_policy(
         used = sorted({h for j in jobs for h in j.hosts} | {h for c in commands for h in c.hosts})
         st.say(f"{policy}: starting the daemon and {len(used)} host agents")
         dsock, token, agents = _start_services(
-            tb, procs, work, policy, st, table, enforce=bool(commands), hosts=used
+            tb, procs, work, policy=policy, st=st, table=table, enforce=bool(commands), hosts=used
         )
         names, ready = [], []
         specs = [(job, k, host) for job in jobs for k, host in enumerate(job.hosts)]
         for job, k, host in specs:
-            path = _spec(tb, job, k, work, agents[host], st)
+            path = _spec(tb, job, k, work, agent=agents[host], st=st)
             name = f"job-{job.id}-{k}"
             procs.start(
                 name, tb.exec_argv(host, [*cli_argv()[:1], "-m", "commsched.runtime.jobproc", str(path)])
@@ -325,7 +325,9 @@ def run_policy(
             f"{policy}: {len(jobs) + len(commands)} jobs running: {st.profiling_window_s:g} s profiling "
             f"window, then {st.window_s:g} s measured"
         )
-        ended, link_bytes = wait_run(procs, names, commands, agents, token, st, end_at, tb)
+        ended, link_bytes = wait_run(
+            procs, names, commands, agents=agents, token=token, st=st, end_at=end_at, tb=tb
+        )
         codes = procs.wait_all(names, max(0.0, end_at - time.time()) + 90.0)
         measured = {c.id: cmd.collect(c, agents, token) for c in commands}
         for job_id, data in measured.items():  # kept with the run's files (--keep)
