@@ -6,3 +6,5 @@ PS benches (:mod:`commsched.experiments.ps`) and the analyses of the Crux figure
 is the API's job (:func:`commsched.api.compare`, records in :mod:`commsched.sim.comparison`); this
 package holds no core API and exports no names of its own.
 """
+
+__all__: list[str] = []
