@@ -14,7 +14,7 @@ import pytest
 
 from commsched.experiments.testbed_run import measured_means
 from commsched.experiments.testbed_run.layout import job_layouts
-from commsched.experiments.testbed_run.twin import GOODPUT, simulate_twin, twin_topology
+from commsched.experiments.testbed_run.twin import GOODPUT, TwinFacts, simulate_twin, twin_topology
 from commsched.io.scenario import scenario_from_text
 from commsched.io.shipped import shipped_text
 from commsched.runtime.agent.ports import answer, parse_probe_table
@@ -88,15 +88,15 @@ def test_twin_follows_the_given_paths_and_classes(fig19: Any) -> None:
     topo = fig19.topology
     emulated = {lk.id: lk.capacity_bps * 0.0025 for lk in topo.links if lk.kind.value in ("access", "fabric")}
     base, unknown = simulate_twin(
-        fig19, policy="crux-full", rate_scale=0.0025, emulated=emulated, paths={}, classes={},
-        warmup_s=1.0, window_s=4.0,
+        fig19, policy="crux-full", rate_scale=0.0025, emulated=emulated,
+        facts=TwinFacts(paths={}, classes={}), warmup_s=1.0, window_s=4.0,
     )  # fmt: skip
     assert unknown == 0
     gpt = {str(j.id): j for j in base.jobs}["gpt"]
     assert gpt.mean_iteration_s >= 0.08
     bad = simulate_twin(
         fig19, policy="crux-full", rate_scale=0.0025, emulated=emulated,
-        paths={("gpt", "h0/gpu0", "h4/gpu0"): (1, 2, 3)}, classes={"gpt": 7, "bert1": 0},
+        facts=TwinFacts(paths={("gpt", "h0/gpu0", "h4/gpu0"): (1, 2, 3)}, classes={"gpt": 7, "bert1": 0}),
         warmup_s=1.0, window_s=4.0,
     )[1]  # fmt: skip
     assert bad == 1  # a path the model does not have is counted, not used
@@ -197,8 +197,8 @@ def test_twin_step_latency_lengthens_communication(fig19: Any) -> None:
     its = []
     for alpha in (None, 0.02):
         res, unknown = simulate_twin(
-            fig19, policy="ecmp-fair", rate_scale=0.0025, emulated=emulated, paths=paths, classes={},
-            warmup_s=1.0, window_s=3.0, step_latency_s=alpha,
+            fig19, policy="ecmp-fair", rate_scale=0.0025, emulated=emulated,
+            facts=TwinFacts(paths=paths, classes={}, step_latency_s=alpha), warmup_s=1.0, window_s=3.0,
         )  # fmt: skip
         assert unknown == 0
         its.append({str(j.id): j.mean_iteration_s for j in res.jobs}["gpt"])

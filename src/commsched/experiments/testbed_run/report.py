@@ -14,7 +14,7 @@ from typing import Any
 
 from commsched.experiments.testbed_run.command_report import command_inputs, command_rows
 from commsched.experiments.testbed_run.options import RunOptions
-from commsched.experiments.testbed_run.twin import simulate_twin
+from commsched.experiments.testbed_run.twin import TwinFacts, simulate_twin
 from commsched.io.scenario import Scenario
 from commsched.runtime.launch.jobs import CommandJob, JobLayout
 from commsched.runtime.launch.session import PolicyRun
@@ -72,13 +72,15 @@ def _twins(scenario: Scenario, tb: Any, run: PolicyRun, opts: RunOptions, cmd: A
             policy=run.policy,
             rate_scale=opts.rate_scale,
             emulated=emulated,
-            paths={**run.paths, **cmd.paths},
-            classes=classes,
+            facts=TwinFacts(
+                paths={**run.paths, **cmd.paths},
+                classes=classes,
+                step_latency_s=step_latency_s,
+                measured_jobs=cmd.measured,
+            ),
             warmup_s=opts.profiling_window_s,
             window_s=opts.window_s,
             time_scale=opts.time_scale,
-            step_latency_s=step_latency_s,
-            measured_jobs=cmd.measured,
         )
 
     ideal, unknown = twin(None)
