@@ -273,6 +273,33 @@ def _trace(
     return out
 
 
+def _start_jobs(
+    tb: Testbed, procs: Processes, specs: list[tuple[JobLayout, int, str]], *, agents: dict[str, Path],
+    st: RunSettings,
+) -> list[str]:  # fmt: skip
+    """One job process per (job, host index, host); returns their names once every one listens."""
+    work = procs.logdir
+    names, ready = [], []
+    for job, k, host in specs:
+        path = _spec(tb, job, k, work, agent=agents[host], st=st)
+        name = f"job-{job.id}-{k}"
+        procs.start(name, tb.exec_argv(host, [*cli_argv()[:1], "-m", "commsched.runtime.jobproc", str(path)]))
+        names.append(name)
+        ready.append(work / f"{job.id}-{k}.ready")
+    _wait_files(ready, procs, names, st.start_timeout_s)
+    return names
+
+
+def _go(work: Path, st: RunSettings) -> tuple[float, float]:
+    """Tell every job process when to start and end (the ``go`` file, written atomically)."""
+    start = time.time() + 0.5
+    end_at = start + st.profiling_window_s + st.window_s
+    tmp = work / "go.tmp"
+    tmp.write_text(json.dumps({"start": start, "end_at": end_at}))
+    tmp.replace(work / "go")
+    return start, end_at
+
+
 def run_policy(
     tb: Testbed,
     jobs: list[JobLayout],
@@ -300,27 +327,14 @@ def run_policy(
         dsock, token, agents = _start_services(
             tb, procs, work, policy=policy, st=st, table=table, enforce=bool(commands), hosts=used
         )
-        names, ready = [], []
         specs = [(job, k, host) for job in jobs for k, host in enumerate(job.hosts)]
-        for job, k, host in specs:
-            path = _spec(tb, job, k, work, agent=agents[host], st=st)
-            name = f"job-{job.id}-{k}"
-            procs.start(
-                name, tb.exec_argv(host, [*cli_argv()[:1], "-m", "commsched.runtime.jobproc", str(path)])
-            )
-            names.append(name)
-            ready.append(work / f"{job.id}-{k}.ready")
-        _wait_files(ready, procs, names, st.start_timeout_s)
+        names = _start_jobs(tb, procs, specs, agents=agents, st=st)
         _register(dsock, token, _bodies(jobs, commands), agents, 60.0)
         if commands:
             st.say(f"{policy}: starting {len(commands)} command jobs: {', '.join(c.id for c in commands)}")
             cmd.start_commands(commands, agents, token, work)
             cmd.wait_iterating(commands, agents, token, work, st.start_timeout_s)
-        start = time.time() + 0.5
-        end_at = start + st.profiling_window_s + st.window_s
-        tmp = work / "go.tmp"
-        tmp.write_text(json.dumps({"start": start, "end_at": end_at}))
-        tmp.replace(work / "go")
+        start, end_at = _go(work, st)
         st.say(
             f"{policy}: {len(jobs) + len(commands)} jobs running: {st.profiling_window_s:g} s profiling "
             f"window, then {st.window_s:g} s measured"
