@@ -40,13 +40,18 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks tools
 	$(BIN)/python tools/check_sizes.py
 
+## The package (files in pyproject's [tool.mypy]), then the benchmark and analysis scripts, strict too.
 typecheck: $(STAMP)
 	$(BIN)/mypy
+	$(BIN)/mypy benchmarks/*.py
 
-## The whole test suite: lint, strict typing, every test (slow ones included), then the planted-mutation
-## check (tools/mutants.py: one-line mutants of core modules, each against its tests; about 2 minutes).
+## The whole test suite: lint, strict typing, every test (slow ones included); then the timing checks
+## (marker `timing`) last, serially, with nothing else of the suite running (they print their figures as
+## FIGURE lines and never skip on load); then the planted-mutation check (tools/mutants.py: one-line
+## mutants of core modules, each against its tests; about 2 minutes).
 test: sysdeps lint typecheck
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider -m "not timing"
+	$(BIN)/pytest -q -p no:cacheprovider -m timing -s -rs
 	$(BIN)/python tools/mutants.py
 
 ## The planted-mutation check alone (after an interrupted run: `python tools/mutants.py --restore`).

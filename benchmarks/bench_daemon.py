@@ -268,10 +268,10 @@ def main() -> None:
         f"{rps:.0f} req/s (runs {', '.join(f'{r:.0f}' for r in rates)}); "
         f"target >= {READ_TARGET_RPS:.0f}, ratio to target {rps / READ_TARGET_RPS:.2f}"
     )
-    ref = statistics.median(ref_rates)
+    ref_rps = statistics.median(ref_rates)
     print(
-        f"reference: bare asyncio HTTP responder, same clients, same run: {ref:.0f} req/s "
-        f"(runs {', '.join(f'{r:.0f}' for r in ref_rates)}); daemon / reference {rps / ref:.2f}"
+        f"reference: bare asyncio HTTP responder, same clients, same run: {ref_rps:.0f} req/s "
+        f"(runs {', '.join(f'{r:.0f}' for r in ref_rates)}); daemon / reference {rps / ref_rps:.2f}"
     )
 
 

@@ -91,7 +91,7 @@ def main() -> None:
                     "warmup": a.warmup,
                     "iterations": a.iterations,
                 }
-                ind.append(independent_step_s(job, **kw))  # type: ignore[arg-type]
+                ind.append(independent_step_s(job, **kw))
     p = profile_step(replace(spec, warmup=0, iterations=1))
     print(f"target {a.target} on {p.provenance.device_name}, {a.precision}, {a.threads} thread(s)")
     print(f"{a.rounds} alternated rounds x {a.iterations} timed iterations ({a.warmup} warm-up)")

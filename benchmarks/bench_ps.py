@@ -25,12 +25,12 @@ import time
 
 import numpy as np
 
-from commsched.runtime.ps.bench import JobSpec, run_job
-from commsched.runtime.ps.emulate import EmulatedLayer
-from commsched.runtime.ps.shaped_link import LoopbackLink
+from commsched.experiments.ps.bench import JobSpec, run_job
+from commsched.experiments.ps.emulate import EmulatedLayer
 from commsched.runtime.ps.summation import Summation
 from commsched.runtime.ps.transports import TransportConfig
 from commsched.runtime.ps.wire import new_buffer
+from commsched.testbed.shaped_link import LoopbackLink
 
 PART = 64 << 20  # bytes
 
@@ -122,7 +122,7 @@ def echo_gbps(nbytes: int = 100_000_000, clients: int = 2, rounds: int = 3) -> f
     procs = [ctx.Process(target=_echo_client, args=(port, nbytes, rounds, out)) for _ in range(clients)]
     for p in procs:
         p.start()
-    rates = [r for _ in procs for r in out.get(timeout=120)]
+    rates: list[float] = [float(r) for _ in procs for r in out.get(timeout=120)]
     for p in [*procs, server]:
         p.join(30)
     listener.close()

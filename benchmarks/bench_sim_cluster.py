@@ -26,7 +26,8 @@ MODELS = ("resnet50", "vgg16", "bert-base", "bert-large", "gpt3-crux", "gnmt", "
 def jobs(seed: int = 0) -> list[SimJob]:
     rng = np.random.default_rng(seed)
     sizes = [8, 16, 32, 64, 128, 256]
-    out, total = [], 0
+    out: list[SimJob] = []
+    total = 0
     while len(out) < 30:
         n = int(rng.choice(sizes, p=[0.3, 0.25, 0.2, 0.12, 0.08, 0.05]))
         if total + n > 2048:

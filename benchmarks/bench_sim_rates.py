@@ -43,7 +43,7 @@ def main() -> None:
     assert topo.n_gpus == 2048
     rng = np.random.default_rng(0)
     gpus = topo.gpus
-    paths = []
+    paths: list[list[int]] = []
     while len(paths) < N_FLOWS:
         a, b = rng.choice(len(gpus), 2, replace=False)
         if topo.host_of(gpus[a]).id == topo.host_of(gpus[b]).id:

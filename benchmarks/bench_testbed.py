@@ -51,17 +51,7 @@ def timed_build(topo: Topology, name: str) -> tuple[float, float]:
     return t_up, t_down
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--max-hosts", type=int, default=1024, help="stop the Clos growth at this many hosts")
-    ap.add_argument("--no-clos", action="store_true", help="skip the growing Clos builds")
-    args = ap.parse_args()
-    why = netns.missing_capability()
-    if why is not None:
-        print(f"skipped: {why}")
-        return 0
-    os.environ.setdefault("COMMSCHED_TESTBED_DIR", tempfile.mkdtemp(prefix="csb"))
-    base = f"csb{os.getpid() % 100000}"
+def _crux_builds(base: str) -> None:
     ups, downs = [], []
     for i in range(3):
         u, d = timed_build(crux_testbed(), f"{base}c{i}")
@@ -76,9 +66,12 @@ def main() -> int:
         f"crux_testbed down median {down:6.2f} s of 3 ({', '.join(f'{x:.2f}' for x in downs)}); "
         f"target {DOWN_TARGET_S:.0f} s, ratio {down / DOWN_TARGET_S:.3f}"
     )
+
+
+def _clos_growth(base: str, max_hosts: int) -> None:
     best = None
     for k, (tors, aggs, hpt) in enumerate(CLOS_SIZES):
-        if tors * hpt > args.max_hosts or args.no_clos:
+        if tors * hpt > max_hosts:
             break
         topo = two_layer_clos(tors=tors, aggs=aggs, hosts_per_tor=hpt)
         try:
@@ -93,6 +86,14 @@ def main() -> int:
         if u > LARGEST_WITHIN_S:
             break
         best = (tors, aggs, hpt, len(topo.hosts), u)
+    if best is not None:
+        print(
+            f"largest two-layer Clos built within {LARGEST_WITHIN_S:.0f} s: tors={best[0]} aggs={best[1]} "
+            f"hosts/ToR={best[2]} ({best[3]} hosts) in {best[4]:.1f} s"
+        )
+
+
+def _shaping(base: str) -> None:
     shaped = None
     for k, rate in enumerate(SHAPE_RATES_BPS):
         topo = two_layer_clos(tors=2, aggs=2, hosts_per_tor=1, host_template="single_gpu_nic")
@@ -111,11 +112,23 @@ def main() -> int:
             shaped = rate
     if shaped is not None:
         print(f"highest link rate shaped within {SHAPE_TOLERANCE:.0%}: {shaped / 1e6:.0f} Mbit/s")
-    if best is not None:
-        print(
-            f"largest two-layer Clos built within {LARGEST_WITHIN_S:.0f} s: tors={best[0]} aggs={best[1]} "
-            f"hosts/ToR={best[2]} ({best[3]} hosts) in {best[4]:.1f} s"
-        )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--max-hosts", type=int, default=1024, help="stop the Clos growth at this many hosts")
+    ap.add_argument("--no-clos", action="store_true", help="skip the growing Clos builds")
+    args = ap.parse_args()
+    why = netns.missing_capability()
+    if why is not None:
+        print(f"skipped: {why}")
+        return 0
+    os.environ.setdefault("COMMSCHED_TESTBED_DIR", tempfile.mkdtemp(prefix="csb"))
+    base = f"csb{os.getpid() % 100000}"
+    _crux_builds(base)
+    if not args.no_clos:
+        _clos_growth(base, args.max_hosts)
+    _shaping(base)
     return 0
 
 

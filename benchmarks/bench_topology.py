@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from commsched.topology import NodeKind, Topology, two_layer_clos
+from commsched.topology import NodeId, NodeKind, Topology, two_layer_clos
 from commsched.topology.paths import SWITCH_KINDS
 
 TARGET_S = 1.0
@@ -17,7 +17,7 @@ PARAMS = {"tors": 16, "aggs": 8, "hosts_per_tor": 16, "host_template": "a100_8gp
 
 
 def _tor_pair_nics(topo: Topology) -> list[tuple[str, str]]:
-    first = {}
+    first: dict[NodeId, NodeId] = {}
     for h in topo.hosts:
         first.setdefault(h.tors[0], h.nics[0])
     tors = [t.id for t in topo.nodes_of_kind(NodeKind.TOR)]
@@ -56,7 +56,7 @@ def main() -> None:
     n_nic = sum(len(topo.equal_cost_paths(a, b)) for a, b in pairs)
     t_q = time.perf_counter() - t2
     t3 = time.perf_counter()
-    ref_nic = sum(len(fresh._shortest_paths(a, b, SWITCH_KINDS)) for a, b in pairs)  # type: ignore[arg-type]
+    ref_nic = sum(len(fresh._shortest_paths(a, b, SWITCH_KINDS)) for a, b in pairs)  # type: ignore[arg-type,misc]
     t_rq = time.perf_counter() - t3
     assert ref_nic == n_nic
     print(

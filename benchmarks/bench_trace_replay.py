@@ -46,10 +46,11 @@ import subprocess
 import sys
 import time
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
-from commsched.experiments.runner import simulate_scenario
+from commsched.api.runner import simulate_scenario
 from commsched.io import yamlio
 from commsched.io.scenario import Scenario, scenario_from_data
 from commsched.io.shipped import shipped_text
@@ -62,12 +63,18 @@ UTIL_BOUND = 0.005
 JCT_P95_BOUND = 0.02
 
 
+def _shipped_data(name: str) -> dict[str, Any]:
+    data = yamlio.load(shipped_text(name))
+    assert isinstance(data, dict)  # a shipped scenario is a mapping
+    return data
+
+
 def trace_scenario(
     jobs: int, days: float, seed: int, placement: str = "pack", fluid_min_jobs: int | None = None
 ) -> Scenario:
     """``crux-fig23-clos`` with its trace stretched to ``jobs`` over ``days``, placed by ``placement``
     (``fluid_min_jobs``: the scenario key of that name, when given)."""
-    data = yamlio.load(shipped_text("crux-fig23-clos"))
+    data = _shipped_data("crux-fig23-clos")
     if fluid_min_jobs is not None:
         data["fluid_min_jobs"] = fluid_min_jobs
     data["trace"] = {**data["trace"], "jobs": jobs, "days": days, "seed": seed}
@@ -202,7 +209,7 @@ def scale_scenario(
         raise SystemExit(
             f"--gpus {gpus}: expected a positive multiple of {GPUS_PER_TOR} (4 hosts of 8 GPUs per ToR)"
         )
-    data = yamlio.load(shipped_text("crux-fig23-clos"))
+    data = _shipped_data("crux-fig23-clos")
     data["topology"] = {**data["topology"], "tors": gpus // GPUS_PER_TOR}
     jobs = round(SCALE_JOBS_PER_GPU * gpus)
     data["trace"] = {**data["trace"], "jobs": jobs, "days": TRACE_DAYS, "seed": seed}

@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -71,10 +73,38 @@ def scatter_cables(state: FabricState, fraction: float, seed: int) -> FabricStat
     return commit(state, noise)
 
 
-def timed(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+T = TypeVar("T")
+
+
+def timed(fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
     t0 = time.perf_counter()
     out = fn(*args, **kwargs)
     return out, time.perf_counter() - t0
+
+
+def _per_shape(state: FabricState, shapes: Sequence[tuple[int, int]]) -> None:
+    """The ILP per shape (presolve on and off) against brute force on small shapes, until one fits."""
+    for nl, s in shapes:
+        pr = clos_problem(state, nl, s)
+        ilp, t_ilp = timed(solve_clos_ilp, pr)
+        ilp_np, t_np = timed(solve_clos_ilp, pr, presolve=False)
+        print(
+            f"  shape ({nl}, {s}): ILP {t_ilp:.3f} s (ratio to 1 s: {t_ilp / TARGET_S:.3f}); "
+            f"presolve off {t_np:.3f} s; cost {ilp.cost if ilp else None} / {ilp_np.cost if ilp_np else None}"
+        )
+        usable = int(pr.leaf_ok.sum())
+        if nl <= 4:
+            ref, t_ref = timed(brute_force_clos, pr)
+            same = (ref is None) == (ilp is None) and (
+                ref is None or ilp is None or abs(ref.cost - ilp.cost) < 1e-6
+            )
+            print(
+                f"  shape ({nl}, {s}): brute force over C({usable},{nl}) leaf sets {t_ref:.3f} s; "
+                f"cost {ref.cost if ref else None}; agrees with ILP: {same}; "
+                f"ILP speed-up x{t_ref / max(t_ilp, 1e-9):.1f}"
+            )
+        if ilp is not None:
+            break
 
 
 def main() -> None:
@@ -104,27 +134,7 @@ def main() -> None:
             f"-> {placement.shape if placement else 'infeasible'}; "
             f"ratio to 1 s target: {t_place / TARGET_S:.3f}"
         )
-    for nl, s in shapes:
-        pr = clos_problem(state, nl, s)
-        ilp, t_ilp = timed(solve_clos_ilp, pr)
-        ilp_np, t_np = timed(solve_clos_ilp, pr, presolve=False)
-        print(
-            f"  shape ({nl}, {s}): ILP {t_ilp:.3f} s (ratio to 1 s: {t_ilp / TARGET_S:.3f}); "
-            f"presolve off {t_np:.3f} s; cost {ilp.cost if ilp else None} / {ilp_np.cost if ilp_np else None}"
-        )
-        usable = int(pr.leaf_ok.sum())
-        if nl <= 4:
-            ref, t_ref = timed(brute_force_clos, pr)
-            same = (ref is None) == (ilp is None) and (
-                ref is None or ilp is None or abs(ref.cost - ilp.cost) < 1e-6
-            )
-            print(
-                f"  shape ({nl}, {s}): brute force over C({usable},{nl}) leaf sets {t_ref:.3f} s; "
-                f"cost {ref.cost if ref else None}; agrees with ILP: {same}; "
-                f"ILP speed-up x{t_ref / max(t_ilp, 1e-9):.1f}"
-            )
-        if ilp is not None:
-            break
+    _per_shape(state, shapes)
     ocs_fabric = replace(FABRIC, ocs_groups=4)
     ocs_state = FabricState(
         fabric=ocs_fabric,

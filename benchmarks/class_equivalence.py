@@ -54,7 +54,8 @@ PSPA, FULL = "crux-ps-pa", "crux-full"
 
 def _order_signs(classes: Mapping[JobId, int], ids: list[JobId]) -> np.ndarray:
     c = np.array([classes[j] for j in ids])
-    return np.sign(c[:, None] - c[None, :])
+    signs: np.ndarray = np.sign(c[:, None] - c[None, :])
+    return signs
 
 
 def _why(members: list[Any], pairs: set[tuple[JobId, JobId]]) -> str:
@@ -71,6 +72,195 @@ def _why(members: list[Any], pairs: set[tuple[JobId, JobId]]) -> str:
     return " and ".join(sorted(out)) or "no pair outside the DAG"
 
 
+class _Check:
+    """The counters of one instrumented replay and the state its wrappers share."""
+
+    def __init__(self, run: str, dump: int, n_links: int) -> None:
+        self.run, self.other, self.dump = run, (FULL if run == PSPA else PSPA), dump
+        self.plans = communication_plans()
+        self.everything = np.ones(n_links, dtype=bool)
+        self.st: Counter[str] = Counter()
+        self.worst: dict[str, float] = {"rel": 0.0}
+        self.alt: dict[JobId, int] = {}  # the other policy's classes at the latest decision
+        self.now_classes: dict[JobId, int] = {}  # the applied policy's classes at the latest decision
+        self.prev: dict[str, dict[JobId, int]] = {PSPA: {}, FULL: {}}
+        self.pairs: set[tuple[JobId, JobId]] = set()  # pairs sharing a link under the latest routes
+        self.seen: dict[tuple[Any, ...], tuple[float, str]] = {}
+
+    def relabels(self, name: str, classes: Mapping[JobId, int]) -> None:
+        old = self.prev[name]
+        ids = [j for j in classes if j in old]
+        self.st[f"{name} jobs"] += len(ids)
+        if ids:
+            moved = np.array([classes[j] != old[j] for j in ids])
+            same_order = np.all(_order_signs(classes, ids) == _order_signs(old, ids), axis=1)
+            self.st[f"{name} relabels"] += int(moved.sum())
+            self.st[f"{name} relabels, order kept"] += int((moved & same_order).sum())
+        self.prev[name] = dict(classes)
+
+    def _pairs(self, state: ClusterState, mine: Decisions, cls: Mapping[str, Decisions]) -> None:
+        ids = [j.id for j in state.jobs]
+        pspa = {j: cls[PSPA].class_of(j) for j in ids}
+        full = {j: cls[FULL].class_of(j) for j in ids}
+        self.relabels(PSPA, pspa)
+        self.relabels(FULL, full)
+        self.pairs.clear()
+        if len(ids) > 1:
+            facts = [job_facts(state.topology, j, mine.routes, self.everything) for j in state.jobs]
+            share = contention_matrix(state.topology, facts, self.everything)
+            a, b = np.triu_indices(len(ids), 1)
+            edge = share[a, b]
+            su, sf = _order_signs(pspa, ids)[a, b], _order_signs(full, ids)[a, b]
+            self.st["contending pairs"] += int(edge.sum())
+            self.st["pairs merged"] += int((edge & (sf == 0) & (su != 0)).sum())
+            self.st["pairs inverted"] += int((edge & (sf * su < 0)).sum())
+            self.pairs.update((ids[i], ids[k]) for i, k in zip(*np.nonzero(share), strict=True))
+
+    def policy(self, state: ClusterState, ctx: PolicyContext) -> Decisions:
+        """The ``--run`` policy's decisions, with the other policy's computed beside them and counted."""
+        mine = self.plans[self.run](state, ctx).decisions
+        theirs = self.plans[self.other](state, ctx).decisions
+        self.st["decisions"] += 1
+        self.st["routes differ"] += int(dict(mine.routes) != dict(theirs.routes))
+        self.st["rankings differ"] += int(dict(mine.ranking) != dict(theirs.ranking))
+        cls = {PSPA: mine if self.run == PSPA else theirs, FULL: theirs if self.run == PSPA else mine}
+        self._pairs(state, mine, cls)
+        ids = [j.id for j in state.jobs]
+        self.alt.clear()
+        self.alt.update({j: theirs.class_of(j) for j in ids})
+        self.now_classes.clear()
+        self.now_classes.update({j: mine.class_of(j) for j in ids})
+        return mine
+
+    def allocation(self, pacing: sim_pacing.Pacing, members: list[Any]) -> tuple[float, str]:
+        """One allocation under both class maps: the largest relative pace difference, and which side
+        moves more intensity-weighted bytes."""
+        rows, cols, vals = sim_pacing.step_coo(members)
+        coo: dict[str, Any] = {
+            "rows": rows,
+            "cols": cols,
+            "vals": vals,
+            "n_groups": len(members),
+            "capacity": pacing.capacity_bytes_per_s,
+        }
+        p1 = max_min_rates_coo(**coo, classes=np.array([r.priority_class for r in members]))
+        p2 = max_min_rates_coo(**coo, classes=np.array([self.alt.get(r.spec.id, 0) for r in members]))
+        rel = float(np.max(np.abs(p1 - p2) / np.maximum(np.maximum(p1, p2), 1e-300)))
+        # Crux's aim: intensity-weighted bytes per second (GPU work the transfers unblock)
+        rate = np.array(
+            [
+                r.intensity * float(np.sum(s.bytes_per_rep)) / s.max_flow_bytes
+                for r in members
+                if r.traffic is not None
+                for s in (r.traffic.steps[r.step],)
+            ]
+        )
+        w_full, w_pspa = (rate @ p1, rate @ p2) if self.run == FULL else (rate @ p2, rate @ p1)
+        side = "more" if w_full > w_pspa * (1 + 1e-9) else "less" if w_pspa > w_full * (1 + 1e-9) else "as"
+        self.st["distinct allocations"] += 1
+        self.st["distinct allocations with a different pace"] += int(rel > 1e-9)
+        if rel > 1e-9:
+            why = _why(members, self.pairs)
+            self.st[f"differing allocations: {why}"] += 1
+            self.st[f"differing allocations, {FULL} moving {side} intensity-weighted bytes"] += 1
+            if self.st["distinct allocations with a different pace"] <= self.dump:
+                print(f"t={pacing._kernel.now:.1f} s: {why}; paces {p1.tolist()} / {p2.tolist()}")
+                for r in members:
+                    print(
+                        f"  {r.spec.id} class {r.priority_class}/{self.alt.get(r.spec.id, 0)} "
+                        f"stale route {r.traffic is not r.next_traffic}"
+                    )
+        return rel, side
+
+    def count_allocation(self, rel: float, side: str) -> None:
+        self.st["allocations"] += 1
+        self.st["allocations with a different pace"] += int(rel > 1e-9)
+        if rel > 1e-9:
+            self.st[f"allocations with a different pace, {FULL} moving {side} intensity-weighted bytes"] += 1
+        self.worst["rel"] = max(self.worst["rel"], rel)
+
+
+def _reallocate(check: _Check, original: Any) -> Any:
+    """Every rate allocation is also computed under the other policy's classes."""
+
+    def reallocate(self: sim_pacing.Pacing, comp: int) -> None:
+        members = [self._runs[i] for i in self.components.get(comp, ()) if self._runs[i].active]
+        if len(members) > 1:
+            for r in members:
+                self.settle(r)
+            key = tuple(
+                (id(r.traffic), r.step, r.priority_class, check.alt.get(r.spec.id, 0)) for r in members
+            )
+            hit = check.seen.get(key)
+            if hit is None:
+                hit = check.seen[key] = check.allocation(self, members)
+            check.count_allocation(*hit)
+        original(self, comp)
+
+    return reallocate
+
+
+def _untouched(check: _Check, original: Any) -> Any:
+    """Count the components reset only because class numbers changed (and whether their order did)."""
+
+    def untouched(
+        self: sim_decisions.DecisionApplier, comps: list[list[int]], changed: set[int], *rest: Any
+    ) -> dict[tuple[int, ...], int]:
+        keep: dict[tuple[int, ...], int] = original(self, comps, changed, *rest)
+        old = {tuple(idxs) for idxs in self._pacing.components.values()}
+        for idxs in comps:
+            if len(idxs) < 2 or tuple(idxs) not in old or tuple(idxs) in keep or changed.intersection(idxs):
+                continue
+            # reset only because class numbers changed: did the order among its jobs change?
+            ids = [self._runs[i].spec.id for i in idxs]
+            before = {self._runs[i].spec.id: self._runs[i].priority_class for i in idxs}
+            after = {j: check.now_classes[j] for j in ids}
+            kept = bool(np.all(_order_signs(before, ids) == _order_signs(after, ids)))
+            check.st["components reset by a class change"] += 1
+            check.st["components reset by a class change, order kept"] += int(kept)
+        return keep
+
+    return untouched
+
+
+def _enter(check: _Check, original: Any) -> Any:
+    """Every fluid steady state (fast mode, large components) is also solved under the other classes."""
+
+    def enter(self: sim_fluid.FluidMode, idxs: list[int], now: float) -> bool:
+        runs = [self._runs[i] for i in idxs]
+        traffics = [r.next_traffic or r.traffic for r in runs]
+        if all(t is not None for t in traffics):
+            _fluid_both_ways(check, self, runs, [self._load(t) for t in traffics if t is not None])
+        return bool(original(self, idxs, now))
+
+    return enter
+
+
+def _fluid_both_ways(check: _Check, fluid: sim_fluid.FluidMode, runs: list[Any], loads: list[Any]) -> None:
+    st = check.st
+    solve: dict[str, Any] = {
+        "loads": loads,
+        "compute_s": np.array([r.spec.profile.compute_s for r in runs]),
+        "overlap": np.array([r.overlap for r in runs]),
+        "capacity_bytes_per_s": fluid._cap,
+    }
+    t1 = sim_fluid.fluid_periods(**solve, classes=np.array([r.priority_class for r in runs]))
+    t2 = sim_fluid.fluid_periods(**solve, classes=np.array([check.alt.get(r.spec.id, 0) for r in runs]))
+    st["fluid solves"] += 1
+    if (t1 is None) != (t2 is None):
+        st["fluid solves converging under one class map only"] += 1
+    elif t1 is not None and t2 is not None:
+        rel = float(np.max(np.abs(t1 - t2) / np.maximum(t1, t2)))
+        check.worst["fluid"] = max(check.worst.get("fluid", 0.0), rel)
+        st["fluid solves with a different period"] += int(rel > 1e-9)
+    same = [(r.spec.id, q.spec.id) for k, r in enumerate(runs) for q in runs[k + 1 :]]
+    st["fluid same-class pairs sharing a link"] += sum(
+        1
+        for a, b in same
+        if check.now_classes[a] == check.now_classes[b] and ((a, b) in check.pairs or (b, a) in check.pairs)
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("scenario")
@@ -83,179 +273,15 @@ def main() -> None:
     ap.add_argument("--dump", type=int, default=0, help="print the first DUMP allocations that differ")
     args = ap.parse_args()
     sc = windowed_scenario(args.scenario, args.hours, args.jitter_s, args.jitter_seed)
-    other = FULL if args.run == PSPA else PSPA
-    plans = communication_plans()
-    everything = np.ones(len(sc.topology.links), dtype=bool)
-    st: Counter[str] = Counter()
-    worst: dict[str, float] = {"rel": 0.0}
-    alt: dict[JobId, int] = {}  # the other policy's classes at the latest decision
-    now_classes: dict[JobId, int] = {}  # the applied policy's classes at the latest decision
-    prev: dict[str, dict[JobId, int]] = {PSPA: {}, FULL: {}}
-    pairs: set[tuple[JobId, JobId]] = set()  # the pairs sharing a link under the latest decision's routes
-
-    def relabels(name: str, classes: Mapping[JobId, int]) -> None:
-        old = prev[name]
-        ids = [j for j in classes if j in old]
-        st[f"{name} jobs"] += len(ids)
-        if ids:
-            moved = np.array([classes[j] != old[j] for j in ids])
-            same_order = np.all(_order_signs(classes, ids) == _order_signs(old, ids), axis=1)
-            st[f"{name} relabels"] += int(moved.sum())
-            st[f"{name} relabels, order kept"] += int((moved & same_order).sum())
-        prev[name] = dict(classes)
-
-    def policy(state: ClusterState, ctx: PolicyContext) -> Decisions:
-        mine = plans[args.run](state, ctx).decisions
-        theirs = plans[other](state, ctx).decisions
-        st["decisions"] += 1
-        st["routes differ"] += int(dict(mine.routes) != dict(theirs.routes))
-        st["rankings differ"] += int(dict(mine.ranking) != dict(theirs.ranking))
-        ids = [j.id for j in state.jobs]
-        cls = {PSPA: mine if args.run == PSPA else theirs, FULL: theirs if args.run == PSPA else mine}
-        pspa = {j: cls[PSPA].class_of(j) for j in ids}
-        full = {j: cls[FULL].class_of(j) for j in ids}
-        relabels(PSPA, pspa)
-        relabels(FULL, full)
-        if len(ids) > 1:
-            facts = [job_facts(state.topology, j, mine.routes, everything) for j in state.jobs]
-            share = contention_matrix(state.topology, facts, everything)
-            a, b = np.triu_indices(len(ids), 1)
-            edge = share[a, b]
-            su, sf = _order_signs(pspa, ids)[a, b], _order_signs(full, ids)[a, b]
-            st["contending pairs"] += int(edge.sum())
-            st["pairs merged"] += int((edge & (sf == 0) & (su != 0)).sum())
-            st["pairs inverted"] += int((edge & (sf * su < 0)).sum())
-        pairs.clear()
-        if len(ids) > 1:
-            pairs.update((ids[i], ids[k]) for i, k in zip(*np.nonzero(share), strict=True))
-        alt.clear()
-        alt.update({j: theirs.class_of(j) for j in ids})
-        now_classes.clear()
-        now_classes.update({j: mine.class_of(j) for j in ids})
-        return mine
-
-    # instrument the engine: every rate allocation is also computed under the other policy's classes
-    original_reallocate = sim_pacing.Pacing.reallocate
-    seen: dict[tuple[Any, ...], tuple[float, str]] = {}
-
-    def reallocate(self: sim_pacing.Pacing, comp: int) -> None:
-        members = [self._runs[i] for i in self.components.get(comp, ()) if self._runs[i].active]
-        if len(members) > 1:
-            for r in members:
-                self.settle(r)
-            key = tuple((id(r.traffic), r.step, r.priority_class, alt.get(r.spec.id, 0)) for r in members)
-            hit = seen.get(key)
-            if hit is None:
-                rows, cols, vals = sim_pacing.step_coo(members)
-                coo = {
-                    "rows": rows,
-                    "cols": cols,
-                    "vals": vals,
-                    "n_groups": len(members),
-                    "capacity": self.capacity_bytes_per_s,
-                }
-                p1 = max_min_rates_coo(**coo, classes=np.array([r.priority_class for r in members]))
-                p2 = max_min_rates_coo(**coo, classes=np.array([alt.get(r.spec.id, 0) for r in members]))
-                rel = float(np.max(np.abs(p1 - p2) / np.maximum(np.maximum(p1, p2), 1e-300)))
-                # Crux's aim: intensity-weighted bytes per second (GPU work the transfers unblock)
-                rate = np.array(
-                    [
-                        r.intensity * float(np.sum(s.bytes_per_rep)) / s.max_flow_bytes
-                        for r in members
-                        if r.traffic is not None
-                        for s in (r.traffic.steps[r.step],)
-                    ]
-                )
-                w_full, w_pspa = (rate @ p1, rate @ p2) if args.run == FULL else (rate @ p2, rate @ p1)
-                side = (
-                    "more"
-                    if w_full > w_pspa * (1 + 1e-9)
-                    else "less"
-                    if w_pspa > w_full * (1 + 1e-9)
-                    else "as"
-                )
-                seen[key] = hit = (rel, side)
-                st["distinct allocations"] += 1
-                st["distinct allocations with a different pace"] += int(rel > 1e-9)
-                if rel > 1e-9:
-                    why = _why(members, pairs)
-                    st[f"differing allocations: {why}"] += 1
-                    st[f"differing allocations, {FULL} moving {side} intensity-weighted bytes"] += 1
-                    if st["distinct allocations with a different pace"] <= args.dump:
-                        print(f"t={self._kernel.now:.1f} s: {why}; paces {p1.tolist()} / {p2.tolist()}")
-                        for r in members:
-                            print(
-                                f"  {r.spec.id} class {r.priority_class}/{alt.get(r.spec.id, 0)} "
-                                f"stale route {r.traffic is not r.next_traffic}"
-                            )
-            rel, side = hit
-            st["allocations"] += 1
-            st["allocations with a different pace"] += int(rel > 1e-9)
-            if rel > 1e-9:
-                st[f"allocations with a different pace, {FULL} moving {side} intensity-weighted bytes"] += 1
-            worst["rel"] = max(worst["rel"], rel)
-        original_reallocate(self, comp)
-
-    original_untouched = sim_decisions.DecisionApplier._untouched
-
-    def untouched(
-        self: sim_decisions.DecisionApplier, comps: list[list[int]], changed: set[int], *rest: Any
-    ) -> dict[tuple[int, ...], int]:
-        keep = original_untouched(self, comps, changed, *rest)
-        old = {tuple(idxs) for idxs in self._pacing.components.values()}
-        for idxs in comps:
-            if len(idxs) < 2 or tuple(idxs) not in old or tuple(idxs) in keep:
-                continue
-            if changed.intersection(idxs):
-                continue
-            # reset only because class numbers changed: did the order among its jobs change?
-            ids = [self._runs[i].spec.id for i in idxs]
-            before = {self._runs[i].spec.id: self._runs[i].priority_class for i in idxs}
-            after = {j: now_classes[j] for j in ids}
-            kept = bool(np.all(_order_signs(before, ids) == _order_signs(after, ids)))
-            st["components reset by a class change"] += 1
-            st["components reset by a class change, order kept"] += int(kept)
-        return keep
-
-    # and every fluid steady state (fast mode, large components) is also solved under the other classes
-    original_enter = sim_fluid.FluidMode._enter
-
-    def enter(self: sim_fluid.FluidMode, idxs: list[int], now: float) -> bool:
-        runs = [self._runs[i] for i in idxs]
-        traffics = [r.next_traffic or r.traffic for r in runs]
-        if all(t is not None for t in traffics):
-            loads = [self._load(t) for t in traffics if t is not None]
-            args = {
-                "loads": loads,
-                "compute_s": np.array([r.spec.profile.compute_s for r in runs]),
-                "overlap": np.array([r.overlap for r in runs]),
-                "capacity_bytes_per_s": self._cap,
-            }
-            t1 = sim_fluid.fluid_periods(**args, classes=np.array([r.priority_class for r in runs]))
-            t2 = sim_fluid.fluid_periods(**args, classes=np.array([alt.get(r.spec.id, 0) for r in runs]))
-            st["fluid solves"] += 1
-            if (t1 is None) != (t2 is None):
-                st["fluid solves converging under one class map only"] += 1
-            elif t1 is not None and t2 is not None:
-                rel = float(np.max(np.abs(t1 - t2) / np.maximum(t1, t2)))
-                worst["fluid"] = max(worst.get("fluid", 0.0), rel)
-                st["fluid solves with a different period"] += int(rel > 1e-9)
-            same = [(r.spec.id, q.spec.id) for k, r in enumerate(runs) for q in runs[k + 1 :]]
-            st["fluid same-class pairs sharing a link"] += sum(
-                1
-                for a, b in same
-                if now_classes[a] == now_classes[b] and ((a, b) in pairs or (b, a) in pairs)
-            )
-        return original_enter(self, idxs, now)
-
-    sim_fluid.FluidMode._enter = enter  # type: ignore[method-assign]
-    sim_pacing.Pacing.reallocate = reallocate  # type: ignore[method-assign]
-    sim_decisions.DecisionApplier._untouched = untouched  # type: ignore[method-assign]
+    check = _Check(args.run, args.dump, len(sc.topology.links))
+    sim_fluid.FluidMode._enter = _enter(check, sim_fluid.FluidMode._enter)  # type: ignore[method-assign]
+    sim_pacing.Pacing.reallocate = _reallocate(check, sim_pacing.Pacing.reallocate)  # type: ignore[method-assign]
+    sim_decisions.DecisionApplier._untouched = _untouched(check, sim_decisions.DecisionApplier._untouched)  # type: ignore[method-assign]
     mode = Mode(args.mode or sc.mode)
     sim = Simulation(
         topology=sc.topology,
         jobs=[SimJob(spec=j.spec, gpus=j.gpu_ids) for j in sc.jobs],
-        policy=policy,
+        policy=check.policy,
         placement=placement_registry().get(sc.placement, where="placement"),
         config=SimConfig(
             horizon_s=sc.horizon_s,
@@ -274,11 +300,11 @@ def main() -> None:
         f"{sc.name} ({len(sc.jobs)} jobs, {sc.horizon_s / 3600:g} h, {mode.value}), replay of {args.run}: "
         f"utilisation {res.gpu_utilization:.4f} ({time.process_time() - c0:.0f} CPU-s)"
     )
-    for k, v in st.items():
+    for k, v in check.st.items():
         print(f"  {k}: {v}")
-    print(f"  largest relative pace difference: {worst['rel']:.3g}")
-    if "fluid" in worst:
-        print(f"  largest relative fluid period difference: {worst['fluid']:.3g}")
+    print(f"  largest relative pace difference: {check.worst['rel']:.3g}")
+    if "fluid" in check.worst:
+        print(f"  largest relative fluid period difference: {check.worst['fluid']:.3g}")
 
 
 if __name__ == "__main__":

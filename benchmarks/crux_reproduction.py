@@ -28,9 +28,10 @@ import math
 import time
 from dataclasses import replace
 
-from commsched.experiments.compare import Comparison, compare, throughput_loss
+from commsched.api.comparing import compare_named as compare
 from commsched.io.scenario import Scenario
 from commsched.io.shipped import resolve_scenario
+from commsched.sim.comparison import Comparison, throughput_loss
 from commsched.sim.records import SimResult
 
 PARTS = ("testbed", "fig23", "jobsched", "fairness")

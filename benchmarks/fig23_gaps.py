@@ -1,6 +1,6 @@
 """Attribute the utilisation gap between two policies on a scenario to the jobs that make it.
 
-Runs both policies (``commsched.experiments.compare``), then prints: the utilisation difference; the
+Runs both policies (``commsched.api.comparing``), then prints: the utilisation difference; the
 busy GPU-seconds gained and lost per job (their sum is the difference times GPUs x horizon); the split
 between jobs within one ToR and jobs spanning ToRs; the largest losers and gainers with their class,
 intensity and throughput loss under each policy; and the per-job loss distribution of each.
@@ -17,9 +17,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from commsched.experiments.compare import LossDistribution, compare, throughput_loss
+from commsched.api.comparing import compare_named as compare
 from commsched.io.scenario import Scenario
 from commsched.io.shipped import resolve_scenario
+from commsched.sim.comparison import LossDistribution, throughput_loss
 from commsched.sim.records import JobResult
 from commsched.topology import Topology
 

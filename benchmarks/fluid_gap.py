@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from commsched.api import runner
 from commsched.catalog import placement_registry, policy_registry
-from commsched.experiments import runner
 from commsched.io.scenario import Scenario
 from commsched.scheduling import policies_common
 from commsched.sim import decisions as sim_decisions
@@ -93,6 +93,69 @@ def _with_routes_in_flight(in_flight: dict[str, NDArray[np.int64]]) -> Any:
     return make
 
 
+def _running(applier: sim_decisions.DecisionApplier) -> list[int]:
+    """The running jobs' indices, in start order."""
+    return sorted(applier._order, key=applier._order.__getitem__)
+
+
+def _decide(trace: Trace, orig: Any) -> Any:
+    def run(self: sim_decisions.DecisionApplier) -> None:
+        trace.in_flight.clear()
+        for i in _running(self):
+            r = self._runs[i]
+            # a step may be in flight on these routes now or once a component ahead of the clock
+            # is caught up (a policy sees neither)
+            now_routes = [t.link_ids for t in (r.traffic, r.next_traffic) if t is not None]
+            if now_routes:
+                trace.in_flight[str(r.spec.id)] = np.unique(np.concatenate(now_routes)).astype(np.int64)
+        orig(self)
+        now, fl = self._kernel.now, self._fluid
+        trace.fluid_until(now, tuple(str(self._runs[i].spec.id) for i in fl.state))
+        jobs = []
+        for i in _running(self):
+            r = self._runs[i]
+            done = fl.state[i][1] if fl.is_fluid(i) else r.iterations_done
+            gpus = tuple(str(g) for g in r.placed.gpus) if r.placed is not None else ()
+            jobs.append((str(r.spec.id), gpus, int(done + 1e-9)))
+        trace.digests.append((now, tuple(sorted(jobs))))
+
+    return run
+
+
+def _enter(trace: Trace, orig: Any) -> Any:
+    def run(self: sim_fluid.FluidMode, idxs: list[int], now: float) -> bool:
+        fresh = sum(1 for i in idxs if not self.is_fluid(i))
+        ok = bool(orig(self, idxs, now))
+        trace.fluid["solves"] += 1
+        trace.fluid["solves that failed (left in detail)"] += int(not ok)
+        trace.fluid["jobs entering"] += fresh if ok else 0
+        trace.fluid["largest fluid component"] = max(trace.fluid["largest fluid component"], len(idxs))
+        return ok
+
+    return run
+
+
+def _leave(trace: Trace, orig: Any) -> Any:
+    def run(self: sim_fluid.FluidMode, r: Any, now: float) -> None:
+        trace.fluid["jobs leaving"] += 1
+        orig(self, r, now)
+
+    return run
+
+
+def _rebuild(trace: Trace, orig: Any) -> Any:
+    def run(self: sim_decisions.DecisionApplier, comps: Any, keep: Any) -> None:
+        for i in _running(self):
+            r = self._runs[i]
+            cur, nxt = r.traffic, r.next_traffic
+            if cur is not None and nxt is not None and cur is not nxt and len(cur.steps) == len(nxt.steps):
+                r.traffic = nxt  # the step in flight goes on, on its new links
+                trace.fluid["steps moved to new routes"] += 1
+        orig(self, comps, keep)
+
+    return run
+
+
 def _replay(
     sc: Scenario, policy: str, fluid_min_jobs: int, at_once: bool, dag_in_flight: bool
 ) -> tuple[SimResult, Trace]:
@@ -104,70 +167,11 @@ def _replay(
         originals[(owner, name)] = getattr(owner, name)
         setattr(owner, name, make(originals[(owner, name)]))
 
-    def decide(orig: Any) -> Any:
-        def run(self: sim_decisions.DecisionApplier) -> None:
-            trace.in_flight.clear()
-            for i in self._running:
-                r = self._runs[i]
-                # a step may be in flight on these routes now or once a component ahead of the clock
-                # is caught up (a policy sees neither)
-                now_routes = [t.link_ids for t in (r.traffic, r.next_traffic) if t is not None]
-                if now_routes:
-                    trace.in_flight[str(r.spec.id)] = np.unique(np.concatenate(now_routes)).astype(np.int64)
-            orig(self)
-            now, fl = self._kernel.now, self._fluid
-            trace.fluid_until(now, tuple(str(self._runs[i].spec.id) for i in fl.state))
-            jobs = []
-            for i in self._running:
-                r = self._runs[i]
-                done = fl.state[i][1] if fl.is_fluid(i) else r.iterations_done
-                gpus = tuple(str(g) for g in r.placed.gpus) if r.placed is not None else ()
-                jobs.append((str(r.spec.id), gpus, int(done + 1e-9)))
-            trace.digests.append((now, tuple(sorted(jobs))))
-
-        return run
-
-    def enter(orig: Any) -> Any:
-        def run(self: sim_fluid.FluidMode, idxs: list[int], now: float) -> bool:
-            fresh = sum(1 for i in idxs if not self.is_fluid(i))
-            ok = bool(orig(self, idxs, now))
-            trace.fluid["solves"] += 1
-            trace.fluid["solves that failed (left in detail)"] += int(not ok)
-            trace.fluid["jobs entering"] += fresh if ok else 0
-            trace.fluid["largest fluid component"] = max(trace.fluid["largest fluid component"], len(idxs))
-            return ok
-
-        return run
-
-    def leave(orig: Any) -> Any:
-        def run(self: sim_fluid.FluidMode, r: Any, now: float) -> None:
-            trace.fluid["jobs leaving"] += 1
-            orig(self, r, now)
-
-        return run
-
-    def rebuild(orig: Any) -> Any:
-        def run(self: sim_decisions.DecisionApplier, comps: Any, keep: Any) -> None:
-            for i in self._running:
-                r = self._runs[i]
-                cur, nxt = r.traffic, r.next_traffic
-                if (
-                    cur is not None
-                    and nxt is not None
-                    and cur is not nxt
-                    and len(cur.steps) == len(nxt.steps)
-                ):
-                    r.traffic = nxt  # the step in flight goes on, on its new links
-                    trace.fluid["steps moved to new routes"] += 1
-            orig(self, comps, keep)
-
-        return run
-
-    wrap(sim_decisions.DecisionApplier, "decide", decide)
-    wrap(sim_fluid.FluidMode, "_enter", enter)
-    wrap(sim_fluid.FluidMode, "_leave", leave)
+    wrap(sim_decisions.DecisionApplier, "decide", functools.partial(_decide, trace))
+    wrap(sim_fluid.FluidMode, "_enter", functools.partial(_enter, trace))
+    wrap(sim_fluid.FluidMode, "_leave", functools.partial(_leave, trace))
     if at_once:
-        wrap(sim_decisions.DecisionApplier, "_rebuild_components", rebuild)
+        wrap(sim_decisions.DecisionApplier, "_rebuild_components", functools.partial(_rebuild, trace))
     if dag_in_flight:
         wrap(policies_common, "contention_matrix", _with_routes_in_flight(trace.in_flight))
     wrap(runner, "SimConfig", lambda cls: functools.partial(cls, fluid_min_jobs=fluid_min_jobs))

@@ -69,8 +69,8 @@ _EXPORTS: dict[str, str] = {
     "SimResult": "commsched.sim.records",
     "JobResult": "commsched.sim.records",
     "TimeSeries": "commsched.sim.records",
-    "Comparison": "commsched.experiments.compare",
-    "PolicySummary": "commsched.experiments.compare",
+    "Comparison": "commsched.sim.comparison",
+    "PolicySummary": "commsched.sim.comparison",
     "PlanReport": "commsched.api.planning",
     "ResultFrames": "commsched.api.frames",
     "Topology": "commsched.topology",
@@ -149,10 +149,10 @@ if TYPE_CHECKING:
         unregister_policy,
     )
     from commsched.errors import CommschedError, InputError, UnknownNameError, ValidationError
-    from commsched.experiments.compare import Comparison, PolicySummary
     from commsched.io.scenario import Scenario, ScenarioJob
     from commsched.scheduling.interfaces import Allocation, PlacementRequest, PolicyBundle, PolicyContext
     from commsched.scheduling.state import ClusterState, ConnectionKey, Decisions, PlacedJob
+    from commsched.sim.comparison import Comparison, PolicySummary
     from commsched.sim.records import JobResult, SimResult, TimeSeries
     from commsched.topology import Topology
     from commsched.workload import JobSpec, ModelProfile

@@ -26,7 +26,7 @@ MODULES = (
     "commsched.scheduling.state",
     "commsched.scheduling.interfaces",
     "commsched.sim.records",
-    "commsched.experiments.compare",
+    "commsched.sim.comparison",
     "commsched.errors",
 )
 

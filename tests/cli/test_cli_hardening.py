@@ -137,7 +137,7 @@ def test_summary_says_what_produced_it(tmp_path: Path) -> None:
 def test_compare_crux_fig19_shows_the_gain_in_utilisation() -> None:
     from dataclasses import replace
 
-    from commsched.experiments.compare import compare
+    from commsched.api.comparing import compare_named as compare
     from commsched.io.shipped import resolve_scenario
 
     sc = replace(resolve_scenario("crux-fig19"), horizon_s=30.0)

@@ -103,7 +103,7 @@ def test_validate_ok() -> None:
 def test_fluid_min_jobs_reaches_the_engine_from_the_file_and_the_option(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import commsched.experiments.runner as runner_mod
+    import commsched.api.runner as runner_mod
 
     seen: list[int] = []
     real = runner_mod.Simulation

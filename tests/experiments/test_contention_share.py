@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from commsched.experiments.runner import simulate_scenario
+from commsched.api.runner import simulate_scenario
 from commsched.experiments.vclos_metrics import contention_share
 from commsched.io.shipped import resolve_scenario
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commsched.experiments.compare import Comparison, compare
+from commsched.api.comparing import compare_named as compare
 from commsched.io.scenario import Scenario
 from commsched.io.shipped import resolve_scenario
+from commsched.sim.comparison import Comparison
 
 pytest.importorskip("matplotlib")
 

@@ -105,8 +105,8 @@ def _packets(pcap: Path, src: str, dst: str) -> list[tuple[float, int, int, str]
 @pytest.mark.slow
 def test_enforcement_on_the_fabric(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _need_tools()
-    from commsched.experiments.testbed_run.procs import Processes, cli_argv
     from commsched.runtime.enforce.cgroups import cgroup2_root
+    from commsched.runtime.launch.procs import Processes, cli_argv
     from commsched.testbed import Testbed, build
     from commsched.testbed.probe import trace_tuples
     from commsched.testbed.state import agents_dir

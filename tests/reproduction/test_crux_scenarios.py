@@ -8,8 +8,8 @@ from importlib import resources
 import pytest
 from typer.testing import CliRunner
 
+from commsched.api.comparing import compare_named as compare
 from commsched.cli.app import app
-from commsched.experiments.compare import compare
 from commsched.io.shipped import resolve_scenario, shipped_names
 
 CRUX = (

@@ -16,10 +16,10 @@ MODULES = [
     "commsched.runtime.ps.summation",
     "commsched.runtime.ps.transports",
     "commsched.runtime.ps.roles",
-    "commsched.runtime.ps.emulate",
-    "commsched.runtime.ps.predict",
-    "commsched.runtime.ps.bench",
-    "commsched.runtime.ps.dynamic",
+    "commsched.experiments.ps.emulate",
+    "commsched.experiments.ps.predict",
+    "commsched.experiments.ps.bench",
+    "commsched.experiments.ps.dynamic",
 ]
 
 
@@ -44,8 +44,8 @@ def test_launch_without_role_is_a_user_error(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_predicted_order_matches_the_models() -> None:
     """At 1 Gb/s with VGG-16 x0.25 bytes the model ranks mercury < bytescheduler < fifo."""
-    from commsched.runtime.ps.bench import emulated_layers
-    from commsched.runtime.ps.predict import predicted_iteration_s
+    from commsched.experiments.ps.bench import emulated_layers
+    from commsched.experiments.ps.predict import predicted_iteration_s
     from commsched.runtime.ps.transports import TransportConfig
     from commsched.workload.zoo import get_model
 

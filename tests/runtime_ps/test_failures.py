@@ -119,7 +119,8 @@ def test_killed_worker_process_fails_the_others(tmp_path: Path) -> None:
             procs.append(subprocess.Popen([*py, "role"], env=env, stderr=subprocess.PIPE, text=True))
         for rank in range(2):
             env = {**base, **local_job_env(role="worker", port=port, num_workers=2, num_servers=1, rank=rank)}
-            workers.append(subprocess.Popen([*py, "emulate", str(spec)], env=env, stdout=subprocess.PIPE,
+            emulate = [sys.executable, "-m", "commsched.experiments.ps", "emulate", str(spec)]
+            workers.append(subprocess.Popen(emulate, env=env, stdout=subprocess.PIPE,
                                             stderr=subprocess.PIPE, text=True))  # fmt: skip
         procs[0].wait(timeout=60)  # the scheduler exits once both workers registered
         time.sleep(2.0)  # well into the run

@@ -9,7 +9,7 @@ import pytest
 
 from commsched.runtime.ps.client import PSClient
 from commsched.runtime.ps.keys import ServerMap
-from commsched.runtime.ps.transports import TRANSPORTS, TransportConfig
+from commsched.runtime.ps.transports import TransportConfig, transport_registry
 from tests.runtime_ps.conftest import run_workers, servers
 
 SIZES = (1, 7, 1000, 1024, 5003, 20_000)
@@ -20,7 +20,7 @@ def _data(workers: int, seed: int, dtype: type = np.float32) -> list[list[np.nda
     return [[rng.standard_normal(n).astype(dtype) for n in SIZES] for _ in range(workers)]
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("transport", transport_registry().names())
 @pytest.mark.parametrize("workers", [2, 3])
 def test_sum_equals_numpy(
     transport: str, workers: int, small_config: Callable[[str], TransportConfig]

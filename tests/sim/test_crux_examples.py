@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from commsched.experiments.runner import simulate_scenario
+from commsched.api.runner import simulate_scenario
 from commsched.io.scenario import scenario_from_text
 from commsched.sim.metrics import theorem1
 from commsched.sim.records import Mode

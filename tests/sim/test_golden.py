@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from commsched.experiments.runner import simulate_scenario
+from commsched.api.runner import simulate_scenario
 from commsched.io.shipped import resolve_scenario, shipped_names, shipped_text
 from commsched.sim.records import SimResult
 

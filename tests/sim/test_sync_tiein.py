@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from commsched.api.runner import simulate_scenario
 from commsched.errors import ValidationError
-from commsched.experiments.runner import simulate_scenario
 from commsched.io.scenario import scenario_from_text
 from commsched.topology import LinkKind
 

@@ -13,14 +13,15 @@ import numpy as np
 import pytest
 
 from commsched.experiments.testbed_run import measured_means
-from commsched.experiments.testbed_run.layout import DPORT_BASE, job_layouts
-from commsched.experiments.testbed_run.session import PolicyRun
-from commsched.experiments.testbed_run.twin import GOODPUT, simulate_twin, twin_topology
+from commsched.experiments.testbed_run.layout import job_layouts
+from commsched.experiments.testbed_run.twin import GOODPUT, TwinFacts, simulate_twin, twin_topology
 from commsched.io.scenario import scenario_from_text
 from commsched.io.shipped import shipped_text
 from commsched.runtime.agent.client import AgentPolicy
 from commsched.runtime.agent.ports import answer, parse_probe_table
 from commsched.runtime.jobproc import run
+from commsched.runtime.launch.jobs import DPORT_BASE
+from commsched.runtime.launch.session import PolicyRun
 from commsched.topology import LinkId
 
 
@@ -88,15 +89,15 @@ def test_twin_follows_the_given_paths_and_classes(fig19: Any) -> None:
     topo = fig19.topology
     emulated = {lk.id: lk.capacity_bps * 0.0025 for lk in topo.links if lk.kind.value in ("access", "fabric")}
     base, unknown = simulate_twin(
-        fig19, policy="crux-full", rate_scale=0.0025, emulated=emulated, paths={}, classes={},
-        warmup_s=1.0, window_s=4.0,
+        fig19, policy="crux-full", rate_scale=0.0025, emulated=emulated,
+        facts=TwinFacts(paths={}, classes={}), warmup_s=1.0, window_s=4.0,
     )  # fmt: skip
     assert unknown == 0
     gpt = {str(j.id): j for j in base.jobs}["gpt"]
     assert gpt.mean_iteration_s >= 0.08
     bad = simulate_twin(
         fig19, policy="crux-full", rate_scale=0.0025, emulated=emulated,
-        paths={("gpt", "h0/gpu0", "h4/gpu0"): (1, 2, 3)}, classes={"gpt": 7, "bert1": 0},
+        facts=TwinFacts(paths={("gpt", "h0/gpu0", "h4/gpu0"): (1, 2, 3)}, classes={"gpt": 7, "bert1": 0}),
         warmup_s=1.0, window_s=4.0,
     )[1]  # fmt: skip
     assert bad == 1  # a path the model does not have is counted, not used
@@ -201,10 +202,41 @@ def test_twin_step_latency_lengthens_communication(fig19: Any) -> None:
     its = []
     for alpha in (None, 0.02):
         res, unknown = simulate_twin(
-            fig19, policy="ecmp-fair", rate_scale=0.0025, emulated=emulated, paths=paths, classes={},
-            warmup_s=1.0, window_s=3.0, step_latency_s=alpha,
+            fig19, policy="ecmp-fair", rate_scale=0.0025, emulated=emulated,
+            facts=TwinFacts(paths=paths, classes={}, step_latency_s=alpha), warmup_s=1.0, window_s=3.0,
         )  # fmt: skip
         assert unknown == 0
         its.append({str(j.id): j.mean_iteration_s for j in res.jobs}["gpt"])
     # GPT's 6 inter-host steps each cost 20 ms more, after the compute overlap hides part of it
     assert its[1] > its[0] + 0.05
+
+
+def test_the_twin_gap_is_measured_over_simulated_on_one_time_scale() -> None:
+    """A job measured 10 % slower than its twin reports a gap of +0.10, times on the cluster's scale."""
+    from types import SimpleNamespace
+
+    from commsched.experiments.testbed_run import RunOptions
+    from commsched.experiments.testbed_run.report import Twins, library_rows
+    from commsched.runtime.launch.jobs import JobLayout
+
+    # time dilation 2: the testbed's iterations take 2.2 s, the twin's 2.0 s; both are 1.1 / 1.0 s on the
+    # cluster's scale. Iterations before the profiling window (1 s) are not measured.
+    its = [(0.0, 0.5), *((1.0 + 2.2 * i, 1.0 + 2.2 * (i + 1)) for i in range(4))]
+    run = PolicyRun(
+        policy="p",
+        start=0.0,
+        outputs={"a": [{"iterations": its, "connections": [{"dscp": 10}]}]},
+        decision={"jobs": {"a": {"class": 1, "dscp": 10}}},
+        paths={},
+    )
+    job = JobLayout(id="a", hosts=("h0",), rails=1, gpus=(), compute_s=0.5, overlap=1.0, sync_bytes=1e6,
+                    model=None, listeners=())  # fmt: skip
+    opts = RunOptions(policies=("p",), name="t", rate_scale=1.0, profiling_window_s=1.0, time_scale=2.0)
+    twin = SimpleNamespace(jobs=[SimpleNamespace(id="a", mean_iteration_s=2.0)])
+    tb = SimpleNamespace(scale_bytes=int)
+    twins = Twins(ideal=twin, calibrated=None, used=twin, unknown_paths=0, alpha=None)
+    row = library_rows(tb, [job], run, opts=opts, twins=twins)["a"]
+    assert row["measured_iteration_s"] == pytest.approx(1.1)
+    assert row["simulated_iteration_s"] == pytest.approx(1.0)
+    assert row["gap"] == pytest.approx(0.1)
+    assert row["iterations_measured"] == 4 and row["dscp_on_sockets"] == [10]

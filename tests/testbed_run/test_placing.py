@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from commsched.api.runner import simulate_scenario
 from commsched.errors import InputError
-from commsched.experiments.runner import simulate_scenario
 from commsched.experiments.testbed_run.placing import placed_scenario, policy_placement, static_circuits
 from commsched.io.scenario import scenario_from_text
 from commsched.io.shipped import shipped_text

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from commsched.errors import InputError
-from commsched.experiments.compare import Comparison, comparison_json
+from commsched.sim.comparison import Comparison, comparison_json
 from commsched.sim.records import SimResult
 from commsched.topology import Topology
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from commsched.catalog import as_bundle, placement_registry, policy_registry
 from commsched.errors import InputError
-from commsched.experiments.compare import Comparison, summarise_policy
 from commsched.io.scenario import Scenario
 from commsched.scheduling.interfaces import PlacementFn, PolicyBundle, PolicyFn
+from commsched.sim.comparison import Comparison, summarise_policy
 from commsched.sim.records import Mode, SimResult
 
 __all__ = [
@@ -109,7 +109,7 @@ def prepare_run(
 
 
 def _execute(run: _Run, progress: Callable[[float], None] | None = None) -> SimResult:
-    from commsched.experiments.runner import run_bundle
+    from commsched.api.runner import run_bundle
 
     return run_bundle(
         run.scenario, run.bundle, placement=run.placement, mode=run.mode, seed=run.seed, progress=progress
@@ -231,8 +231,8 @@ def compare(
     if workers < 1:
         raise InputError(f"{workers} workers", where="workers", expected="at least 1")
     if _all_named(policies, placement):
-        # names resolve in any process: the experiments layer spreads them (joblib or Ray)
-        from commsched.experiments.compare import compare as compare_named
+        # names resolve in any process: they are spread over joblib or Ray workers
+        from commsched.api.comparing import compare_named
 
         names = [str(p) for p in policies]
         job_scheduler = placement if isinstance(placement, str) else None

@@ -82,8 +82,8 @@ def run_compare(
 ) -> None:
     from commsched.api import compare, load_scenario
     from commsched.catalog import placement_registry, policy_registry
-    from commsched.experiments.compare import comparison_json
     from commsched.io.budget import check_run_budget
+    from commsched.sim.comparison import comparison_json
 
     if mode is not None and mode not in ("exact", "fast"):
         raise InputError(f"unknown mode {mode!r}", where="--mode", expected="exact or fast")

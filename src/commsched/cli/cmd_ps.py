@@ -2,6 +2,7 @@
 
 * ``commsched ps launch``: run this process's role from ``DMLC_*`` / ``torchrun`` variables, or a whole
   job on loopback (``--local-workers N``) running ``CMD`` as each worker.
+* ``commsched ps transports``: the registered transports and what each does.
 * ``commsched ps bench MODEL``: each transport's measured iteration time on a shaped link beside the
   ``commsched intrajob`` model twin (``--dynamic``: the rate changes during the run).
 """
@@ -26,19 +27,38 @@ ps_app = typer.Typer(help="Parameter-server runtime: BytePS summation service an
 
 
 def _transports(text: str) -> list[Any]:
-    from commsched.runtime.ps.transports import TRANSPORTS, TransportConfig
+    from commsched.runtime.ps.transports import TransportConfig, transport_registry
 
+    known = transport_registry().names()
     names = [t.strip() for t in text.split(",") if t.strip()]
-    bad = [n for n in names if n not in TRANSPORTS]
+    bad = [n for n in names if n not in known]
     if not names or bad:
-        raise InputError(f"{text!r}", where="--transports", expected="a list of " + ", ".join(TRANSPORTS))
+        raise InputError(f"{text!r}", where="--transports", expected="a list of " + ", ".join(known))
     return [TransportConfig.named(n) for n in names]
+
+
+@ps_app.command("transports")
+@user_errors
+def transports_list(
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """List the PS transports (the registry ``--transports`` takes its names from)."""
+    from commsched.runtime.ps.transports import transport_registry
+
+    reg = transport_registry()
+    kinds = [reg.get(n) for n in reg.names()]
+    if json_out:
+        print_json({k.name: {"description": k.description, "prioritized": k.prioritized, "packets": k.packets,
+                             "credit": k.credit} for k in kinds})  # fmt: skip
+        return
+    for k in kinds:
+        stdout_console().print(f"{k.name:<14} {k.description}", markup=False, highlight=False)
 
 
 def _link(loopback: bool, rate_bps: float, workers: int = 1) -> AbstractContextManager[Any]:
     from contextlib import nullcontext
 
-    from commsched.runtime.ps.shaped_link import LoopbackLink, shaped_link
+    from commsched.testbed.shaped_link import LoopbackLink, shaped_link
 
     return nullcontext(LoopbackLink()) if loopback else shaped_link(rate_bps, workers=workers)
 
@@ -57,7 +77,7 @@ def bench(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Measure each transport on VGG-16/ResNet-50 layer profiles beside the model's prediction."""
-    from commsched.runtime.ps.bench import JobSpec, compare_transports, emulated_layers
+    from commsched.experiments.ps.bench import JobSpec, compare_transports, emulated_layers
 
     if not (bandwidth_gbps > 0 and 0 < byte_scale <= 1):
         raise InputError(f"{bandwidth_gbps}, {byte_scale}", where="--bandwidth-gbps/--byte-scale",
@@ -119,9 +139,9 @@ def dynamic(
     Also runs both at the fixed first level (static) and reports Mercury's advantage
     ``mean(ByteScheduler) / mean(Mercury) - 1`` in both runs.
     """
-    from commsched.runtime.ps.bench import JobSpec, emulated_layers
-    from commsched.runtime.ps.dynamic import dynamic_comparison, mean_s
-    from commsched.runtime.ps.shaped_link import shaped_link
+    from commsched.experiments.ps.bench import JobSpec, emulated_layers
+    from commsched.experiments.ps.dynamic import dynamic_comparison, mean_s
+    from commsched.testbed.shaped_link import shaped_link
 
     try:
         fractions = [float(x) for x in levels.split(",")]
@@ -199,7 +219,7 @@ def versus_ring_cmd(
     ),
 ) -> None:
     """BytePS with k CPU machines against the ring all-reduce on the same hosts (root), with the model."""
-    from commsched.runtime.ps.versus_ring import VersusSpec, versus_ring
+    from commsched.experiments.ps.versus_ring import VersusSpec, versus_ring
 
     spec = VersusSpec(workers=workers, cpu_machines=cpu_machines, model_bytes=round(mbytes * 1e6),
                       tensors=tensors, iterations=iterations, pacing=pace)  # fmt: skip

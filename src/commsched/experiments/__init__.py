@@ -1,40 +1,10 @@
-"""Experiments at the edge: policy comparisons (local processes or Ray), plots, paper reproductions."""
+"""Experiments at the edge: scripted comparisons that produce figures (simulator and/or testbed).
 
-from __future__ import annotations
+Each experiment is a module with a typed entry point that the CLI (or ``python -m``) calls: the
+microbenchmark, the vClos evaluation, hash collisions, the testbed run beside its simulated twin, the
+PS benches (:mod:`commsched.experiments.ps`) and the analyses of the Crux figures. Comparing policies
+is the API's job (:func:`commsched.api.compare`, records in :mod:`commsched.sim.comparison`); this
+package holds no core API and exports no names of its own.
+"""
 
-from typing import TYPE_CHECKING
-
-from commsched._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from commsched.experiments.compare import (
-        Comparison,
-        PolicySummary,
-        compare,
-        comparison_json,
-        summarise_policy,
-        throughput_loss,
-    )
-    from commsched.experiments.runner import simulate_scenario
-
-_EXPORTS = {
-    "Comparison": "commsched.experiments.compare",
-    "PolicySummary": "commsched.experiments.compare",
-    "compare": "commsched.experiments.compare",
-    "comparison_json": "commsched.experiments.compare",
-    "summarise_policy": "commsched.experiments.compare",
-    "throughput_loss": "commsched.experiments.compare",
-    "simulate_scenario": "commsched.experiments.runner",
-}
-
-__all__ = [
-    "Comparison",
-    "PolicySummary",
-    "compare",
-    "comparison_json",
-    "simulate_scenario",
-    "summarise_policy",
-    "throughput_loss",
-]
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+__all__: list[str] = []

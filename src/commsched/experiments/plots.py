@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from commsched.experiments.compare import Comparison, throughput_loss
+from commsched.sim.comparison import Comparison, throughput_loss
 from commsched.topology import LinkKind, Topology
 
 

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from commsched.experiments.testbed_run.commands import CommandJob
 from commsched.experiments.testbed_run.twin import MeasuredJob
 from commsched.runtime.enforce.loops import profile_body
 from commsched.runtime.enforce.traffic import IterationStats, outside_profile, window_iterations
+from commsched.runtime.launch.jobs import CommandJob
 from commsched.testbed import Testbed
 from commsched.testbed.probe import trace_tuples
 

@@ -16,16 +16,13 @@ Collectives the job library does not run on the testbed are refused with the rea
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 
 from commsched.errors import InputError
 from commsched.io.scenario import Scenario
+from commsched.runtime.launch.jobs import DPORT_BASE, JobLayout, Listener
 from commsched.topology import NodeId, Topology
 
-__all__ = ["DPORT_BASE", "NOT_RUN", "JobLayout", "Listener", "job_layouts"]
-
-#: first listening port of the job processes (below the probe's source ports, 20000 and up)
-DPORT_BASE = 15201
+__all__ = ["NOT_RUN", "job_layouts"]
 
 #: why the job library does not run a collective of the simulator on the testbed
 NOT_RUN = {
@@ -38,52 +35,6 @@ NOT_RUN = {
     "pipeline": "the job process runs data-parallel all-reduce iterations, not pipeline stages",
     "ps": "parameter-server jobs run with `commsched ps` (docs/runtime-ps.md), not in a testbed run",
 }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Listener:
-    """Where rail ``rail`` of a job listens on host index ``host_index``."""
-
-    rail: int
-    host_index: int
-    gpu: NodeId
-    nic: NodeId
-    ip: str
-    port: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class JobLayout:
-    """One job on the testbed (profile numbers are the scenario's, unscaled)."""
-
-    id: str
-    hosts: tuple[str, ...]
-    rails: int
-    gpus: tuple[NodeId, ...]
-    compute_s: float
-    overlap: float
-    sync_bytes: float
-    model: str | None
-    listeners: tuple[Listener, ...]
-    #: one ring over every GPU (``ring`` with several GPUs per host), else one ring per rail
-    flat: bool = False
-
-    def listener(self, rail: int, host_index: int) -> Listener:
-        return self.listeners[host_index * self.rails + rail]
-
-    def ring(self) -> list[tuple[Listener, Listener]]:
-        """Every directed connection of the collective (sender's listener, receiver's listener)."""
-        h = len(self.hosts)
-        if self.flat:
-            n = len(self.listeners)
-            return [(self.listeners[i], self.listeners[(i + 1) % n]) for i in range(n)] if n > 1 else []
-        if h < 2:
-            return []
-        out = []
-        for r in range(self.rails):
-            for k in range(h):
-                out.append((self.listener(r, k), self.listener(r, (k + 1) % h)))
-        return out
 
 
 def job_layouts(scenario: Scenario, topology: Topology, nic_ip: dict[str, str]) -> list[JobLayout]:

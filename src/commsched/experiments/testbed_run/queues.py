@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from commsched.experiments.testbed_run.layout import JobLayout
+from commsched.runtime.launch.jobs import JobLayout
 from commsched.testbed import Testbed, netns
 from commsched.testbed.config import LEVELS
 

@@ -32,7 +32,7 @@ from commsched.sim.records import Mode, SimConfig, SimResult
 from commsched.topology import LinkId, NodeId, Topology
 from commsched.workload import JobId
 
-__all__ = ["GOODPUT", "MeasuredJob", "simulate_twin", "twin_topology"]
+__all__ = ["GOODPUT", "MeasuredJob", "TwinFacts", "simulate_twin", "twin_topology"]
 
 #: TCP payload per wire byte of a full-size frame: 1448 / (1448 + 66 header bytes)
 GOODPUT = 1448 / 1514
@@ -79,25 +79,40 @@ def _route_index(topology: Topology, key: ConnectionKey, links: tuple[int, ...])
     return None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TwinFacts:
+    """What the testbed run measured that the twin replays.
+
+    ``paths``: (job, src GPU, dst GPU) -> the links a connection took; ``classes``: job -> the class the
+    daemon gave it; ``step_latency_s``: the measured latency of one ring step (testbed seconds);
+    ``measured_jobs``: command jobs, by id, with their profile measured from their traffic.
+    """
+
+    paths: Mapping[tuple[str, str, str], tuple[int, ...]]
+    classes: Mapping[str, int]
+    step_latency_s: float | None = None
+    measured_jobs: Mapping[str, MeasuredJob] | None = None
+
+
 def simulate_twin(
     scenario: Scenario,
     *,
     policy: str,
     rate_scale: float,
     emulated: Mapping[LinkId, float],
-    paths: Mapping[tuple[str, str, str], tuple[int, ...]],
-    classes: Mapping[str, int],
+    facts: TwinFacts,
     warmup_s: float,
     window_s: float,
     time_scale: float = 1.0,
-    step_latency_s: float | None = None,
-    measured_jobs: Mapping[str, MeasuredJob] | None = None,
 ) -> tuple[SimResult, int]:
     """Simulate the twin; returns the result and how many measured paths the model does not have.
 
     ``step_latency_s``: the measured latency of one ring step (testbed seconds); spread evenly over
     the links of the longest measured path, so that a step along it costs that much in the model.
     """
+    paths, classes, step_latency_s, measured_jobs = (
+        facts.paths, facts.classes, facts.step_latency_s, facts.measured_jobs
+    )  # fmt: skip
     per_link = None
     if step_latency_s is not None and paths:
         per_link = step_latency_s / max(len(v) for v in paths.values())

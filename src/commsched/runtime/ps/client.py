@@ -160,9 +160,9 @@ class PSClient:
         self._socks = [connect(a, timeout_s=timeout_s, mark=transport.mark, source=source) for a in servers]
         for s, rate in zip(self._socks, pacing_bytes_s or [None] * len(servers), strict=True):
             pace_socket(s, rate)
-            if transport.name == "mercury":
+            if transport.kind.packets:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, MERCURY_SNDBUF_BYTES)
-            packets = int(transport.name == "mercury")  # the server bounds its reply queue for packets
+            packets = int(transport.kind.packets)  # the server bounds its reply queue for packets
             s.sendall(wire.encode(Kind.HELLO, key=rank, offset=num_workers, priority=packets))
         self._senders = [
             threading.Thread(target=self._sender, args=(i,), daemon=True) for i in range(len(servers))
@@ -315,7 +315,7 @@ class PSClient:
         h.event.set()
 
     def _sender(self, index: int) -> None:
-        mercury = self.transport.name == "mercury"
+        mercury = self.transport.kind.packets
         # Mercury packets leave in batches of up to MERCURY_BATCH_BYTES (one sendmsg), popped in
         # priority order: a newly ready front tensor waits behind at most one batch more
         limit = MERCURY_BATCH_BYTES if mercury else 1
@@ -378,7 +378,7 @@ class PSClient:
                 elif hdr.kind == Kind.ACK:
                     with self._cv:
                         part = self._by_key.get(hdr.key)
-                        if part is not None and self.transport.name == "bytescheduler":
+                        if part is not None and self.transport.kind.credit:
                             self._credit.outstanding -= len(part.src)
                         self._cv.notify_all()
                 else:

@@ -4,7 +4,7 @@
 busiest NIC's bytes at full rate: every NIC busy in both directions for the whole iteration, i.e.
 every flow sent at a rate proportional to the bytes it carries. TCP does not do that by itself: it
 shares a NIC max-min among its flows, so a worker feeds a CPU server that is owed 3x more than a
-co-located one at the same rate (``benchmarks/byteps_maxmin.py``). :func:`share_pacing` computes the
+co-located one at the same rate (``experiments.byteps_maxmin``). :func:`share_pacing` computes the
 schedule the model assumes: on every NIC each flow gets ``goodput x (its bytes per iteration / that
 NIC's bytes per iteration)`` (the busier direction; a flow crosses its sender's uplink and its
 receiver's downlink and takes the lower of the two rates), and :func:`pace_socket` asks the kernel to

@@ -9,27 +9,87 @@
   queue (a newly ready front tensor preempts a back one at the next packet; the client sends
   packets in batches of up to 256 KB, so on the wire at the next batch), push and pull fused.
 
-Priority 0 is the most urgent (the layer closest to the input). A :class:`SendQueue` is plain state;
+Each transport is a :class:`TransportKind` in :func:`transport_registry` (name -> what it does, with
+its description); the sender, the client and the model read the kind's fields, never the name, so a new
+transport is one :func:`register_transport` call. Priority 0 is the most urgent (the layer closest to
+the input). A :class:`SendQueue` is plain state;
 the client keeps one per server connection, each driven by its own sender thread under the client's
 lock; ByteScheduler's credit is the worker's, one :class:`Credit` shared by all its queues.
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections import deque
 from dataclasses import dataclass, field
 
 from commsched.errors import InputError
+from commsched.registry import Registry
 from commsched.runtime.marks import Mark
 from commsched.runtime.ps.keys import PART_BYTES
 
-TRANSPORTS: tuple[str, ...] = ("fifo", "bytescheduler", "p3", "mercury")
 #: Mercury's packet size as implemented ("~30 KB", Mercury §VI-C), bytes
 PACKET_BYTES = 30_000
 #: ByteScheduler defaults: 4 MB partitions and 20 MB credit (Mercury §III-A, Fig. 4), bytes
 BS_PARTITION_BYTES = 4_000_000
 BS_CREDIT_BYTES = 20_000_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransportKind:
+    """What a transport does: the fields the sender, the client and the model act on.
+
+    Attributes
+    ----------
+    name, description
+        The registered name and one line for listings.
+    prioritized
+        Most urgent tensor first (a priority heap); ``False``: in the order tensors became ready.
+    packets
+        Mercury's packets: ``packet_bytes`` units, push and pull fused in one message; else parts.
+    credit
+        ByteScheduler's credit: the unacknowledged bytes stay within ``credit_bytes``.
+    partition_bytes
+        The transport's default part size (``None``: the server-sharding part size).
+    """
+
+    name: str
+    description: str
+    prioritized: bool = True
+    packets: bool = False
+    credit: bool = False
+    partition_bytes: int | None = None
+
+
+@functools.cache
+def transport_registry() -> Registry[TransportKind]:
+    """The PS transports by name (one registry per process; a name registered twice raises).
+
+    Examples
+    --------
+    >>> transport_registry().names()
+    ('fifo', 'bytescheduler', 'p3', 'mercury')
+    >>> transport_registry().get("mercury").packets
+    True
+    """
+    reg: Registry[TransportKind] = Registry("PS transport")
+    for kind in (
+        TransportKind(name="fifo", description="BytePS's default: parts in ready order, no priority",
+                      prioritized=False),
+        TransportKind(name="bytescheduler", description="ByteScheduler: priority partitions within a credit",
+                      credit=True, partition_bytes=BS_PARTITION_BYTES),
+        TransportKind(name="p3", description="P3: whole parts, most urgent first"),
+        TransportKind(name="mercury", description="Mercury: ~30 KB packets, highest priority first, "
+                      "push and pull fused", packets=True),
+    ):  # fmt: skip
+        reg.register(kind.name, kind)
+    return reg
+
+
+def register_transport(kind: TransportKind) -> None:
+    """Add a transport; a name already registered raises ``ValueError``."""
+    transport_registry().register(kind.name, kind)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,7 +99,7 @@ class TransportConfig:
     Attributes
     ----------
     name
-        One of :data:`TRANSPORTS`.
+        A name of :func:`transport_registry`.
     partition_bytes
         Part size (the server-sharding unit; ByteScheduler's partition size).
     credit_bytes
@@ -58,8 +118,7 @@ class TransportConfig:
     mark: Mark | None = None
 
     def __post_init__(self) -> None:
-        if self.name not in TRANSPORTS:
-            raise InputError(f"transport {self.name!r}", where="transport", expected=", ".join(TRANSPORTS))
+        transport_registry().get(self.name, where="transport")
         for f in ("partition_bytes", "credit_bytes", "packet_bytes"):
             if getattr(self, f) < 8:
                 raise InputError(f"{getattr(self, f)} bytes", where=f, expected=">= 8")
@@ -71,12 +130,16 @@ class TransportConfig:
         """The TOS byte of :attr:`mark` (``dscp << 2``), or ``None`` when unmarked."""
         return None if self.mark is None else self.mark.tos
 
+    @property
+    def kind(self) -> TransportKind:
+        """What this transport does (its registry entry)."""
+        return transport_registry().get(self.name, where="transport")
+
     @classmethod
     def named(cls, name: str, *, mark: Mark | None = None) -> TransportConfig:
         """The defaults of ``name`` (ByteScheduler: 4 MB partitions, 20 MB credit)."""
-        if name == "bytescheduler":
-            return cls(name=name, partition_bytes=BS_PARTITION_BYTES, mark=mark)
-        return cls(name=name, mark=mark)
+        part = transport_registry().get(name, where="transport").partition_bytes
+        return cls(name=name, mark=mark) if part is None else cls(name=name, partition_bytes=part, mark=mark)
 
 
 @dataclass(slots=True)
@@ -131,10 +194,11 @@ class SendQueue:
 
     def add(self, *, tensor: int, size: int, priority: int) -> None:
         """Queue a tensor of ``size`` bytes (its parts must be multiples of the packet size)."""
-        unit = self.config.packet_bytes if self.config.name == "mercury" else self.config.partition_bytes
+        kind = self.config.kind
+        unit = self.config.packet_bytes if kind.packets else self.config.partition_bytes
         s = _Stream(priority=priority, seq=self._seq, tensor=tensor, size=size, unit=unit)
         self._seq += 1
-        if self.config.name == "fifo":
+        if not kind.prioritized:
             self._fifo.append(s)
         else:
             heapq.heappush(self._heap, (priority, s.seq, s))
@@ -152,7 +216,7 @@ class SendQueue:
         head = self._head()
         if head is None:
             return False
-        if self.config.name != "bytescheduler" or self.credit.outstanding == 0:
+        if not self.config.kind.credit or self.credit.outstanding == 0:
             return True
         nbytes = min(head.unit - head.sent % head.unit, head.size - head.sent)
         return self.credit.outstanding + nbytes <= self.config.credit_bytes
@@ -170,6 +234,6 @@ class SendQueue:
                 self._fifo.popleft()
             else:
                 heapq.heappop(self._heap)
-        if self.config.name == "bytescheduler":
+        if self.config.kind.credit:
             self.credit.outstanding += nbytes
         return chunk

@@ -1,23 +1,20 @@
-"""Replay one scenario under several policies and compare them (the main job of commsched).
+"""The records of a policy comparison and the figures taken from one simulation's result.
 
-Each policy runs in its own simulation on the same cluster and jobs; runs are spread over local cores
-(joblib) or a Ray cluster. The comparison reports, per policy: GPU utilisation over all cluster GPUs and
-over allocated GPUs, average JCT / JRT / JWT, and the worst per-job throughput loss.
+A :class:`Comparison` holds, per policy: GPU utilisation over all cluster GPUs and over allocated GPUs,
+average JCT / JRT / JWT, the worst per-job throughput loss and its distribution, and the full
+:class:`~commsched.sim.records.SimResult`. The runs themselves are made by
+:func:`commsched.api.compare` (which spreads them over local cores or a Ray cluster).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from commsched.errors import InputError
-from commsched.experiments.runner import simulate_scenario
-from commsched.experiments.spread import spread
-from commsched.io.scenario import Scenario
 from commsched.sim.records import SimResult
 
 
@@ -138,58 +135,6 @@ def summarise_policy(result: SimResult) -> PolicySummary:
         finished_jobs=len(fin),
         jobs=len(result.jobs),
         wall_time_s=result.wall_time_s,
-    )
-
-
-def _run_one(scenario: Scenario, policy: str, job_scheduler: str | None, mode: str | None) -> SimResult:
-    return simulate_scenario(scenario, policy=policy, placement=job_scheduler, mode=mode)
-
-
-def _by_name(progress: Callable[[str], None], policies: Sequence[str]) -> Callable[[int, SimResult], None]:
-    def done(i: int, _result: SimResult) -> None:
-        progress(policies[i])
-
-    return done
-
-
-def compare(
-    scenario: Scenario,
-    policies: Sequence[str],
-    *,
-    job_scheduler: str | None = None,
-    mode: str | None = None,
-    workers: int = 1,
-    ray_address: str | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> Comparison:
-    """Simulate ``scenario`` once per policy; in parallel when ``workers > 1`` or ``ray_address`` is given.
-
-    ``progress`` receives each policy's name as its run finishes. The results are in the order of
-    ``policies`` and equal to a ``workers=1`` run, apart from wall times (see :func:`spread`).
-    """
-    from commsched.catalog import placement_registry, policy_registry
-
-    if not policies:
-        raise InputError("no policy given", where="--policies", expected="a comma-separated list of policies")
-    if len(set(policies)) != len(policies):
-        raise InputError("a policy is listed twice", where="--policies", expected="distinct names")
-    reg = policy_registry()
-    for p in policies:
-        reg.get(p, where="--policies")
-    if job_scheduler is not None:
-        placement_registry().get(job_scheduler, where="--job-scheduler")
-    calls = [(scenario, p, job_scheduler, mode) for p in policies]
-    results = spread(
-        _run_one,
-        calls,
-        workers=workers,
-        ray_address=ray_address,
-        progress=None if progress is None else _by_name(progress, policies),
-    )
-    return Comparison(
-        scenario=scenario.name,
-        summaries=tuple(summarise_policy(r) for r in results),
-        results=tuple(results),
     )
 
 

@@ -1,7 +1,7 @@
 """BytePS with ``k`` CPU machines against the ring all-reduce on the same machines, measured.
 
 ``n`` worker (GPU) hosts and ``k`` CPU-only hosts sit on a one-switch star
-(:mod:`commsched.runtime.ps.star`), every NIC shaped to the same rate both ways. Two jobs move the same
+(:mod:`commsched.testbed.star`), every NIC shaped to the same rate both ways. Two jobs move the same
 ``model_bytes`` of float32 gradients per iteration among the ``n`` workers:
 
 * **BytePS**: a server co-located on every worker host plus one on each CPU host; parts go to the
@@ -16,7 +16,7 @@ assumes. Before the jobs one raw TCP flow between two worker hosts measures the 
 speed-up (``commsched byteps``: ``(n^2+kn-2k)/n^2``) and its times at that goodput stand beside the
 measured medians. Every returned sum is checked against the NumPy sum of all workers' gradients.
 
-Process entry points (run inside the host namespaces): ``python -m commsched.runtime.ps.versus_ring
+Process entry points (run inside the host namespaces): ``python -m commsched.experiments.ps.versus_procs
 server INDEX SPEC.json | byteps SPEC.json | ring SPEC.json RANK HOST [STORE_PORT]``.
 """
 
@@ -31,19 +31,18 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import numpy as np
-
 from commsched.errors import InputError
+from commsched.experiments.ps.bench import JobRun, collect_results, stop_processes
+from commsched.experiments.ps.emulate import EmulatedLayer
 from commsched.intrajob.byteps import byteps_assignment, byteps_times
-from commsched.runtime.ps.bench import JobRun, collect_results, stop_processes
-from commsched.runtime.ps.emulate import BARRIER, EmulatedLayer, gradient
-from commsched.runtime.ps.errors import PSError, process_exit_code
+from commsched.runtime.ps.errors import PSError
 from commsched.runtime.ps.keys import PART_BYTES, ServerMap, part_bounds, part_key
 from commsched.runtime.ps.pacing import SharePacing, share_pacing
-from commsched.runtime.ps.star import StarFabric, star_fabric
+from commsched.testbed.star import StarFabric, star_fabric
 
 PY_PS = [sys.executable, "-m", "commsched.runtime.ps"]
-PY_VR = [sys.executable, "-m", "commsched.runtime.ps.versus_ring"]
+PY_VR = [sys.executable, "-m", "commsched.experiments.ps.versus_procs"]
+PY_EXP = [sys.executable, "-m", "commsched.experiments.ps"]
 F32_BYTES = 4
 #: NIC queue of the star, bytes: a switch port's share of buffer. The 5 ms queue of ``shaped_link``
 #: (256 KiB at 0.1 Gb/s) tail-drops the n-to-1 incast of BytePS pushes (measured: 328 retransmitted
@@ -252,13 +251,13 @@ def run_allreduce(fab: StarFabric, spec: VersusSpec) -> JobRun:
 
 def measure_nic_goodput(fab: StarFabric, *, duration_s: float = 1.5) -> float:
     """Raw TCP goodput (bits/s) of one flow from host 1 to host 0 (one NIC each way)."""
-    sink = subprocess.Popen(fab.argv(0, [*PY_PS, "sink", fab.host_ip[0], "1", str(duration_s)]),
+    sink = subprocess.Popen(fab.argv(0, [*PY_EXP, "sink", fab.host_ip[0], "1", str(duration_s)]),
                             stdout=subprocess.PIPE, text=True)  # fmt: skip
     source: list[subprocess.Popen[str]] = []
     try:
         assert sink.stdout is not None
         port = sink.stdout.readline().strip()
-        argv = [*PY_PS, "source", fab.host_ip[0], port, str(duration_s + 0.5)]
+        argv = [*PY_EXP, "source", fab.host_ip[0], port, str(duration_s + 0.5)]
         source.append(subprocess.Popen(fab.argv(1, argv), text=True))
         out, _ = sink.communicate(timeout=duration_s + 30)
         return float(json.loads(out.strip().splitlines()[-1])["goodput_bps"])
@@ -276,132 +275,3 @@ def versus_ring(spec: VersusSpec, *, rate_bps: float, prefix: str = "cs6") -> Ve
         byteps = run_byteps(fab, spec, goodput_bps=goodput)
         allreduce = run_allreduce(fab, spec)
     return VersusResult(spec=spec, rate_bps=rate_bps, goodput_bps=goodput, byteps=byteps, allreduce=allreduce)
-
-
-# --- process entry points (inside the host namespaces) ---------------------------------------------
-
-
-def _load(path: str) -> tuple[VersusSpec, float]:
-    """The spec and the NIC goodput measured before the job (bits/s; the pacing rates are shares of it)."""
-    with open(path, encoding="utf-8") as fh:
-        raw = json.load(fh)
-    return VersusSpec(**raw["spec"]), float(raw["goodput_bps"])
-
-
-def _server(index: int, plan: SharePacing | None) -> None:
-    from commsched.runtime.ps.launch import register_server
-    from commsched.runtime.ps.roles import role_from_env
-    from commsched.runtime.ps.server import Server, run_server
-
-    env = role_from_env()
-    pacing = dict(enumerate(plan.reply_bytes_s[index])) if plan is not None else None
-    server = Server(num_workers=env.num_workers, host=env.node_host or "0.0.0.0", tos=env.transport.tos,
-                    pacing_bytes_s=pacing)  # fmt: skip
-    server.start()
-    try:
-        register_server(env, server, index=index)
-    except BaseException:
-        server.stop()
-        raise
-    run_server(server)
-
-
-def _byteps_worker(spec: VersusSpec, plan: SharePacing | None) -> dict[str, object]:
-    """Push/pull every tensor each iteration (each worker from tensor 0, or staggered by rank)."""
-    from commsched.runtime.ps.client import PSClient
-    from commsched.runtime.ps.rendezvous import worker_assignment
-    from commsched.runtime.ps.roles import role_from_env
-
-    env = role_from_env()
-    layers = spec.layers()
-    a = worker_assignment(env.root, rank=env.rank, timeout_s=env.timeout_s)
-    client = PSClient(servers=a.servers, rank=a.rank, num_workers=env.num_workers, transport=env.transport,
-                      server_map=spec.server_map(), timeout_s=env.timeout_s, source=env.node_host,
-                      pacing_bytes_s=plan.push_bytes_s[a.rank] if plan is not None else None)  # fmt: skip
-    rank, t = a.rank, len(layers)
-    grads = [gradient(spec.seed, rank, i, ly.elements) for i, ly in enumerate(layers)]
-    ref = [sum((gradient(spec.seed, r, i, ly.elements) for r in range(spec.workers)), np.zeros(1, np.float32))
-           for i, ly in enumerate(layers)]  # fmt: skip
-    for ly in layers:  # the same declared keys on every worker, whatever order it sends in
-        client.declare(ly.name)
-    first = rank * t // spec.workers if spec.stagger else 0
-    order = [(first + j) % t for j in range(t)]
-    times: list[float] = []
-    starts: list[float] = []
-    err = 0.0
-    try:
-        origin = time.perf_counter()
-        for it in range(spec.iterations + spec.warmup):
-            if it:  # every iteration starts on all workers together (see commsched.runtime.ps.emulate)
-                client.push_pull(np.zeros(1, np.float32), name=BARRIER, timeout_s=env.timeout_s)
-            t0 = time.perf_counter()
-            handles = [(i, client.push_pull_async(grads[i], name=layers[i].name)) for i in order]
-            outs = [(i, h.wait(env.timeout_s)) for i, h in handles]
-            if it >= spec.warmup:
-                times.append(time.perf_counter() - t0)
-                starts.append(t0 - origin)
-            err = max(err, *(float(np.max(np.abs(out - ref[i]))) for i, out in outs))
-    finally:
-        client.close()
-    return {"rank": rank, "iteration_s": times, "started_s": starts, "max_abs_error": err}
-
-
-def _ring_worker(spec: VersusSpec, rank: int, host: str, store: str | None) -> dict[str, object]:
-    from commsched.runtime.transport import Options, StoreServer, init
-
-    layers = spec.layers()
-    grads = [gradient(spec.seed, rank, i, ly.elements) for i, ly in enumerate(layers)]
-    flat_ref = np.concatenate(grads)
-    ref = sum((np.concatenate([gradient(spec.seed, r, i, ly.elements) for i, ly in enumerate(layers)])
-               for r in range(spec.workers)), np.zeros(1, np.float32))  # fmt: skip
-    server = StoreServer(host=host) if store is None else None
-    try:
-        if server is not None:
-            print(server.address[1], flush=True)
-            address = server.address
-        else:
-            h, _, p = store.rpartition(":")  # type: ignore[union-attr]
-            address = (h, int(p))
-        opts = Options(host=host, timeout_s=spec.timeout_s, rendezvous_timeout_s=spec.timeout_s)
-        times: list[float] = []
-        starts: list[float] = []
-        err = 0.0
-        with init(job="versus-ring", rank=rank, world_size=spec.workers, store=address, options=opts) as comm:
-            origin = time.perf_counter()
-            for it in range(spec.iterations + spec.warmup):
-                buf = flat_ref.copy()
-                t0 = time.perf_counter()
-                comm.all_reduce(buf)
-                if it >= spec.warmup:
-                    times.append(time.perf_counter() - t0)
-                    starts.append(t0 - origin)
-                err = max(err, float(np.max(np.abs(buf - ref))))
-            comm.all_reduce(np.zeros(1, np.float32))  # nobody leaves while a peer still reads
-    finally:
-        if server is not None:
-            server.close()
-    return {"rank": rank, "iteration_s": times, "started_s": starts, "max_abs_error": err}
-
-
-def main(argv: list[str]) -> int:
-    """Run one process of a comparison; errors print one line on stderr (exit 2 for bad input, else 1)."""
-
-    def run() -> None:
-        if argv[:1] == ["server"] and len(argv) == 3:
-            spec, goodput_bps = _load(argv[2])
-            _server(int(argv[1]), spec.pacing_plan(goodput_bps))
-        elif argv[:1] == ["byteps"] and len(argv) == 2:
-            spec, goodput_bps = _load(argv[1])
-            print(json.dumps(_byteps_worker(spec, spec.pacing_plan(goodput_bps))))
-        elif argv[:1] == ["ring"] and len(argv) in (4, 5):
-            res = _ring_worker(_load(argv[1])[0], int(argv[2]), argv[3], argv[4] if len(argv) == 5 else None)
-            print(json.dumps(res))
-        else:
-            expected = "server INDEX SPEC | byteps SPEC | ring SPEC RANK HOST [STORE]"
-            raise InputError(" ".join(argv) or "nothing", where="arguments", expected=expected)
-
-    return process_exit_code(run)
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

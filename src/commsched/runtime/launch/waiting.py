@@ -12,25 +12,58 @@ import json
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from commsched.errors import TestbedError
-from commsched.experiments.testbed_run import commands as cmd
-from commsched.experiments.testbed_run.commands import CommandJob
-from commsched.experiments.testbed_run.layout import JobLayout
-from commsched.experiments.testbed_run.procs import Processes
+from commsched.runtime.launch import commands as cmd
+from commsched.runtime.launch.jobs import CommandJob, JobLayout
+from commsched.runtime.launch.procs import Processes
+from commsched.runtime.launch.settings import RunSettings
 from commsched.testbed import Testbed
 
-if TYPE_CHECKING:
-    from commsched.experiments.testbed_run.session import RunSettings
-
 __all__ = ["collect_outputs", "wait_run"]
+
+
+def _post_profiles(
+    commands: list[CommandJob],
+    agents: dict[str, Path],
+    token: str,
+    st: RunSettings,
+    window: tuple[float, float],
+) -> None:
+    """Ask the command jobs' agents for their profiles over ``window`` (start, end) and say what came."""
+    for jid, body in cmd.post_profiles(commands, agents, token, window[0], window[1]).items():
+        got = body.get("measured")
+        st.say(
+            f"  {jid}: profile posted: period {got['period_s']:.3f} s, "
+            f"compute {got['compute_s']:.3f} s, {got['bytes_per_iteration'] / 1e6:.2f} MB/iteration"
+            if got
+            else f"  {jid}: no profile from its traffic: {body.get('error')}"
+        )
+
+
+def _say_progress(
+    names: list[str],
+    commands: list[CommandJob],
+    *,
+    agents: dict[str, Path],
+    token: str,
+    st: RunSettings,
+    work: Path,
+) -> None:
+    for n in names:
+        done = work / f"{n.removeprefix('job-')}.progress"
+        count = done.read_text() if done.exists() else "0"
+        st.say(f"  {n.removeprefix('job-')}: {count} iterations")
+    for job in commands:
+        st.say(f"  {job.id}: {cmd.progress_line(job, agents, token, work)}")
 
 
 def wait_run(
     procs: Processes,
     names: list[str],
     commands: list[CommandJob],
+    *,
     agents: dict[str, Path],
     token: str,
     st: RunSettings,
@@ -56,14 +89,7 @@ def wait_run(
         if window_at is not None and time.time() >= window_at:
             before, window_at = link_bytes(tb.layout), None
         if profile_at is not None and time.time() >= profile_at:
-            for jid, body in cmd.post_profiles(commands, agents, token, start, profile_at).items():
-                got = body.get("measured")
-                st.say(
-                    f"  {jid}: profile posted: period {got['period_s']:.3f} s, "
-                    f"compute {got['compute_s']:.3f} s, {got['bytes_per_iteration'] / 1e6:.2f} MB/iteration"
-                    if got
-                    else f"  {jid}: no profile from its traffic: {body.get('error')}"
-                )
+            _post_profiles(commands, agents, token, st, (start, profile_at))
             profile_at = None
         lib_done = all(procs.procs[n].poll() is not None for n in names)
         if time.monotonic() - polled >= 2.0:
@@ -75,12 +101,7 @@ def wait_run(
             break
         if st.progress is not None and time.monotonic() - last >= 5.0:
             last = time.monotonic()
-            for n in names:
-                done = work / f"{n.removeprefix('job-')}.progress"
-                count = done.read_text() if done.exists() else "0"
-                st.say(f"  {n.removeprefix('job-')}: {count} iterations")
-            for job in commands:
-                st.say(f"  {job.id}: {cmd.progress_line(job, agents, token, work)}")
+            _say_progress(names, commands, agents=agents, token=token, st=st, work=work)
         time.sleep(0.5)
     counted = {int(k): int(v) for k, v in delta(link_bytes(tb.layout), before).items()} if before else {}
     return ended, counted

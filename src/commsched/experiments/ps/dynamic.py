@@ -18,9 +18,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from commsched.runtime.ps.bench import JobRun, JobSpec, run_job
-from commsched.runtime.ps.shaped_link import ShapedLink
+from commsched.experiments.ps.bench import JobRun, JobSpec, run_job
 from commsched.runtime.ps.transports import TransportConfig
+from commsched.testbed.shaped_link import ShapedLink
 
 MB = 1_000_000  # bytes
 #: the tuner's grid: partition sizes (bytes) and credits (multiples of the partition)

@@ -9,19 +9,20 @@ address) at ``rate / workers`` that may borrow up to the whole rate: the workers
 max-min fairly, as the models assume (one FIFO leaf for all of them splits it unevenly, measured up to
 10 % between two workers within an iteration, and every part then completes at the slower worker's
 pace). :meth:`ShapedLink.set_rate` changes the rate in place (``tc class change``). Everything is
-removed in ``finally`` (deleting a namespace deletes its veth end and qdiscs). Needs root.
+removed in ``finally`` (deleting a namespace deletes its veth end and qdiscs). Commands and the
+capability check are the testbed's (:mod:`commsched.testbed.netns`).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from commsched.runtime.ps.errors import PSError
+from commsched.errors import InputError
+from commsched.testbed import netns
+from commsched.testbed.netns import run as run_command
 
 SERVER_IP = "10.213.0.1"
 WORKER_IP = "10.213.0.2"
@@ -29,13 +30,6 @@ WORKER_IP = "10.213.0.2"
 MAX_WORKERS = 64
 #: HTB quantum of the leaves (bytes): at least one GSO super-packet of a veth
 LEAF_QUANTUM_BYTES = 200_000
-
-
-def run_command(argv: Sequence[str]) -> None:
-    """Run one ``ip``/``tc`` command; :class:`PSError` with its stderr when it fails."""
-    res = subprocess.run(list(argv), capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        raise PSError(f"{' '.join(argv)} failed: {res.stderr.strip()}")
 
 
 def burst_bytes(rate_bps: float) -> int:
@@ -76,7 +70,7 @@ class ShapedLink:
         return ["ip", "netns", "exec", ns, *argv]
 
     def _class(
-        self, ns: str, dev: str, verb: str, parent: str, classid: str, rate: float, ceil: float
+        self, ns: str, dev: str, verb: str, *, parent: str, classid: str, rate: float, ceil: float
     ) -> None:
         burst = str(burst_bytes(ceil))
         htb = ["htb", "rate", f"{int(rate)}bit", "ceil", f"{int(ceil)}bit", "burst", burst, "cburst", burst]
@@ -87,10 +81,10 @@ class ShapedLink:
         )
 
     def _shape(self, ns: str, dev: str, rate_bps: float, verb: str) -> None:
-        self._class(ns, dev, verb, "1:", "1:1", rate_bps, rate_bps)
+        self._class(ns, dev, verb, parent="1:", classid="1:1", rate=rate_bps, ceil=rate_bps)
         share = rate_bps / len(self.worker_ips)
         for i in range(len(self.worker_ips)):
-            self._class(ns, dev, verb, "1:1", f"1:{10 + i}", share, rate_bps)
+            self._class(ns, dev, verb, parent="1:1", classid=f"1:{10 + i}", rate=share, ceil=rate_bps)
 
     def set_rate(self, rate_bps: float) -> None:
         """Change both directions' rate in place (``tc class change``)."""
@@ -112,15 +106,6 @@ class LoopbackLink:
         return list(argv)
 
 
-def require_root() -> None:
-    """Raise a one-line :class:`PSError` unless this process can create namespaces and shape links."""
-    if os.geteuid() != 0:
-        raise PSError("a shaped link needs root (network namespaces and tc); run as root or use loopback")
-    for tool in ("ip", "tc"):
-        if shutil.which(tool) is None:
-            raise PSError(f"a shaped link needs the {tool!r} command (iproute2)")
-
-
 @contextmanager
 def shaped_link(rate_bps: float, *, prefix: str = "csp", workers: int = 1) -> Iterator[ShapedLink]:
     """Create the namespace pair shaped at ``rate_bps`` each way; remove it on exit (also on failure).
@@ -133,9 +118,9 @@ def shaped_link(rate_bps: float, *, prefix: str = "csp", workers: int = 1) -> It
     >>> with shaped_link(1e9) as link:  # doctest: +SKIP
     ...     subprocess.run(link.argv(link.worker_ns, ["ping", "-c1", link.server_ip]))
     """
-    require_root()
     if not 1 <= workers <= MAX_WORKERS:
-        raise PSError(f"a shaped link for {workers} workers: expected 1..{MAX_WORKERS}")
+        raise InputError(f"{workers} workers", where="workers", expected=f"1..{MAX_WORKERS}")
+    netns.require_capability()
     tag = f"{prefix}{os.getpid()}"
     ips = worker_ips(workers)
     link = ShapedLink(server_ns=f"{tag}a", worker_ns=f"{tag}b", server_dev=f"{tag}x", worker_dev=f"{tag}y",
@@ -167,4 +152,4 @@ def shaped_link(rate_bps: float, *, prefix: str = "csp", workers: int = 1) -> It
         yield link
     finally:
         for ns in reversed(created):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+            netns.run(["ip", "netns", "del", ns], check=False)

@@ -6,24 +6,26 @@ among its flows instead. This script replays one BytePS iteration as fluid flows
 sharing (progressive filling every millisecond): every worker pushes each server its share of the
 model, and each server's replies to a worker can only carry parts that all workers have pushed
 (the co-located worker's own push is local). The shares are the mixed-mode hash's real split of the
-same tensors (:class:`commsched.runtime.ps.versus_ring.VersusSpec`). It also replays the iteration with
-every flow held to its pacing rate (``ps versus-ring --pace-by-share``,
+same tensors (:class:`commsched.experiments.ps.versus_ring.VersusSpec`). It also replays the
+iteration with every flow held to its pacing rate (``ps versus-ring --pace-by-share``,
 :func:`commsched.runtime.ps.pacing.share_pacing`), the schedule ``commsched byteps`` assumes.
 
-Run: ``.venv/bin/python benchmarks/byteps_maxmin.py [--workers 4 --cpu-machines 2 --mbytes 16
+Run: ``python -m commsched.experiments.byteps_maxmin [--workers 4 --cpu-machines 2 --mbytes 16
 --goodput-gbps 0.1914]`` (0.1914 Gb/s: the goodput ``ps versus-ring`` measures at 0.2 Gb/s).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from commsched.experiments.ps.versus_ring import VersusSpec
 from commsched.intrajob.byteps import byteps_assignment, byteps_times
 from commsched.runtime.ps.pacing import SharePacing, share_pacing
-from commsched.runtime.ps.versus_ring import VersusSpec
 
 DT_S = 1e-3
 
@@ -96,30 +98,63 @@ def iteration_s(
     return t
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MaxMinEstimate:
+    """One BytePS iteration (s) under max-min sharing and paced by share, beside the two models."""
+
+    maxmin_s: float
+    paced_s: float
+    busiest_nic_s: float
+    allreduce_s: float
+    model_speedup: float
+
+
+def estimate(spec: VersusSpec, *, goodput_bps: float) -> MaxMinEstimate:
+    """The fluid replays of ``spec``'s BytePS iteration at ``goodput_bps`` per NIC, and the models.
+
+    Examples
+    --------
+    >>> spec = VersusSpec(workers=4, cpu_machines=2, model_bytes=4_000_000, tensors=50)
+    >>> e = estimate(spec, goodput_bps=1e8)
+    >>> e.busiest_nic_s < e.allreduce_s and e.maxmin_s >= e.busiest_nic_s * 0.99
+    True
+    """
+    n, k = spec.workers, spec.cpu_machines
+    capacity = goodput_bps / 8  # bits/s -> bytes/s
+    times = byteps_times(
+        byteps_assignment(gpu_machines=n, cpu_machines=k, model_bytes=spec.model_bytes),
+        bandwidth_bps=goodput_bps,
+    )
+    return MaxMinEstimate(
+        maxmin_s=iteration_s(n, k, spec.model_bytes, spec.shares(), capacity),
+        paced_s=iteration_s(n, k, spec.model_bytes, spec.shares(), capacity, paced=True),
+        busiest_nic_s=times.byteps_s,
+        allreduce_s=times.allreduce_s,
+        model_speedup=times.speedup_vs_allreduce,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the estimate for the command line's shape (``--help`` lists the options)."""
+    ap = argparse.ArgumentParser(
+        prog="python -m commsched.experiments.byteps_maxmin", description=__doc__.splitlines()[0]
+    )
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--cpu-machines", type=int, default=2)
     ap.add_argument("--mbytes", type=float, default=16.0)
     ap.add_argument("--tensors", type=int, default=200)
     ap.add_argument("--goodput-gbps", type=float, default=0.1914)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     spec = VersusSpec(workers=a.workers, cpu_machines=a.cpu_machines, model_bytes=int(a.mbytes * 1e6),
                       tensors=a.tensors)  # fmt: skip
-    capacity = a.goodput_gbps * 1e9 / 8
-    t_mm = iteration_s(a.workers, a.cpu_machines, spec.model_bytes, spec.shares(), capacity)
-    t_paced = iteration_s(a.workers, a.cpu_machines, spec.model_bytes, spec.shares(), capacity, paced=True)
-    times = byteps_times(
-        byteps_assignment(gpu_machines=a.workers, cpu_machines=a.cpu_machines, model_bytes=spec.model_bytes),
-        bandwidth_bps=a.goodput_gbps * 1e9,
-    )
-    print(f"BytePS iteration, max-min fluid: {t_mm:.3f} s; paced by share: {t_paced:.3f} s; "
-          f"busiest-NIC model (commsched byteps): {times.byteps_s:.3f} s; "
-          f"ring all-reduce model: {times.allreduce_s:.3f} s")  # fmt: skip
-    print(f"speed-up over the ring: max-min {times.allreduce_s / t_mm:.3f}, "
-          f"paced {times.allreduce_s / t_paced:.3f}, "
-          f"busiest-NIC model {times.speedup_vs_allreduce:.3f}")  # fmt: skip
+    e = estimate(spec, goodput_bps=a.goodput_gbps * 1e9)
+    print(f"BytePS iteration, max-min fluid: {e.maxmin_s:.3f} s; paced by share: {e.paced_s:.3f} s; "
+          f"busiest-NIC model (commsched byteps): {e.busiest_nic_s:.3f} s; "
+          f"ring all-reduce model: {e.allreduce_s:.3f} s")  # fmt: skip
+    print(f"speed-up over the ring: max-min {e.allreduce_s / e.maxmin_s:.3f}, "
+          f"paced {e.allreduce_s / e.paced_s:.3f}, busiest-NIC model {e.model_speedup:.3f}")  # fmt: skip
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,7 +1,7 @@
 """Run a job's real processes across a shaped link and measure it (``commsched ps bench``).
 
 Servers and the scheduler live in the link's server namespace, workers in its worker namespace; each
-worker runs the emulated model (:mod:`commsched.runtime.ps.emulate`). Before the jobs, raw TCP with one
+worker runs the emulated model (:mod:`commsched.experiments.ps.emulate`). Before the jobs, raw TCP with one
 flow per worker, both ways at once (pushes and pulls overlap), measures the link's goodput (best of
 two probes), which is the capacity the model twin uses.
 """
@@ -20,14 +20,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from commsched.runtime.ps.emulate import EmulatedLayer
+from commsched.experiments.ps.emulate import EmulatedLayer
+from commsched.experiments.ps.predict import F32_BYTES, predicted_iteration_s
 from commsched.runtime.ps.errors import PSError, PSTimeoutError
-from commsched.runtime.ps.predict import F32_BYTES, predicted_iteration_s
-from commsched.runtime.ps.shaped_link import LoopbackLink, ShapedLink
 from commsched.runtime.ps.transports import TransportConfig
+from commsched.testbed.shaped_link import LoopbackLink, ShapedLink
 from commsched.workload.records import LayerProfile
 
-PY = [sys.executable, "-m", "commsched.runtime.ps"]
+#: the runtime's scheduler and servers
+PY_PS = [sys.executable, "-m", "commsched.runtime.ps"]
+#: the experiment's emulated workers and goodput probes
+PY_EXP = [sys.executable, "-m", "commsched.experiments.ps"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,8 +74,8 @@ def _env(transport: TransportConfig, *, role: str, root: tuple[str, int], spec: 
         "BYTEPS_PARTITION_BYTES": str(transport.partition_bytes),
         "COMMSCHED_PS_CREDIT_BYTES": str(transport.credit_bytes),
     })  # fmt: skip
-    if transport.tos is not None:
-        env["COMMSCHED_PS_DSCP"] = str(transport.tos >> 2)
+    if transport.mark is not None:
+        env["COMMSCHED_PS_DSCP"] = str(transport.mark.dscp)
     return env
 
 
@@ -143,7 +146,7 @@ def _probe(link: ShapedLink | LoopbackLink, *, flows: int, duration_s: float, re
     else:
         sink_ns, sink_host, source_ns = link.server_ns, link.server_ip, link.worker_ns
     sink = subprocess.Popen(
-        link.argv(sink_ns, [*PY, "sink", sink_host, str(flows), str(duration_s)]),
+        link.argv(sink_ns, [*PY_EXP, "sink", sink_host, str(flows), str(duration_s)]),
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     sources: list[subprocess.Popen[str]] = []
@@ -154,7 +157,7 @@ def _probe(link: ShapedLink | LoopbackLink, *, flows: int, duration_s: float, re
             ends = [ips[i % len(ips)], port, str(duration_s + 0.5)]
             if not reverse:
                 ends = [link.server_ip, port, str(duration_s + 0.5), ips[i % len(ips)]]
-            sources.append(subprocess.Popen(link.argv(source_ns, [*PY, "source", *ends]), text=True))
+            sources.append(subprocess.Popen(link.argv(source_ns, [*PY_EXP, "source", *ends]), text=True))
         out, _ = sink.communicate(timeout=duration_s + 30)
         return float(json.loads(out.strip().splitlines()[-1])["goodput_bps"])
     except (subprocess.TimeoutExpired, ValueError, KeyError, IndexError) as exc:
@@ -181,7 +184,7 @@ def run_job(
         helper: threading.Thread | None = None
         try:
             sched = subprocess.Popen(
-                link.argv(link.server_ns, [*PY, "scheduler", link.server_ip]),
+                link.argv(link.server_ns, [*PY_PS, "scheduler", link.server_ip]),
                 stdout=subprocess.PIPE, text=True,
                 env=_env(transport, role="scheduler", root=(link.server_ip, 0), spec=spec),
             )  # fmt: skip
@@ -190,12 +193,13 @@ def run_job(
             root = (link.server_ip, int(sched.stdout.readline().strip() or 0))
             for _ in range(spec.num_servers):
                 env = _env(transport, role="server", root=root, spec=spec)
-                procs.append(subprocess.Popen(link.argv(link.server_ns, [*PY, "role"]), env=env, text=True))
+                argv = link.argv(link.server_ns, [*PY_PS, "role"])
+                procs.append(subprocess.Popen(argv, env=env, text=True))
             workers = []
             for rank in range(spec.num_workers):
                 env = {**_env(transport, role="worker", root=root, spec=spec), "DMLC_WORKER_ID": str(rank),
                        "DMLC_NODE_HOST": link.worker_ips[rank % len(link.worker_ips)]}  # fmt: skip
-                argv = link.argv(link.worker_ns, [*PY, "emulate", path])
+                argv = link.argv(link.worker_ns, [*PY_EXP, "emulate", path])
                 workers.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True))
             procs.extend(workers)
             helper = threading.Thread(target=during, args=(stop,), daemon=True) if during else None

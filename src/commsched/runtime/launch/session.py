@@ -16,53 +16,21 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from commsched.errors import TestbedError
-from commsched.experiments.testbed_run import commands as cmd
-from commsched.experiments.testbed_run.commands import CommandJob
-from commsched.experiments.testbed_run.layout import JobLayout
-from commsched.experiments.testbed_run.procs import Processes, cli_argv
-from commsched.experiments.testbed_run.waiting import collect_outputs, wait_run
+from commsched.runtime.launch import commands as cmd
+from commsched.runtime.launch.jobs import CommandJob, JobLayout
+from commsched.runtime.launch.procs import Processes, cli_argv
+from commsched.runtime.launch.settings import RunSettings
+from commsched.runtime.launch.waiting import collect_outputs, wait_run
 from commsched.testbed import Testbed
 from commsched.testbed.probe import trace_ports
 from commsched.topology import NodeId
 
 __all__ = ["PolicyRun", "RunSettings", "run_policy"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunSettings:
-    """Timing of one policy's run (seconds) and how the daemon decides."""
-
-    profiling_window_s: float
-    window_s: float
-    priority_levels: int
-    seed: int
-    topology: dict[str, Any]
-    #: time dilation: compute and bytes both multiplied, so the run is this much slower than the cluster
-    time_scale: float = 1.0
-    start_timeout_s: float = 240.0
-    refresh_s: float = 1.0
-    #: tiny all-reduces each job process times before the run (per-step latency for the twin)
-    calibration: int = 5
-    #: the first host of every job measures its profile over this share of the profiling window and
-    #: posts it to the daemon, which recomputes with it (0: the daemon keeps the declared profile)
-    profile_share: float = 0.6
-    #: testbed rate scale (to turn the bytes a job process measures back into the job's bytes)
-    rate_scale: float = 1.0
-    #: command jobs are profiled over this share of the profiling window from its start (more than
-    #: the library jobs: their iterations are measured from outside, with a sample's resolution)
-    command_profile_share: float = 0.8
-    #: where progress lines go (``None``: nowhere)
-    progress: Callable[[str], None] | None = None
-
-    def say(self, line: str) -> None:
-        if self.progress is not None:
-            self.progress(line)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,10 +69,10 @@ def _start_services(
     tb: Testbed,
     procs: Processes,
     work: Path,
+    *,
     policy: str,
     st: RunSettings,
     table: Path,
-    *,
     enforce: bool,
     hosts: list[str],
 ) -> tuple[Path, str, dict[str, Path]]:
@@ -168,7 +136,7 @@ def _profile_spec(job: JobLayout, k: int, work: Path, st: RunSettings) -> dict[s
     }
 
 
-def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, agent: Path, st: RunSettings) -> Path:
+def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, *, agent: Path, st: RunSettings) -> Path:
     # the rail's shard of the scaled buffer, dilated like the compute (a flat ring: all of it per rank)
     rail_bytes = tb.scale_bytes(job.sync_bytes) * st.time_scale / (1 if job.flat else job.rails)
     flat = (
@@ -305,6 +273,33 @@ def _trace(
     return out
 
 
+def _start_jobs(
+    tb: Testbed, procs: Processes, specs: list[tuple[JobLayout, int, str]], *, agents: dict[str, Path],
+    st: RunSettings,
+) -> list[str]:  # fmt: skip
+    """One job process per (job, host index, host); returns their names once every one listens."""
+    work = procs.logdir
+    names, ready = [], []
+    for job, k, host in specs:
+        path = _spec(tb, job, k, work, agent=agents[host], st=st)
+        name = f"job-{job.id}-{k}"
+        procs.start(name, tb.exec_argv(host, [*cli_argv()[:1], "-m", "commsched.runtime.jobproc", str(path)]))
+        names.append(name)
+        ready.append(work / f"{job.id}-{k}.ready")
+    _wait_files(ready, procs, names, st.start_timeout_s)
+    return names
+
+
+def _go(work: Path, st: RunSettings) -> tuple[float, float]:
+    """Tell every job process when to start and end (the ``go`` file, written atomically)."""
+    start = time.time() + 0.5
+    end_at = start + st.profiling_window_s + st.window_s
+    tmp = work / "go.tmp"
+    tmp.write_text(json.dumps({"start": start, "end_at": end_at}))
+    tmp.replace(work / "go")
+    return start, end_at
+
+
 def run_policy(
     tb: Testbed,
     jobs: list[JobLayout],
@@ -330,34 +325,23 @@ def run_policy(
         used = sorted({h for j in jobs for h in j.hosts} | {h for c in commands for h in c.hosts})
         st.say(f"{policy}: starting the daemon and {len(used)} host agents")
         dsock, token, agents = _start_services(
-            tb, procs, work, policy, st, table, enforce=bool(commands), hosts=used
+            tb, procs, work, policy=policy, st=st, table=table, enforce=bool(commands), hosts=used
         )
-        names, ready = [], []
         specs = [(job, k, host) for job in jobs for k, host in enumerate(job.hosts)]
-        for job, k, host in specs:
-            path = _spec(tb, job, k, work, agents[host], st)
-            name = f"job-{job.id}-{k}"
-            procs.start(
-                name, tb.exec_argv(host, [*cli_argv()[:1], "-m", "commsched.runtime.jobproc", str(path)])
-            )
-            names.append(name)
-            ready.append(work / f"{job.id}-{k}.ready")
-        _wait_files(ready, procs, names, st.start_timeout_s)
+        names = _start_jobs(tb, procs, specs, agents=agents, st=st)
         _register(dsock, token, _bodies(jobs, commands), agents, 60.0)
         if commands:
             st.say(f"{policy}: starting {len(commands)} command jobs: {', '.join(c.id for c in commands)}")
             cmd.start_commands(commands, agents, token, work)
             cmd.wait_iterating(commands, agents, token, work, st.start_timeout_s)
-        start = time.time() + 0.5
-        end_at = start + st.profiling_window_s + st.window_s
-        tmp = work / "go.tmp"
-        tmp.write_text(json.dumps({"start": start, "end_at": end_at}))
-        tmp.replace(work / "go")
+        start, end_at = _go(work, st)
         st.say(
             f"{policy}: {len(jobs) + len(commands)} jobs running: {st.profiling_window_s:g} s profiling "
             f"window, then {st.window_s:g} s measured"
         )
-        ended, link_bytes = wait_run(procs, names, commands, agents, token, st, end_at, tb)
+        ended, link_bytes = wait_run(
+            procs, names, commands, agents=agents, token=token, st=st, end_at=end_at, tb=tb
+        )
         codes = procs.wait_all(names, max(0.0, end_at - time.time()) + 90.0)
         measured = {c.id: cmd.collect(c, agents, token) for c in commands}
         for job_id, data in measured.items():  # kept with the run's files (--keep)

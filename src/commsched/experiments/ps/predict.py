@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from commsched.experiments.ps.emulate import EmulatedLayer
 from commsched.intrajob.iteration import CommPolicy, iteration_time
 from commsched.intrajob.partitioned import DEFAULT_STARTUP_S, PartitionConfig, bytescheduler, mercury_packets
 from commsched.intrajob.problem import make_problem
-from commsched.runtime.ps.emulate import EmulatedLayer
 from commsched.runtime.ps.transports import TransportConfig
 
 #: bytes per float32 gradient element
@@ -33,15 +33,17 @@ def transport_policy(config: TransportConfig) -> CommPolicy:
     >>> transport_policy(TransportConfig(name="mercury")).__name__
     'mercury'
     """
-    if config.name == "mercury":
+    kind = config.kind
+    if kind.packets:
         return mercury_packets(config.packet_bytes)
-    if config.name == "bytescheduler":
+    if kind.credit:
         cfg = PartitionConfig(
             partition_bytes=config.partition_bytes,
             credit_bytes=config.credit_bytes,
             startup_s=DEFAULT_STARTUP_S,
+            priority=kind.prioritized,
         )
-    elif config.name == "p3":
+    elif kind.prioritized:
         cfg = PartitionConfig(partition_bytes=config.partition_bytes, credit_bytes=None, startup_s=0.0)
     else:
         cfg = PartitionConfig(

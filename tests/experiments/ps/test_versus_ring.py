@@ -9,9 +9,9 @@ import subprocess
 import pytest
 
 from commsched.errors import InputError
+from commsched.experiments.ps.versus_ring import VersusResult, VersusSpec, measure_nic_goodput, versus_ring
 from commsched.intrajob.byteps import byteps_assignment, byteps_times
-from commsched.runtime.ps.star import star_fabric
-from commsched.runtime.ps.versus_ring import VersusResult, VersusSpec, measure_nic_goodput, versus_ring
+from commsched.testbed.star import star_fabric
 
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("tc") is None, reason="needs root and iproute2 (namespaces, tc)"
@@ -42,10 +42,6 @@ def test_spec_split_and_model_speedup() -> None:
         VersusSpec(workers=4, cpu_machines=0)
 
 
-def _cpu_starved() -> bool:
-    return os.getloadavg()[0] > (os.cpu_count() or 1)
-
-
 @needs_root
 def test_star_shapes_every_nic() -> None:
     with star_fabric(RATE_BPS, hosts=3, prefix="cs6t") as fab:
@@ -58,7 +54,7 @@ def test_star_shapes_every_nic() -> None:
         # traffic crosses the bridge, at no more than the shaped rate
         assert 0.5 * RATE_BPS < measure_nic_goodput(fab, duration_s=1.0) <= 1.02 * RATE_BPS
         qd = subprocess.run(
-            fab.argv(1, ["tc", "class", "show", "dev", fab.hub_ns[:-1] + "e1"]),
+            fab.argv(1, ["tc", "class", "show", "dev", fab.host_dev[1]]),
             check=False,
             capture_output=True,
             text=True,
@@ -74,15 +70,24 @@ def test_star_shapes_every_nic() -> None:
 def measured() -> VersusResult:
     if os.geteuid() != 0 or shutil.which("tc") is None:
         pytest.skip("needs root and iproute2 (namespaces, tc)")
-    if _cpu_starved():
-        pytest.skip(
-            f"load average {os.getloadavg()[0]:.1f} exceeds the {os.cpu_count()} cores: timings meaningless"
-        )
+    # no skip on load: a timing check runs in the last, serial stage of `make test` (marker `timing`),
+    # and its models are taken at the NIC goodput measured in the same run
     spec = VersusSpec(workers=4, cpu_machines=2, model_bytes=16_000_000, tensors=200, iterations=5)
-    return versus_ring(spec, rate_bps=JOB_RATE_BPS, prefix="cs6t")
+    res = versus_ring(spec, rate_bps=JOB_RATE_BPS, prefix="cs6t")
+    s = res.summary()
+    model_b, model_a = (s[k]["predicted_iteration_s"] for k in ("byteps", "allreduce"))  # type: ignore[index]
+    print(
+        f"\nFIGURE ps-versus-ring: goodput_bps={res.goodput_bps:.3g} "
+        f"byteps_s={res.byteps.median_s:.3f} (model {model_b:.3f}) "
+        f"allreduce_s={res.allreduce.median_s:.3f} (model {model_a:.3f}) "
+        f"speedup={res.measured_speedup:.3f} (model {s['predicted_speedup']:.3f}) "
+        f"load1={os.getloadavg()[0]:.2f}"
+    )
+    return res
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_both_jobs_sum_exactly_and_the_ring_meets_its_model(measured: VersusResult) -> None:
     assert measured.byteps.max_abs_error < 1e-5
     assert measured.allreduce.max_abs_error < 1e-5
@@ -92,6 +97,7 @@ def test_both_jobs_sum_exactly_and_the_ring_meets_its_model(measured: VersusResu
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_paced_byteps_meets_its_model_and_beats_the_ring(measured: VersusResult) -> None:
     assert measured.spec.pacing and measured.summary()["paced"] is True
     model = measured.summary()["byteps"]["predicted_iteration_s"]  # type: ignore[index]

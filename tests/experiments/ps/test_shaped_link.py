@@ -8,9 +8,10 @@ import subprocess
 
 import pytest
 
-from commsched.runtime.ps.bench import measure_goodput
-from commsched.runtime.ps.errors import PSError
-from commsched.runtime.ps.shaped_link import require_root, shaped_link
+from commsched.errors import CapabilityError
+from commsched.experiments.ps.bench import measure_goodput
+from commsched.testbed.netns import require_capability
+from commsched.testbed.shaped_link import shaped_link
 
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("tc") is None, reason="needs root and iproute2 (namespaces, tc)"
@@ -23,8 +24,8 @@ def _netns() -> str:
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="checks the error a non-root user gets")
 def test_without_root_a_clear_error() -> None:
-    with pytest.raises(PSError, match="needs root"):
-        require_root()
+    with pytest.raises(CapabilityError, match="needs root"):
+        require_capability()
 
 
 @needs_root

@@ -1,0 +1,216 @@
+"""Command jobs on the testbed: an unmodified program run as the job's ranks, through the host agents.
+
+A scenario job with ``command: [PROGRAM, ARG, ...]`` runs that program, unchanged, once per rank,
+with torchrun's environment: ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``,
+``MASTER_ADDR`` (rank 0's NIC address), ``MASTER_PORT``, plus what the host agent hands out for the
+job's class and rails (``NCCL_IB_TC``, ``NCCL_SOCKET_IFNAME``, ...) with the rank's own interface in
+``GLOO_SOCKET_IFNAME`` / ``NCCL_SOCKET_IFNAME``. Ranks are one process per host (``processes:
+per_host``, the default: rank ``k`` on the ``k``-th host, on the GPU of its first slot) or one per GPU
+slot (``per_gpu``: ranks in GPU order, ``LOCAL_RANK`` the slot). The job is scheduled and simulated
+on the GPUs of its ranks. Each rank's host agent starts the process inside the job's cgroup
+(``POST /v1/jobs/{job}/processes``) and enforces the decision on its connections (docs/real-jobs.md).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from commsched.errors import TestbedError
+from commsched.runtime.launch.jobs import CommandJob
+
+__all__ = [
+    "collect",
+    "finished",
+    "post_profiles",
+    "progress_line",
+    "start_commands",
+    "status",
+    "stop_commands",
+    "wait_iterating",
+]
+
+
+def _client(sock: Path, token: str) -> Any:
+    import httpx
+
+    return httpx.Client(
+        transport=httpx.HTTPTransport(uds=str(sock)),
+        base_url="http://agent",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30.0,
+    )
+
+
+def _ok(r: Any, what: str) -> Any:
+    if r.status_code >= 300:
+        raise TestbedError(f"{what}: {r.status_code} {r.text[:200]}")
+    return r.json()
+
+
+def start_commands(jobs: list[CommandJob], agents: dict[str, Path], token: str, work: Path) -> None:
+    """Start every rank of every command job through its host's agent."""
+    for job in jobs:
+        for rank in job.ranks:
+            with _client(agents[rank.host], token) as c:
+                env = dict(_ok(c.get(f"/v1/jobs/{job.id}/env"), f"environment of {job.id}")["env"])
+                env.update(job.env(rank))
+                body = {
+                    "argv": list(job.argv),
+                    "env": env,
+                    "cwd": str(work),
+                    "log": str(work / f"{job.id}-rank{rank.rank}.out"),
+                }
+                _ok(c.post(f"/v1/jobs/{job.id}/processes", json=body), f"start of {job.id} rank {rank.rank}")
+
+
+def _stderr_tail(work: Path, job: str, rank: int) -> str:
+    try:
+        lines = (work / f"{job}-rank{rank}.out.err").read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no output)"
+    return lines[-1][:200] if lines else "(no output)"
+
+
+def status(job: CommandJob, agents: dict[str, Path], token: str) -> dict[str, Any]:
+    """Per host of ``job``: the agent's report (processes, bytes sent, profile)."""
+    out = {}
+    for host in job.hosts:
+        with _client(agents[host], token) as c:
+            out[host] = _ok(c.get(f"/v1/jobs/{job.id}"), f"report of {job.id} on {host}")
+    return out
+
+
+def _iterating(job: CommandJob, agents: dict[str, Path], token: str, work: Path) -> bool:
+    """Whether ``job`` is in its training loop: two lines of its own log, or regular bursts (at least
+    three spacings) in its last ten seconds of traffic."""
+    from commsched.runtime.enforce.traffic import steady, window_iterations
+
+    if job.iteration_log is not None:
+        import re
+
+        rx = re.compile(job.iteration_log)
+        try:
+            text = (work / f"{job.id}-rank0.out").read_text(errors="replace")
+        except OSError:
+            return False
+        return sum(1 for line in text.splitlines() if rx.search(line)) >= 2
+    with _client(agents[job.ranks[0].host], token) as c:  # the last ten seconds
+        tr = _ok(c.get(f"/v1/jobs/{job.id}/traffic", params={"since": time.time() - 10}), "traffic")
+    t, cum, dt = tr["t"], tr["rx_data_bytes"], float(tr["sample_s"])
+    first = next((x for x, d in zip(t, cum, strict=True) if d > cum[0]), None) if t else None
+    if first is None or t[-1] - first < 1.0:
+        return False
+    try:
+        return steady(window_iterations(t, cum, tr["data_bytes"], sample_s=dt, start=first, end=t[-1]))
+    except Exception:  # no period in the traffic yet
+        return False
+
+
+def wait_iterating(
+    jobs: list[CommandJob], agents: dict[str, Path], token: str, work: Path, timeout_s: float
+) -> None:
+    """Wait until every command job is in its training loop (its start-up done), or a rank fails."""
+    deadline = time.monotonic() + timeout_s
+    waiting = {j.id for j in jobs}
+    while waiting:
+        for job in [j for j in jobs if j.id in waiting]:
+            for host, body in status(job, agents, token).items():
+                for p in body["processes"]:
+                    if p["returncode"] not in (None, 0):
+                        rank = next(r.rank for r in job.ranks if r.host == host)
+                        tail = _stderr_tail(work, job.id, rank)
+                        raise TestbedError(
+                            f"command job {job.id} exited with {p['returncode']} on {host}: {tail}"
+                        )
+            if _iterating(job, agents, token, work):
+                waiting.discard(job.id)
+        if waiting and time.monotonic() > deadline:
+            raise TestbedError(
+                f"command jobs not iterating after {timeout_s:.0f} s: {', '.join(sorted(waiting))}"
+            )
+        time.sleep(0.5)
+
+
+def finished(job: CommandJob, agents: dict[str, Path], token: str) -> bool:
+    """Whether every rank of ``job`` has exited."""
+    rep = status(job, agents, token)
+    procs = [p for body in rep.values() for p in body["processes"]]
+    return bool(procs) and all(p["returncode"] is not None for p in procs)
+
+
+def progress_line(job: CommandJob, agents: dict[str, Path], token: str, work: Path) -> str:
+    """How far ``job`` is: iterations in its own log (or its recent period), bytes sent, profile."""
+    import re
+
+    from commsched.runtime.enforce.traffic import window_iterations
+
+    rep = status(job, agents, token)
+    sent = sum(body["data_bytes"] for body in rep.values()) / 1e6
+    done = ""
+    if job.iteration_log is not None:
+        rx = re.compile(job.iteration_log)
+        try:
+            text = (work / f"{job.id}-rank0.out").read_text(errors="replace")
+            done = f"{sum(1 for line in text.splitlines() if rx.search(line))} iterations (its log), "
+        except OSError:
+            pass
+    else:  # the last ten seconds of traffic: its period now
+        with _client(agents[job.ranks[0].host], token) as c:
+            tr = _ok(c.get(f"/v1/jobs/{job.id}/traffic", params={"since": time.time() - 10}), "traffic")
+        if len(tr["t"]) > 2:
+            dt = float(tr["sample_s"])
+            try:
+                st = window_iterations(
+                    tr["t"],
+                    tr["rx_data_bytes"],
+                    tr["data_bytes"],
+                    sample_s=dt,
+                    start=tr["t"][0],
+                    end=tr["t"][-1],
+                )
+                done = f"iterating every {st.mean_s:.3f} s, "
+            except Exception:  # no period in the last seconds
+                done = "no period yet, "
+    prof = rep[job.ranks[0].host].get("profile")
+    posted = ", profile posted" if prof and "posted" in prof else ""
+    return f"{done}{sent:.1f} MB sent{posted}"
+
+
+def post_profiles(
+    jobs: list[CommandJob], agents: dict[str, Path], token: str, start: float, end: float
+) -> dict[str, Any]:
+    """Ask the agent of every job's first rank to profile ``[start, end)`` and post it to the daemon."""
+    out: dict[str, Any] = {}
+    for job in jobs:
+        with _client(agents[job.ranks[0].host], token) as c:
+            r = c.post(f"/v1/jobs/{job.id}/profile", json={"start": start, "end": end})
+            out[job.id] = r.json() if r.status_code < 300 else {"error": r.json().get("error", r.text[:200])}
+    return out
+
+
+def stop_commands(jobs: list[CommandJob], agents: dict[str, Path], token: str) -> None:
+    """Stop what is still running (SIGTERM, then SIGKILL after 3 s), on every host of every job."""
+    for job in jobs:
+        for host in job.hosts:
+            try:
+                with _client(agents[host], token) as c:
+                    c.delete(f"/v1/jobs/{job.id}/processes")
+            except Exception:  # an agent already gone: its processes go with the testbed
+                pass
+
+
+def collect(job: CommandJob, agents: dict[str, Path], token: str) -> dict[str, Any]:
+    """What the agents measured of ``job``: per host its traffic, connections and report."""
+    out: dict[str, Any] = {}
+    for host in job.hosts:
+        with _client(agents[host], token) as c:
+            out[host] = {
+                "traffic": _ok(c.get(f"/v1/jobs/{job.id}/traffic"), f"traffic of {job.id}"),
+                "connections": _ok(c.get(f"/v1/jobs/{job.id}/connections"), f"connections of {job.id}")[
+                    "connections"
+                ],
+                "report": _ok(c.get(f"/v1/jobs/{job.id}"), f"report of {job.id}"),
+            }
+    return out

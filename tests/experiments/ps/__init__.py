@@ -1,0 +1,1 @@
+"""Tests of the PS experiments (commsched.experiments.ps)."""
