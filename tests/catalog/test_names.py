@@ -18,7 +18,14 @@ from commsched.scheduling.state import ClusterState, Decisions
 def test_a_name_or_alias_taken_twice_raises() -> None:
     reg: Registry[int] = Registry("thing")
     reg.register("a", 1, aliases=("b",))
-    for name, aliases in (("a", ()), ("b", ()), ("c", ("a",)), ("d", ("b",)), ("e", ("e",)), ("f", ("g", "g"))):
+    for name, aliases in (
+        ("a", ()),
+        ("b", ()),
+        ("c", ("a",)),
+        ("d", ("b",)),
+        ("e", ("e",)),
+        ("f", ("g", "g")),
+    ):
         with pytest.raises(ValueError, match="already registered"):
             reg.register(name, 2, aliases=aliases)
         with pytest.raises(ValueError, match="already registered"):
@@ -92,9 +99,15 @@ def test_simulate_and_the_daemon_route_balanced_ecmp_alike_on_a_shipped_scenario
     for state, d in seen:
         doc = decide(state.topology, cfg, _records(state), version=1, cause=Cause(kind="test"))
         for c in doc["connections"]:
-            key = next(
-                k for k in d.routes if (str(k.job), str(k.src), str(k.dst)) == (c["job"], c["src"], c["dst"])
-            ) if c["n_paths"] > 1 else None
+            key = (
+                next(
+                    k
+                    for k in d.routes
+                    if (str(k.job), str(k.src), str(k.dst)) == (c["job"], c["src"], c["dst"])
+                )
+                if c["n_paths"] > 1
+                else None
+            )
             if key is None:
                 continue
             assert c["path_index"] == d.routes[key] % c["n_paths"], (c["job"], c["src"], c["dst"])

@@ -119,8 +119,35 @@ def usage_line(exc: Exception, args: Sequence[str]) -> str:
     return f"error: {text}"
 
 
+def untyped_flags(params: Sequence[Any]) -> None:
+    """Show on/off flags (``--json``, ``--help``) in help without a value type.
+
+    Typer's help prints every option's type, ``--json <bool>`` for a flag, which reads as if it took a
+    value; an empty metavar leaves the type column blank for flags (counters keep theirs).
+    """
+    for p in params:
+        if getattr(p, "is_flag", False) and not getattr(p, "count", False) and p.metavar is None:
+            p.metavar = ""
+
+
 class CommschedGroup(TyperGroup):
-    """The root command group: usage errors become one ``error:`` line and exit code 2."""
+    """The root command group: usage errors become one ``error:`` line and exit code 2; flags are
+    shown without a value type (:func:`untyped_flags`).
+    """
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)
+        untyped_flags(params)
+        return params
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        cmd = super().get_command(ctx, cmd_name)
+        todo = [cmd] if cmd is not None else []
+        while todo:  # the command, and those of a group such as ``testbed``
+            c = todo.pop()
+            untyped_flags([*c.params, c.get_help_option(ctx)])
+            todo.extend(getattr(c, "commands", {}).values())
+        return cmd
 
     def main(
         self,
