@@ -92,7 +92,8 @@ class Registry(Generic[T]):
         """The item registered under ``name`` (or an alias); an unknown name raises ``UnknownNameError``."""
         key = self.canonical(name, where=where)
         if key not in self._items:
-            self._items[key] = self._loaders.pop(key)()
+            self._items[key] = self._loaders[key]()  # a loader that fails stays, and fails again
+            del self._loaders[key]
         item = self._items[key]
         if key != name and self._as_alias is not None:
             return self._as_alias(item, name)

@@ -113,3 +113,14 @@ def test_simulate_and_the_daemon_route_balanced_ecmp_alike_on_a_shipped_scenario
             assert c["path_index"] == d.routes[key] % c["n_paths"], (c["job"], c["src"], c["dst"])
             compared += 1
     assert compared >= 8  # several connections with a choice of paths were compared
+
+
+def test_a_failing_lazy_item_fails_the_same_way_every_time() -> None:
+    def broken() -> int:
+        raise RuntimeError("cannot load")
+
+    reg: Registry[int] = Registry("thing")
+    reg.register_lazy("x", broken, aliases=("y",))
+    for name in ("x", "y", "x"):
+        with pytest.raises(RuntimeError, match="cannot load"):
+            reg.get(name)
