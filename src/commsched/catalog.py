@@ -2,8 +2,12 @@
 
 Three sources of names, in order: the built-in policies, policies that other installed packages
 declare through entry points (group :data:`POLICY_ENTRY_POINTS`), and policies registered in this
-process with :func:`register_policy`. Built-in names cannot be taken over. A plug-in's policy is
-named after the package that provides it: the entry point ``mine = "mypkg.policies:mine"`` is the
+process with :func:`register_policy`. Built-in names cannot be taken over; every policy is registered
+with its one-line description (the built-in ones with :func:`~commsched.scheduling.policies.named_policies`,
+a plug-in's from its docstring) and its aliases (``ecmp-fair`` is ``fair``). One name, one algorithm: a vClos
+bundle that shares a communication policy's name (``balanced-ecmp``) routes with that very policy and
+only adds its placement, so the simulator, ``commsched plan`` and the daemon route alike. A plug-in's
+policy is named after the package that provides it: the entry point ``mine = "mypkg.policies:mine"`` is the
 policy ``mypkg:mine``.
 """
 
@@ -17,25 +21,8 @@ from commsched.errors import InputError
 from commsched.registry import Registry
 from commsched.scheduling.interfaces import PlacementFn, PolicyBundle, PolicyFn, QueueOrderFn
 from commsched.scheduling.jobsched import job_schedulers
-from commsched.scheduling.policies import communication_policies
+from commsched.scheduling.policies import NamedPolicy, named_policies
 from commsched.scheduling.vclos.bundles import vclos_bundles, vclos_queue_orders
-
-#: one line per communication policy, shown by ``commsched policies``
-DESCRIPTIONS = {
-    "static": "classes = the priorities written on the jobs; ECMP routes",
-    "fair": "one class (max-min fair everywhere); ECMP routes",
-    "ecmp-fair": "one class (max-min fair everywhere); ECMP routes (Crux's baseline name)",
-    "crux-pa": "Crux priority assignment (P = k I), unique priorities; ECMP routes",
-    "crux-ps-pa": "Crux path selection + priority assignment, unique priorities",
-    "crux-full": "Crux path selection + priority assignment + Max K-Cut compression to the levels",
-    "crux-full-guard": "crux-full, promoting any job whose predicted throughput loss exceeds 60 %",
-    "sincronia": "Sincronia BSSI order on a NIC big switch, Sincronia-style split; ECMP routes",
-    "varys": "Varys SEBF order, Varys-style split; ECMP routes",
-    "taccl-star": "TACCL*: least-congested paths in arrival order, longer paths first",
-    "cassini": "CASSINI: one class, per-job time shifts from link compatibility; ECMP routes",
-    "source-routing": "fixed port mapping (vClos-style source routing without isolation), one class",
-}
-
 
 #: entry-point group through which installed packages provide communication policies
 POLICY_ENTRY_POINTS = "commsched.policies"
@@ -89,11 +76,10 @@ def as_bundle(policy: PolicyFn | PolicyBundle, *, name: str | None = None) -> Po
             where="policy",
             expected="a name, a callable (ClusterState, PolicyContext) -> Decisions, or a PolicyBundle",
         )
-    doc = (getattr(policy, "__doc__", None) or "").strip().split("\n\n")[0]
     return PolicyBundle(
         name=name or str(getattr(policy, "__name__", "custom")),
         communication=policy,
-        description=" ".join(doc.split()),
+        description=_line(policy),
     )
 
 
@@ -215,18 +201,33 @@ def _entry_points(group: str) -> list[tuple[str, metadata.EntryPoint]]:
     return sorted(((plugin_name(ep), ep) for ep in metadata.entry_points(group=group)), key=lambda p: p[0])
 
 
+def _renamed(bundle: PolicyBundle, alias: str) -> PolicyBundle:
+    return as_bundle(bundle, name=alias)
+
+
+def _description(bundle: PolicyBundle) -> str:
+    return bundle.description
+
+
+def _builtin_bundle(name: str, policy: NamedPolicy, bundles: dict[str, PolicyBundle]) -> PolicyBundle:
+    """The bundle a built-in name stands for: the vClos bundle of that name, or the policy alone."""
+    bundle = bundles.pop(name, None)
+    if bundle is None:
+        return PolicyBundle(name=name, communication=policy.policy, description=policy.description)
+    if bundle.communication is not policy.policy:
+        raise ValueError(f"policy {name!r} names two algorithms (a vClos bundle and a communication policy)")
+    return bundle
+
+
 def _base_policy_registry() -> Registry[PolicyBundle]:
     """Built-in policies and the entry-point ones (loaded on first use)."""
-    reg: Registry[PolicyBundle] = Registry("policy")
-    bundles = vclos_bundles()
-    taken = {b.name for b in bundles}
-    for name, fn in communication_policies().items():
-        if name not in taken:
-            reg.register(
-                name, PolicyBundle(name=name, communication=fn, description=DESCRIPTIONS.get(name, ""))
-            )
-    for b in bundles:
-        reg.register(b.name, b)
+    reg: Registry[PolicyBundle] = Registry("policy", as_alias=_renamed, describe=_description)
+    bundles = {b.name: b for b in vclos_bundles()}
+    for name, policy in named_policies().items():
+        b = _builtin_bundle(name, policy, bundles)
+        reg.register(name, b, description=b.description, aliases=policy.aliases)
+    for b in bundles.values():
+        reg.register(b.name, b, description=b.description)
     for name, ep in _entry_points(POLICY_ENTRY_POINTS):
         if name not in reg:  # built-in names cannot be taken over
             reg.register_lazy(name, _policy_from_entry_point(name, ep))
@@ -237,28 +238,47 @@ def policy_registry() -> Registry[PolicyBundle]:
     """Every named policy: communication policies, the vClos bundles (placement + routing + cluster),
     the policies of installed packages (entry points) and those registered in this process.
 
-    Where a vClos bundle and a communication policy share a name (``balanced-ecmp``), the bundle wins:
-    it is the same routing with the placement the vClos evaluation pairs it with.
+    Where a vClos bundle and a communication policy share a name (``balanced-ecmp``), the name stands
+    for the bundle, whose routing *is* that communication policy (checked when the registry is built)
+    with the placement the vClos evaluation pairs it with; the daemon, which does not place jobs, routes
+    with the same policy. Aliases resolve to their policy, renamed (``ecmp-fair``).
 
     Examples
     --------
     >>> reg = policy_registry()
     >>> reg.get("crux-full").name
     'crux-full'
-    >>> "ecmp-fair" in reg and "balanced-ecmp" in reg
+    >>> "ecmp-fair" in reg and "balanced-ecmp" in reg and "ecmp-fair" not in reg.names()
     True
+    >>> reg.get("ecmp-fair").name, reg.get("ecmp-fair").communication is reg.get("fair").communication
+    ('ecmp-fair', True)
     """
     reg = _base_policy_registry()
     for name, bundle in _REGISTERED_POLICIES.items():
         if name not in reg:
-            reg.register(name, bundle)
+            reg.register(name, bundle, description=bundle.description)
     return reg
+
+
+#: the one line ``commsched policies`` shows for each built-in placement (job scheduler)
+_PLACEMENT_LINES = {
+    "pack": "best-fit locality packing: fewest hosts, then fewest ToRs (Crux's default)",
+    "first-fit": "first free GPUs in host order (the trace's production scheduler)",
+    "hived": "HiveD-like: buddy cells of a power-of-two size within the smallest enclosing switch",
+    "muri": "Muri-like: interleave communication-heavy and compute-heavy jobs on the same links",
+}
+
+
+def _line(fn: object) -> str:
+    """The first paragraph of a callable's docstring, on one line."""
+    doc = (getattr(fn, "__doc__", None) or "").strip().split("\n\n")[0]
+    return " ".join(doc.split())
 
 
 def _base_placement_registry() -> Registry[PlacementFn]:
     reg: Registry[PlacementFn] = Registry("placement")
     for name, fn in job_schedulers().items():
-        reg.register(name, fn)
+        reg.register(name, fn, description=_PLACEMENT_LINES.get(name) or _line(fn))
     for name, ep in _entry_points(PLACEMENT_ENTRY_POINTS):
         if name not in reg:
             reg.register_lazy(name, _placement_from_entry_point(name, ep))
@@ -276,28 +296,32 @@ def placement_registry() -> Registry[PlacementFn]:
     reg = _base_placement_registry()
     for name, fn in _REGISTERED_PLACEMENTS.items():
         if name not in reg:
-            reg.register(name, fn)
+            reg.register(name, fn, description=_line(fn))
     return reg
 
 
 def queue_registry() -> Registry[QueueOrderFn | None]:
     """Orders of the waiting queue by name (``fifo`` = arrival order)."""
     reg: Registry[QueueOrderFn | None] = Registry("queue order")
-    reg.register("fifo", None)
+    reg.register("fifo", None, description="arrival order (default)")
+    lines = {
+        "sf": "smallest job first (fewest GPUs), ties by arrival (vClos evaluation)",
+        "edf": "earliest deadline first: arrival + duration, jobs without a duration last (vClos evaluation)",
+    }
     for name, fn in vclos_queue_orders().items():
-        reg.register(name, fn)
+        reg.register(name, fn, description=lines.get(name) or _line(fn))
     return reg
 
 
 def policy_names() -> tuple[str, ...]:
-    """Every policy name :func:`policy_registry` knows.
+    """Every policy name :func:`policy_registry` accepts (aliases last).
 
     Examples
     --------
     >>> {"crux-full", "ecmp-fair", "sincronia", "vclos"} <= set(policy_names())
     True
     """
-    return policy_registry().names()
+    return policy_registry().accepted()
 
 
 def placement_names() -> tuple[str, ...]:
@@ -308,4 +332,4 @@ def placement_names() -> tuple[str, ...]:
     >>> {"pack", "first-fit", "hived", "muri"} <= set(placement_names())
     True
     """
-    return placement_registry().names()
+    return placement_registry().accepted()

@@ -66,13 +66,13 @@ def test_plan_prints_markup_ids_literally(tricky: Path) -> None:
 
 
 def test_policies_lists_every_family() -> None:
-    from commsched.catalog import placement_names, policy_names, queue_registry
+    from commsched.catalog import placement_registry, policy_registry, queue_registry
 
     res = runner.invoke(app, ["policies", "--json"])
     assert res.exit_code == 0, res.stderr
     obj = json.loads(res.stdout)
-    assert [p["name"] for p in obj["policies"]] == list(policy_names())
-    assert [p["name"] for p in obj["placements"]] == list(placement_names())
+    assert [p["name"] for p in obj["policies"]] == list(policy_registry().names())
+    assert [p["name"] for p in obj["placements"]] == list(placement_registry().names())
     assert [p["name"] for p in obj["queue_orders"]] == list(queue_registry().names())
     for family in obj.values():
         for row in family:
@@ -80,6 +80,13 @@ def test_policies_lists_every_family() -> None:
             assert "\n" not in row["description"]
     table = runner.invoke(app, ["policies"])
     assert table.exit_code == 0 and "crux-full" in table.stdout and "first-fit" in table.stdout
+
+
+def test_policies_lists_an_alias_once_under_its_policy() -> None:
+    res = runner.invoke(app, ["policies", "--json"])
+    rows = {p["name"]: p for p in json.loads(res.stdout)["policies"]}
+    assert "ecmp-fair" not in rows and rows["fair"]["aliases"] == ["ecmp-fair"]
+    assert rows["balanced-ecmp"]["description"]  # the old separate table had none for it
 
 
 @pytest.mark.parametrize("kind", ["single_link", "two_layer_clos", "leaf_spine", "crux_testbed"])

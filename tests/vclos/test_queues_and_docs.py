@@ -6,8 +6,6 @@ import doctest
 import importlib
 import pkgutil
 
-import pytest
-
 from commsched.scheduling import vclos
 from commsched.scheduling.vclos import (
     Fabric,
@@ -21,6 +19,7 @@ from commsched.scheduling.vclos import (
     queue_registry,
     smallest_first_order,
 )
+from commsched.topology.builders import leaf_spine
 
 JOBS = [
     JobRequest(job_id="a", gpus=4, arrival_s=3.0, deadline_s=50.0),
@@ -68,10 +67,6 @@ def test_doctests() -> None:
 
 
 def test_adapter_on_leaf_spine_builder() -> None:
-    builders = pytest.importorskip("commsched.topology.builders")
-    leaf_spine = getattr(builders, "leaf_spine", None)
-    if leaf_spine is None:
-        pytest.skip("commsched.topology.builders.leaf_spine not available yet")
     topo = leaf_spine(leaves=4, spines=4)
     view = fabric_from_topology(topo)
     assert view.fabric.leaves == 4 and view.fabric.spines == 4

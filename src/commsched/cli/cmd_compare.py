@@ -6,7 +6,9 @@ import importlib.util
 import math
 import os
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
@@ -14,6 +16,10 @@ from rich.text import Text
 
 from commsched.cli.common import check_out_dir, print_json, stderr_console, stdout_console, user_errors
 from commsched.errors import InputError
+
+if TYPE_CHECKING:
+    from commsched.sim.comparison import Comparison
+    from commsched.io.scenario import Scenario
 
 #: the most local worker processes ``--workers`` may start
 MAX_WORKERS = 256
@@ -69,74 +75,139 @@ def _table(obj: dict[str, object]) -> Table:
     return t
 
 
-def run_compare(
-    scenario: str,
-    policies: list[str],
-    *,
-    job_scheduler: str | None,
-    mode: str | None,
-    out: Path | None,
-    workers: int,
-    ray: str | None,
-    as_json: bool,
-) -> None:
-    from commsched.api import compare, load_scenario
-    from commsched.catalog import placement_registry, policy_registry
-    from commsched.io.budget import check_run_budget
-    from commsched.sim.comparison import comparison_json
+#: what the columns of the comparison table mean (printed under it)
+LEGEND = (
+    "GPU util: busy GPU-seconds / (all GPUs x simulated time); alloc. util: the same over the GPUs allocated "
+    "to jobs. avg JCT/JRT/JWT s: average job completion / run / waiting time in seconds (JCT = JWT + "
+    "JRT; finished jobs, JWT over started ones). p95 / max loss: 95th percentile / worst throughput loss "
+    "of a job, 1 - standalone / contended iteration time (0 = as fast as alone). n>50%: jobs that lost "
+    "more than half their throughput. done: finished / all jobs. wall s: seconds the simulation took."
+)
 
-    if mode is not None and mode not in ("exact", "fast"):
-        raise InputError(f"unknown mode {mode!r}", where="--mode", expected="exact or fast")
-    if not 1 <= workers <= MAX_WORKERS:
-        raise InputError(f"{workers} workers", where="--workers", expected=f"1 .. {MAX_WORKERS}")
-    if not policies:
+
+def headline(obj: dict[str, Any]) -> str | None:
+    """One sentence: the policy with the highest GPU utilisation against the first one listed.
+
+    Examples
+    --------
+    >>> pol = lambda u, jct: {"gpu_utilization": u, "avg_jct_s": jct}
+    >>> print(headline({"policies": {"ecmp-fair": pol(0.5, 200.0), "crux-full": pol(0.6, 150.0)}}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    crux-full has the highest GPU utilisation, 0.600 against 0.500 for ecmp-fair (+20.0 %),
+    and an average JCT of 150.0 s against 200.0 s (-25.0 %).
+    """
+    pols = obj["policies"]
+    if len(pols) < 2:
+        return None
+    base_name, base = next(iter(pols.items()))
+    name, best = max(pols.items(), key=lambda kv: kv[1]["gpu_utilization"] or 0.0)
+    u, u0 = best["gpu_utilization"] or 0.0, base["gpu_utilization"] or 0.0
+    if name == base_name or u <= u0:
+        return f"{base_name} (listed first) has the highest GPU utilisation, {u0:.3f}."
+    text = f"{name} has the highest GPU utilisation, {u:.3f} against {u0:.3f} for {base_name}"
+    text += f" (+{100 * (u / u0 - 1):.1f} %)" if u0 > 0 else ""
+    jct, jct0 = best["avg_jct_s"], base["avg_jct_s"]
+    if jct is not None and jct0 and math.isfinite(jct) and math.isfinite(jct0):
+        text += f", and an average JCT of {jct:.1f} s against {jct0:.1f} s ({100 * (jct / jct0 - 1):+.1f} %)"
+    return text + "."
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompareRequest:
+    """What ``commsched compare`` (or ``demo``) was asked for, options as given."""
+
+    scenario: str
+    policies: tuple[str, ...]
+    job_scheduler: str | None = None
+    mode: str | None = None
+    out: Path | None = None
+    workers: int = 1
+    ray: str | None = None
+    as_json: bool = False
+
+
+def _check(req: CompareRequest) -> None:
+    """Every option checked before anything runs (unknown names, bad counts, a missing extra)."""
+    from commsched.catalog import placement_registry, policy_registry
+
+    if req.mode is not None and req.mode not in ("exact", "fast"):
+        raise InputError(f"unknown mode {req.mode!r}", where="--mode", expected="exact or fast")
+    if not 1 <= req.workers <= MAX_WORKERS:
+        raise InputError(f"{req.workers} workers", where="--workers", expected=f"1 .. {MAX_WORKERS}")
+    if not req.policies:
         raise InputError("no policy named", where="--policies", expected="comma-separated policy names")
     reg = policy_registry()
-    for p in policies:
+    for p in req.policies:
         reg.get(p, where="--policies")
-    if job_scheduler is not None:
-        placement_registry().get(job_scheduler, where="--job-scheduler")
-    check_out_dir(out, make_parents=out == DEMO_OUT)
-    if ray is not None and importlib.util.find_spec("ray") is None:
+    if req.job_scheduler is not None:
+        placement_registry().get(req.job_scheduler, where="--job-scheduler")
+    check_out_dir(req.out, make_parents=req.out == DEMO_OUT)
+    if req.ray is not None and importlib.util.find_spec("ray") is None:
         raise InputError(
             "Ray is not installed", where="--ray", expected="pip install 'commsched[ray]' or omit --ray"
         )
-    sc = load_scenario(scenario)
-    check_run_budget(sc, mode or sc.mode)
+
+
+def _simulate(req: CompareRequest, sc: Scenario) -> Comparison:
+    """The comparison, with progress on stderr unless the output is JSON."""
+    from commsched.api import compare
+
     err = stderr_console()
-    if not as_json:
+    if not req.as_json:
+        where = f"on Ray ({req.ray})..." if req.ray is not None else f"with {req.workers} worker(s)..."
         err.print(
-            f"comparing {len(policies)} policies on {sc.name} ({sc.topology.n_gpus} GPUs, "
-            f"{len(sc.jobs)} jobs, {sc.horizon_s / 3600:.1f} h) "
-            + (f"on Ray ({ray})..." if ray is not None else f"with {workers} worker(s)...")
+            f"comparing {len(req.policies)} policies on {sc.name} ({sc.topology.n_gpus} GPUs, "
+            f"{len(sc.jobs)} jobs, {sc.horizon_s / 3600:.1f} h) {where}"
         )
-    with err.status("simulating", spinner="dots") if (err.is_terminal and not as_json) else nullcontext():
-        cmp = compare(
+    quiet = req.as_json or not err.is_terminal
+    with nullcontext() if quiet else err.status("simulating", spinner="dots"):
+        return compare(
             sc,
-            policies,
-            placement=job_scheduler,
-            mode=mode,
-            workers=workers,
-            ray=ray,
-            progress=None if as_json else (lambda p: err.print(f"  {p} done")),
+            list(req.policies),
+            placement=req.job_scheduler,
+            mode=req.mode,
+            workers=req.workers,
+            ray=req.ray,
+            progress=None if req.as_json else (lambda p: err.print(f"  {p} done")),
         )
+
+
+def _write(out: Path, obj: dict[str, Any], cmp: Comparison, sc: Scenario) -> None:
+    import json
+
+    from commsched.experiments.plots import write_plots
+    from commsched.io.numbers import tidy
+    from commsched.io.results import write_files
+
+    write_files(out, {"compare.json": json.dumps(tidy(obj), indent=2, allow_nan=False) + "\n"})
+    write_plots(cmp, sc.topology, out)
+
+
+def run_compare(req: CompareRequest) -> None:
+    """Check the options, run the comparison, write and print it (a table with its legend, or JSON)."""
+    from commsched.api import load_scenario
+    from commsched.sim.comparison import comparison_json
+    from commsched.io.budget import check_run_budget
+
+    _check(req)
+    sc = load_scenario(req.scenario)
+    check_run_budget(sc, req.mode or sc.mode)
+    cmp = _simulate(req, sc)
     obj = comparison_json(cmp)
-    if out is not None:
-        import json
-
-        from commsched.experiments.plots import write_plots
-        from commsched.io.numbers import tidy
-        from commsched.io.results import write_files
-
-        write_files(out, {"compare.json": json.dumps(tidy(obj), indent=2, allow_nan=False) + "\n"})
-        write_plots(cmp, sc.topology, out)
-    if as_json:
+    if req.out is not None:
+        _write(req.out, obj, cmp, sc)
+    if req.as_json:
         print_json(obj)
         return
-    stdout_console().print(_table(obj))
-    if out is not None:
-        stdout_console().print(
-            f"wrote {out}/compare.json and plots (utilization, over time, JCT CDF, link intensity, loss)"
+    con = stdout_console()
+    con.print(_table(obj))
+    con.print(LEGEND, style="dim")
+    line = headline(obj)
+    if line is not None:
+        con.print(line)
+    if req.out is not None:
+        con.print(
+            f"wrote {req.out}/compare.json and plots (utilization, over time, JCT CDF, link intensity, loss)"
         )
 
 
@@ -165,14 +236,16 @@ def compare_cmd(
 ) -> None:
     """Replay a scenario under several policies and compare GPU utilisation, JCT and fairness."""
     run_compare(
-        scenario,
-        _split(policies),
-        job_scheduler=job_scheduler,
-        mode=mode,
-        out=out,
-        workers=workers,
-        ray=ray,
-        as_json=as_json,
+        CompareRequest(
+            scenario=scenario,
+            policies=tuple(_split(policies)),
+            job_scheduler=job_scheduler,
+            mode=mode,
+            out=out,
+            workers=workers,
+            ray=ray,
+            as_json=as_json,
+        )
     )
 
 
@@ -203,14 +276,7 @@ def demo_cmd(
 ) -> None:
     """Compare every main policy on the embedded default scenario (a synthetic Crux-like trace)."""
     run_compare(
-        "demo",
-        list(DEMO_POLICIES),
-        job_scheduler=None,
-        mode=None,
-        out=out,
-        workers=workers,
-        ray=None,
-        as_json=as_json,
+        CompareRequest(scenario="demo", policies=DEMO_POLICIES, out=out, workers=workers, as_json=as_json)
     )
 
 

@@ -36,8 +36,10 @@ def plan(
 ) -> None:
     """Print a policy's decisions (ranks, classes, DSCP, paths, source ports) without simulating."""
     from commsched.io.shipped import resolve_scenario
+    from commsched.topology import hash_functions
 
     check_seed(seed)
+    hash_functions().get(hash_name, where="--hash")  # checked even where no port is computed
     sc = resolve_scenario(scenario)
     out = plan_json(sc, policy or sc.policy, seed=sc.seed if seed is None else seed, hash_name=hash_name)
     if as_json:

@@ -2,48 +2,41 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 from rich.table import Table
 
 from commsched.cli.common import print_json, stdout_console, user_errors
-
-#: one line per placement (job scheduler) policy
-PLACEMENT_DESCRIPTIONS = {
-    "pack": "best-fit locality packing: fewest hosts, then fewest ToRs (Crux's default)",
-    "first-fit": "first free GPUs in host order (the trace's production scheduler)",
-    "hived": "HiveD-like: buddy cells of a power-of-two size within the smallest enclosing switch",
-    "muri": "Muri-like: interleave communication-heavy and compute-heavy jobs on the same links",
-}
-
-#: one line per order of the waiting queue
-QUEUE_DESCRIPTIONS = {
-    "fifo": "arrival order (default)",
-    "sf": "smallest job first (fewest GPUs), ties by arrival (vClos evaluation)",
-    "edf": "earliest deadline first: arrival + duration, jobs without a duration last (vClos evaluation)",
-}
+from commsched.registry import Registry
 
 
-def policy_catalog() -> dict[str, list[dict[str, str]]]:
+def policy_catalog() -> dict[str, list[dict[str, Any]]]:
     """Every policy name the scenario files and ``--policy``/``--job-scheduler`` options accept.
 
     Returns
     -------
     dict
         ``policies`` (communication policies and vClos bundles), ``placements`` and ``queue_orders``,
-        each a list of ``{"name": ..., "description": ...}``.
+        each a list of ``{"name": ..., "description": ..., "aliases": [...]}``, one entry per policy (its
+        aliases are other names for it), the descriptions as registered with the policies.
     """
-    from commsched.catalog import placement_names, policy_registry, queue_registry
+    from commsched.catalog import placement_registry, policy_registry, queue_registry
 
     pols = policy_registry()
     return {
-        "policies": [{"name": n, "description": pols.get(n).description} for n in pols.names()],
-        "placements": [
-            {"name": n, "description": PLACEMENT_DESCRIPTIONS.get(n, "")} for n in placement_names()
-        ],
-        "queue_orders": [
-            {"name": n, "description": QUEUE_DESCRIPTIONS.get(n, "")} for n in queue_registry().names()
-        ],
+        "policies": [_row(n, pols.get(n).description, pols.aliases(n)) for n in pols.names()],
+        "placements": _rows(placement_registry()),
+        "queue_orders": _rows(queue_registry()),
     }
+
+
+def _row(name: str, description: str, aliases: tuple[str, ...]) -> dict[str, Any]:
+    return {"name": name, "description": description, "aliases": list(aliases)}
+
+
+def _rows(reg: Registry[Any]) -> list[dict[str, Any]]:
+    return [_row(n, reg.description(n), reg.aliases(n)) for n in reg.names()]
 
 
 @user_errors
@@ -60,7 +53,8 @@ def policies_cmd(as_json: bool = typer.Option(False, "--json", help="Print one J
     labels = {"policies": "policy", "placements": "placement", "queue_orders": "queue"}
     for family, rows in cat.items():
         for r in rows:
-            t.add_row(labels[family], r["name"], r["description"])
+            also = f" (also: {', '.join(r['aliases'])})" if r["aliases"] else ""
+            t.add_row(labels[family], r["name"], r["description"] + also)
     stdout_console().print(t)
 
 

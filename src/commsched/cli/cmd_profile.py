@@ -12,7 +12,6 @@ The profile is one JSON object (:mod:`commsched.workload.profiling.document`): `
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -38,14 +37,10 @@ def _check_out(out: Path | None) -> None:
 
 
 def _write(out: Path, text: str) -> None:
-    """Write ``text`` to ``out`` atomically: a complete file or none."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, out)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    """Write ``text`` to ``out`` atomically: a complete file or none (mode 0666 less the umask)."""
+    from commsched.io.results import write_files
+
+    write_files(out.parent, {out.name: text})
 
 
 def _measure(target: str, opts: dict[str, Any]) -> dict[str, Any]:

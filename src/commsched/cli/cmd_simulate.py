@@ -167,11 +167,14 @@ def validate(
             print_json({"valid": False, "problems": [exc.line()]})
             raise typer.Exit(2) from None
         raise
+    asked = sum(j.spec.gpus for j in sc.jobs)
+    gpus = sc.topology.n_gpus or asked  # a topology without hosts (single_link): the jobs' abstract GPUs
     if as_json:
-        print_json({"valid": True, "problems": [], "jobs": len(sc.jobs), "gpus": sc.topology.n_gpus})
+        print_json({"valid": True, "problems": [], "jobs": len(sc.jobs), "gpus": gpus, "job_gpus": asked})
         return
+    cluster = f"{gpus} GPUs" if sc.topology.n_gpus else f"no hosts, {gpus} abstract GPUs"
     stdout_console().print(
-        f"{scenario}: OK — topology {sc.topology.name} ({sc.topology.n_gpus} GPUs), {len(sc.jobs)} jobs, "
+        f"{scenario}: OK — topology {sc.topology.name} ({cluster}), {len(sc.jobs)} jobs on {asked} GPUs, "
         f"policy {sc.policy}, horizon {sc.horizon_s:g} s"
     )
 

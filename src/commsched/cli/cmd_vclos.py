@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -71,7 +72,7 @@ def vclos_experiment_cmd(
 ) -> None:
     """Replay a Helios-like trace per policy and lambda: average JCT (Table 5), JWT/queue/stability (Fig. 12)
     and JRT/JWT/JCT averages (Fig. 13)."""
-    from commsched.catalog import policy_registry, queue_registry
+    from commsched.catalog import queue_registry
     from commsched.experiments.vclos_exp import (
         ExperimentSpec,
         experiment_json,
@@ -92,9 +93,7 @@ def vclos_experiment_cmd(
         check_number(lam, "--lambda", lo_open=True)
     check_out_dir(Path(out) if out is not None else None)
     queue_registry().get(queue, where="--queue")
-    known = policy_registry()
-    for p in (p.strip() for p in policies.split(",") if p.strip()):
-        known.get(p, where="--policies")
+    names = _policy_names(policies)
     if tasks is not None:
         overrides["tasks"] = tasks
     if seed is not None:
@@ -105,7 +104,7 @@ def vclos_experiment_cmd(
     trace_jobs(small, base.topology, base_dir=base_dir)
     spec = ExperimentSpec(
         lambdas=_floats(lambdas, float(trace.get("mean_gap_s", 120.0))),
-        policies=tuple(p.strip() for p in policies.split(",") if p.strip()),
+        policies=names,
         trace=trace,
         overrides=overrides,
         queue=queue,
@@ -129,13 +128,29 @@ def vclos_experiment_cmd(
     if as_json:
         print_json(obj)
         return
-    t = Table(title=f"{base.name}: avg JCT (s), Table 5", header_style="bold")
+    stdout_console().print(_table5(base.name, obj, spec.policies))
+
+
+def _policy_names(policies: str) -> tuple[str, ...]:
+    """The comma-separated ``--policies``, each checked against the registry."""
+    from commsched.catalog import policy_registry
+
+    names = tuple(p.strip() for p in policies.split(",") if p.strip())
+    known = policy_registry()
+    for p in names:
+        known.get(p, where="--policies")
+    return names
+
+
+def _table5(name: str, obj: dict[str, Any], policies: tuple[str, ...]) -> Table:
+    """The average JCT per lambda and policy (vClos Table 5)."""
+    t = Table(title=f"{name}: avg JCT (s), Table 5", header_style="bold")
     t.add_column("lambda s", justify="right")
-    for p in spec.policies:
+    for p in policies:
         t.add_column(p, justify="right")
     for lam, row in obj["table5_avg_jct_s"].items():
-        t.add_row(lam, *["-" if row.get(p) is None else f"{row[p]:.1f}" for p in spec.policies])
-    stdout_console().print(t)
+        t.add_row(lam, *["-" if row.get(p) is None else f"{row[p]:.1f}" for p in policies])
+    return t
 
 
 def register(app: typer.Typer) -> None:

@@ -31,30 +31,44 @@ CLICK_EXCEPTION = _base("ClickException")
 USAGE_ERROR = _base("UsageError")
 
 
-def _expected(param: Any) -> str:
-    """What a parameter accepts, in words."""
-    if param is None:
-        return ""
-    t: Any = getattr(param, "type", None)
+_TYPE_WORDS = {"integer": "an integer", "float": "a number", "boolean": "true or false", "path": "a path"}
+_ANNOTATION_WORDS: dict[object, str] = {
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    Path: "a path",
+}
+
+
+def _expected_of_type(t: Any) -> str:
+    """What a Click parameter type accepts, in words ("" when it says nothing useful)."""
     choices = getattr(t, "choices", None)
     if choices:
         return "one of " + ", ".join(map(str, choices))
     name = str(getattr(t, "name", ""))
-    names = {"integer": "an integer", "float": "a number", "boolean": "true or false", "path": "a path"}
-    if name in names:
-        return names[name]
+    if name in _TYPE_WORDS:
+        return _TYPE_WORDS[name]
     if "range" in name and hasattr(t, "_describe_range"):
         return f"a number in {t._describe_range()}"
-    help_text = str(getattr(param, "help", "") or "")
-    if getattr(param, "param_type_name", "") == "argument" and help_text:
-        return _sentence(help_text.split(". ", maxsplit=1)[0])
-    ann = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    return ""
+
+
+def _expected_of_annotation(ann: Any) -> str:
     if isinstance(ann, type) and issubclass(ann, Enum):
         return "one of " + ", ".join(str(m.value) for m in ann)
-    by_type = {int: "an integer", float: "a number", bool: "true or false", Path: "a path"}
-    if ann in by_type:
-        return by_type[ann]
-    return ""
+    return _ANNOTATION_WORDS.get(ann, "")
+
+
+def _expected(param: Any) -> str:
+    """What a parameter accepts, in words."""
+    if param is None:
+        return ""
+    said = _expected_of_type(getattr(param, "type", None))
+    help_text = str(getattr(param, "help", "") or "")
+    if not said and getattr(param, "param_type_name", "") == "argument" and help_text:
+        said = _sentence(help_text.split(". ", maxsplit=1)[0])
+    ann = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    return said or _expected_of_annotation(ann)
 
 
 def _typed(param: Any, args: Sequence[str]) -> str:
@@ -119,8 +133,35 @@ def usage_line(exc: Exception, args: Sequence[str]) -> str:
     return f"error: {text}"
 
 
+def untyped_flags(params: Sequence[Any]) -> None:
+    """Show on/off flags (``--json``, ``--help``) in help without a value type.
+
+    Typer's help prints every option's type, ``--json <bool>`` for a flag, which reads as if it took a
+    value; an empty metavar leaves the type column blank for flags (counters keep theirs).
+    """
+    for p in params:
+        if getattr(p, "is_flag", False) and not getattr(p, "count", False) and p.metavar is None:
+            p.metavar = ""
+
+
 class CommschedGroup(TyperGroup):
-    """The root command group: usage errors become one ``error:`` line and exit code 2."""
+    """The root command group: usage errors become one ``error:`` line and exit code 2; flags are
+    shown without a value type (:func:`untyped_flags`).
+    """
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)
+        untyped_flags(params)
+        return params
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        cmd = super().get_command(ctx, cmd_name)
+        todo = [cmd] if cmd is not None else []
+        while todo:  # the command, and those of a group such as ``testbed``
+            c = todo.pop()
+            untyped_flags([*c.params, c.get_help_option(ctx)])
+            todo.extend(getattr(c, "commands", {}).values())
+        return cmd
 
     def main(
         self,

@@ -2,7 +2,7 @@
 
 * ``utilization.png``: average GPU utilisation per policy (bar chart, Crux Fig. 23 style).
 * ``utilization_over_time.png``: GPU utilisation over time per policy.
-* ``jct_cdf.png``: CDF of job completion times per policy.
+* ``jct_cdf.png``: CDF of job completion times per policy (seconds; a line style and marker each).
 * ``link_intensity.png``: per-link GPU intensity of the traffic over time, by link kind (Crux Fig. 24).
 * ``throughput_loss.png``: throughput loss of the lowest-priority jobs per policy (Crux §7.2).
 """
@@ -84,20 +84,46 @@ def _over_time(plt: Any, cmp: Comparison, path: Path) -> Path:
     return _save(plt, fig, path)
 
 
-def _jct_cdf(plt: Any, cmp: Comparison, path: Path) -> Path:
+#: line styles and markers cycled over policies, so that curves lying on one another stay visible
+_LINESTYLES = ("-", "--", "-.", ":")
+_MARKERS = ("o", "s", "^", "v", "D", "x", "+", "*")
+
+
+def jct_cdf_figure(plt: Any, cmp: Comparison) -> Any:
+    """The CDF of job completion times per policy, in seconds as in the tables.
+
+    Each policy has its own line style and marker (markers at up to 8 points of the curve) and the lines
+    are half transparent, so that policies with equal JCTs, drawn on top of one another, all show.
+    """
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    for r in cmp.results:
+    for i, r in enumerate(cmp.results):
         jct = np.sort([j.jct_s for j in r.jobs if j.finished and math.isfinite(j.jct_s)])
         if jct.size:
-            ax.step(jct / 60.0, np.arange(1, jct.size + 1) / jct.size, where="post", label=r.policy, lw=1)
+            ax.step(
+                jct,
+                np.arange(1, jct.size + 1) / jct.size,
+                where="post",
+                label=r.policy,
+                lw=1.2,
+                alpha=0.7,
+                linestyle=_LINESTYLES[i % len(_LINESTYLES)],
+                marker=_MARKERS[i % len(_MARKERS)],
+                markevery=max(1, jct.size // 8),
+                markersize=4,
+                markerfacecolor="none",
+            )
     ax.set_xscale("log")
-    ax.set_xlabel("job completion time (min)")
+    ax.set_xlabel("job completion time (s)")
     ax.set_ylabel("CDF")
     if not _legend(ax, fontsize=7):
         ax.text(
             0.5, 0.5, "no job finished within the horizon", ha="center", va="center", transform=ax.transAxes
         )
-    return _save(plt, fig, path)
+    return fig
+
+
+def _jct_cdf(plt: Any, cmp: Comparison, path: Path) -> Path:
+    return _save(plt, jct_cdf_figure(plt, cmp), path)
 
 
 def _intensity(plt: Any, cmp: Comparison, topology: Topology, path: Path) -> Path:

@@ -2,7 +2,8 @@
 
 Sums of many floating-point increments leave noise in the last digits (a utilisation of
 ``1.0000000000000069``). Computations keep full precision; only what is written out (JSON, CSV, tables)
-is rounded to :data:`SIGNIFICANT` digits, and fractions that cannot leave ``[0, 1]`` are clamped to it.
+is rounded to :data:`SIGNIFICANT` digits, magnitudes below :data:`NOISE_FLOOR` become ``0.0``, and
+fractions that cannot leave ``[0, 1]`` are clamped to it.
 """
 
 from __future__ import annotations
@@ -11,25 +12,32 @@ import math
 
 #: significant digits kept in written numbers (float64 carries 15-17; the noise sits below 12)
 SIGNIFICANT = 12
+#: magnitudes below this are written as 0.0 (a loss of ``2.22e-16`` is a difference of equal rates)
+NOISE_FLOOR = 1e-12
 
 #: keys whose values are fractions in [0, 1]
 _FRACTION_KEYS = frozenset({"gpu_utilization", "allocated_gpu_utilization", "utilization"})
 
 
 def tidy_float(x: float) -> float:
-    """``x`` rounded to :data:`SIGNIFICANT` significant digits (non-finite values unchanged).
+    """``x`` rounded to :data:`SIGNIFICANT` significant digits, ``0.0`` below :data:`NOISE_FLOOR`
+    (non-finite values unchanged).
 
     Examples
     --------
     >>> tidy_float(1.0000000000000069)
     1.0
+    >>> tidy_float(2.220446049250313e-16), tidy_float(-3e-13)
+    (0.0, 0.0)
     >>> tidy_float(0.46640000000000004)
     0.4664
     >>> tidy_float(123456.789)
     123456.789
     """
-    if not math.isfinite(x) or x == 0:
+    if not math.isfinite(x):
         return x
+    if abs(x) < NOISE_FLOOR:
+        return 0.0
     return float(f"{x:.{SIGNIFICANT}g}")
 
 

@@ -7,13 +7,13 @@ import io
 import json
 import math
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from commsched.io.numbers import clamp_fraction, tidy
+from commsched.io.numbers import clamp_fraction, tidy, tidy_float
 from commsched.sim.records import SimResult
 from commsched.topology import Topology
 
@@ -96,7 +96,21 @@ def _csv(rows: list[list[object]]) -> str:
 
 
 def _g(x: float) -> str:
-    return "" if not math.isfinite(x) else f"{x:.6g}"
+    return "" if not math.isfinite(x) else f"{tidy_float(x):.6g}"
+
+
+def _staged(out_dir: Path, name: str) -> tuple[int, str]:
+    """A new temporary file in ``out_dir`` for ``name``, created with mode 0666 less the umask.
+
+    (``tempfile.mkstemp`` would make it 0600: results colleagues cannot read.)
+    """
+    for _ in range(100):
+        tmp = str(out_dir / f".{name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name for {name} in {out_dir}")
 
 
 def write_files(out_dir: Path, files: dict[str, str]) -> list[Path]:
@@ -104,13 +118,14 @@ def write_files(out_dir: Path, files: dict[str, str]) -> list[Path]:
 
     Every file is first written completely under a temporary name in ``out_dir``; only then are they
     renamed over the old ones (renames within a folder are atomic). A failure while writing leaves the
-    old files untouched and removes the temporary ones.
+    old files untouched and removes the temporary ones. The files get the mode the umask leaves of
+    0666 (0644 under the usual umask 022), as any file an editor would write.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     staged: list[tuple[str, Path]] = []
     try:
         for name, text in files.items():
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out_dir)
+            fd, tmp = _staged(out_dir, name)
             staged.append((tmp, out_dir / name))
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
                 fh.write(text)

@@ -9,7 +9,6 @@ name                paths                           ranking                   cl
 ==================  ==============================  ========================  =======================
 ``static``          ECMP hash                       -                         the jobs' own priorities
 ``fair``            ECMP hash                       -                         one class
-``ecmp-fair``       ECMP hash                       -                         one class
 ``crux-pa``         ECMP hash                       ``P_j = k_j I_j``         unique: class = rank
 ``crux-ps-pa``      Crux path selection             ``P_j = k_j I_j``         unique: class = rank
 ``crux-full``       Crux path selection             ``P_j = k_j I_j``         Max K-Cut, K levels
@@ -22,10 +21,12 @@ name                paths                           ranking                   cl
 ``source-routing``  fixed port mapping (vClos)      -                         one class
 ==================  ==============================  ========================  =======================
 
-``K`` is the state's ``priority_levels``. Crux-PA and Crux-PS-PA use as many classes as jobs
-(unique priorities, the ideal of crux-spec §6.6). TACCL* has no compression of its own; it gets the
-balanced (Varys-style) split of its hop-count ranking, which keeps equally long jobs together.
-Random draws derive from ``ctx.seed`` and what they decide only: an ECMP source port from its
+``ecmp-fair`` (Crux's name for its baseline) is an alias of ``fair``. Each policy is registered with
+its one-line description (:class:`NamedPolicy`, :func:`named_policies`); the edge's registry and
+``commsched policies`` show it. ``K`` is the state's ``priority_levels``. Crux-PA and Crux-PS-PA use
+as many classes as jobs (unique priorities, the ideal of crux-spec §6.6). TACCL* has no compression of
+its own; it gets the balanced (Varys-style) split of its hop-count ranking, which keeps equally long
+jobs together. Random draws derive from ``ctx.seed`` and what they decide only: an ECMP source port from its
 connection (:func:`~commsched.scheduling.routing.connection_seed`), the BFS orders of the compression
 from the jobs of their contention component (:func:`~commsched.scheduling.policies_crux.component_seed`).
 A decision is therefore the same whenever its jobs are, which lets the simulator decide per contention
@@ -44,12 +45,14 @@ References
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from commsched.scheduling.basic import fair_policy, static_policy
 from commsched.scheduling.interfaces import PolicyContext, PolicyFn
 from commsched.scheduling.policies_baselines import (
     balanced_ecmp_plan,
+    balanced_ecmp_policy,
     balanced_ecmp_routes,
     cassini_plan,
     sincronia_plan,
@@ -80,10 +83,12 @@ __all__ = [
     "GUARD_LOSS",
     "Compressor",
     "CruxSettings",
+    "NamedPolicy",
     "Plan",
     "PlanFn",
     "Routes",
     "balanced_ecmp_plan",
+    "balanced_ecmp_policy",
     "balanced_ecmp_routes",
     "cassini_plan",
     "communication_plans",
@@ -92,6 +97,7 @@ __all__ = [
     "contention_matrix",
     "crux_plan",
     "crux_routes",
+    "named_policies",
     "sincronia_plan",
     "source_routing_plan",
     "taccl_plan",
@@ -114,23 +120,94 @@ def _wrap(policy: PolicyFn) -> PlanFn:
     return plan
 
 
-def communication_plans() -> dict[str, PlanFn]:
-    """Every named policy as a plan function (decisions + intensities + factors)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NamedPolicy:
+    """A named communication policy: its plan, its decisions-only callable, its line, its aliases.
+
+    Examples
+    --------
+    >>> p = named_policies()["fair"]
+    >>> (p.policy is fair_policy, p.aliases, p.description.startswith("one class"))
+    (True, ('ecmp-fair',), True)
+    """
+
+    #: decisions together with intensities and correction factors (``commsched plan``, the daemon)
+    plan: PlanFn
+    #: the decisions only (the simulator); the same routes and classes as ``plan``
+    policy: PolicyFn
+    #: one line, shown by ``commsched policies``
+    description: str
+    #: other names of the same policy
+    aliases: tuple[str, ...] = ()
+
+
+def _named(plan: PlanFn, description: str, policy: PolicyFn | None = None, *aliases: str) -> NamedPolicy:
+    return NamedPolicy(
+        plan=plan, policy=policy or _decisions_only(plan), description=description, aliases=aliases
+    )
+
+
+def named_policies() -> dict[str, NamedPolicy]:
+    """Every communication policy by name (the module docstring's table), with its description.
+
+    Examples
+    --------
+    >>> all(p.description for p in named_policies().values())
+    True
+    """
+    crux = crux_variant
     return {
-        "static": _wrap(static_policy),
-        "fair": _wrap(fair_policy),
-        "ecmp-fair": _wrap(fair_policy),
-        "crux-pa": crux_variant(CruxSettings(select_paths=False, compress=False)),
-        "crux-ps-pa": crux_variant(CruxSettings(select_paths=True, compress=False)),
-        "crux-full": crux_variant(CruxSettings()),
-        "crux-full-guard": crux_variant(CruxSettings(guard_loss=GUARD_LOSS)),
-        "sincronia": sincronia_plan,
-        "varys": varys_plan,
-        "taccl-star": taccl_plan,
-        "cassini": cassini_plan,
-        "balanced-ecmp": balanced_ecmp_plan,
-        "source-routing": source_routing_plan,
+        "static": _named(
+            _wrap(static_policy), "classes = the priorities written on the jobs; ECMP routes", static_policy
+        ),
+        "fair": _named(
+            _wrap(fair_policy), "one class (max-min fair everywhere); ECMP routes", fair_policy, "ecmp-fair"
+        ),
+        "crux-pa": _named(
+            crux(CruxSettings(select_paths=False, compress=False)),
+            "Crux priority assignment (P = k I), unique priorities; ECMP routes",
+        ),
+        "crux-ps-pa": _named(
+            crux(CruxSettings(select_paths=True, compress=False)),
+            "Crux path selection + priority assignment, unique priorities",
+        ),
+        "crux-full": _named(
+            crux(CruxSettings()),
+            "Crux path selection + priority assignment + Max K-Cut compression to the levels",
+        ),
+        "crux-full-guard": _named(
+            crux(CruxSettings(guard_loss=GUARD_LOSS)),
+            "crux-full, promoting any job whose predicted throughput loss exceeds 60 %",
+        ),
+        "sincronia": _named(
+            sincronia_plan, "Sincronia BSSI order on a NIC big switch, Sincronia-style split; ECMP routes"
+        ),
+        "varys": _named(varys_plan, "Varys SEBF order, Varys-style split; ECMP routes"),
+        "taccl-star": _named(
+            taccl_plan, "TACCL*: least-congested paths in arrival order, longer paths first"
+        ),
+        "cassini": _named(
+            cassini_plan, "CASSINI: one class, per-job time shifts from link compatibility; ECMP routes"
+        ),
+        "balanced-ecmp": _named(
+            balanced_ecmp_plan,
+            "fewest-flows equal-cost path per flow in arrival order, one class",
+            balanced_ecmp_policy,
+        ),
+        "source-routing": _named(
+            source_routing_plan,
+            "fixed port mapping (vClos-style source routing without isolation), one class",
+        ),
     }
+
+
+def _with_aliases(named: dict[str, NamedPolicy]) -> dict[str, NamedPolicy]:
+    return {n: p for name, p in named.items() for n in (name, *p.aliases)}
+
+
+def communication_plans() -> dict[str, PlanFn]:
+    """Every named policy as a plan function (decisions + intensities + factors), aliases included."""
+    return {name: p.plan for name, p in _with_aliases(named_policies()).items()}
 
 
 def _decisions_only(plan: PlanFn) -> PolicyFn:
@@ -141,13 +218,8 @@ def _decisions_only(plan: PlanFn) -> PolicyFn:
 
 
 def communication_policies() -> dict[str, PolicyFn]:
-    """Every named communication policy (module docstring table), for the edge's registry.
+    """Every named communication policy (module docstring table), aliases included.
 
-    ``static``, ``fair`` and ``ecmp-fair`` are the plain functions of :mod:`commsched.scheduling.basic`.
+    ``static``, ``fair`` (alias ``ecmp-fair``) are the plain functions of :mod:`commsched.scheduling.basic`.
     """
-    plans = communication_plans()
-    out: dict[str, PolicyFn] = {"static": static_policy, "fair": fair_policy, "ecmp-fair": fair_policy}
-    for name, plan in plans.items():
-        if name not in out:
-            out[name] = _decisions_only(plan)
-    return out
+    return {name: p.policy for name, p in _with_aliases(named_policies()).items()}

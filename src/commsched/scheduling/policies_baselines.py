@@ -35,6 +35,7 @@ from commsched.scheduling.state import ClusterState, Decisions
 
 __all__ = [
     "balanced_ecmp_plan",
+    "balanced_ecmp_policy",
     "balanced_ecmp_routes",
     "cassini_plan",
     "sincronia_plan",
@@ -112,6 +113,22 @@ def balanced_ecmp_plan(state: ClusterState, ctx: PolicyContext) -> Plan:
     """Balanced ECMP paths (least loaded at arrival), one class."""
     c = PolicyCtx.of(state, ctx.memo)
     return _one_class(state, _balanced_routes(state, c), c)
+
+
+def balanced_ecmp_policy(state: ClusterState, ctx: PolicyContext) -> Decisions:
+    """``balanced-ecmp``: each flow, job by job in arrival order, on the equal-cost path whose busiest
+    link carries the fewest flows so far (per unit of capacity; ties: fewest in total, then the
+    lowest path index); one class.
+
+    The one algorithm behind the name: the simulator (through the vClos bundle of the same name, which
+    adds locality packing), ``commsched plan`` and the daemon route with it. Deterministic: the routes
+    are a function of the jobs and their arrival order.
+
+    References
+    ----------
+    vClos §9.3 (Balanced ECMP, "the least congested ports"); Crux §6 (baselines).
+    """
+    return balanced_ecmp_plan(state, ctx).decisions
 
 
 def source_routing_plan(state: ClusterState, ctx: PolicyContext) -> Plan:

@@ -7,7 +7,7 @@ name               placement                      routing                     cl
 ``ocs-vclos``      OCS-vClos (stages 0-3)         pinned (isolated)           leaf-spine with OCS layer
 ``vclos``          vClos (stages 0-2)             pinned (isolated)           leaf-spine
 ``sr``             locality packing               source routing, f(i) = i    leaf-spine
-``balanced-ecmp``  locality packing               least-loaded at arrival     leaf-spine
+``balanced-ecmp``  locality packing               fewest flows, arrival order leaf-spine
 ``ecmp``           locality packing               5-tuple MurmurHash3 ECMP    leaf-spine
 ``ecmp-redundant`` locality packing               5-tuple MurmurHash3 ECMP    +50% leaf-spine links
 =================  =============================  ==========================  ===========================
@@ -45,10 +45,10 @@ from collections.abc import Sequence
 
 from commsched.errors import InputError
 from commsched.scheduling.interfaces import PolicyBundle, QueueOrderFn
+from commsched.scheduling.policies_baselines import balanced_ecmp_policy
 from commsched.scheduling.vclos.ocs import allocate_ocs_vclos
 from commsched.scheduling.vclos.placement import allocate_best, allocate_packed, allocate_vclos
 from commsched.scheduling.vclos.policy import (
-    BalancedEcmpRouting,
     EcmpRouting,
     SourceRoutingPolicy,
     fabric_placement,
@@ -168,9 +168,9 @@ def vclos_bundles() -> tuple[PolicyBundle, ...]:
         ),
         PolicyBundle(
             name="balanced-ecmp",
-            communication=BalancedEcmpRouting(memo=new_memo()),
+            communication=balanced_ecmp_policy,  # the one balanced-ecmp (the daemon's and plan's too)
             placement=fabric_placement(allocate_packed),
-            description=f"least-loaded equal-cost path at arrival, {packed}",
+            description=f"fewest-flows equal-cost path per flow in arrival order, one class; {packed}",
         ),
         PolicyBundle(
             name="ecmp",

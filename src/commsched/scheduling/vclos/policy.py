@@ -9,7 +9,8 @@ connection (the equal-cost path whose leaf uplink and downlink are the ones sour
 
 Routing: :class:`PinnedRouting` (vClos / OCS-vClos: the pinned routes), :class:`SourceRouting`
 (``sr``: the default port map f(i) = i for every job, no isolation), :class:`EcmpRouting` (5-tuple
-MurmurHash3 over random source ports) and :class:`BalancedEcmpRouting` (least-loaded path at arrival).
+MurmurHash3 over random source ports); ``balanced-ecmp`` routes with the communication policy of that
+name (:func:`commsched.scheduling.policies_baselines.balanced_ecmp_policy`), one algorithm per name.
 
 References
 ----------
@@ -23,8 +24,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
-
-import numpy as np
 
 from commsched.errors import InfeasibleError
 from commsched.scheduling.interfaces import Allocation, PlacementRequest, PolicyContext
@@ -333,52 +332,6 @@ class EcmpRouting:
                 self.memo.routes[k] = dict(ecmp_routes(one, seed=ctx.seed, hash_name=self.hash_name))
             routes.update(self.memo.routes[k])
         return _decisions(state, routes)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BalancedEcmpRouting:
-    """``balanced-ecmp``: at arrival each connection takes a least-loaded equal-cost path (the
-    fewest flows on its busiest fabric link, counting running jobs), a random one among ties.
-
-    References
-    ----------
-    vClos §9.3 (Balanced ECMP: "randomly select the least congested ports").
-    """
-
-    memo: _Memo
-
-    def __call__(self, state: ClusterState, ctx: PolicyContext) -> Decisions:
-        topo = state.topology
-        load: Counter[LinkId] = Counter()
-        fresh: list[PlacedJob] = []
-        for job in state.jobs:
-            k = self.memo.key(ctx.seed, job)
-            if k not in self.memo.routes:
-                fresh.append(job)
-                continue
-            for key, idx in self.memo.routes[k].items():
-                pair = network_pair(topo, key)
-                if pair is not None:
-                    load.update(fabric_links(topo, topo.equal_cost_paths(*pair)[idx].links))
-        rng = np.random.default_rng([ctx.seed, ctx.epoch])
-        for job in fresh:
-            self.memo.routes[self.memo.key(ctx.seed, job)] = self._place(topo, job, load, rng)
-        routes = {k: v for j in state.jobs for k, v in self.memo.routes[self.memo.key(ctx.seed, j)].items()}
-        return _decisions(state, routes)
-
-    @staticmethod
-    def _place(
-        topo: Topology, job: PlacedJob, load: Counter[LinkId], rng: np.random.Generator
-    ) -> dict[ConnectionKey, int]:
-        out: dict[ConnectionKey, int] = {}
-        for key in job_connections(topo, job):
-            pair = network_pair(topo, key)
-            if pair is None or len(topo.equal_cost_paths(*pair)) == 1:
-                continue
-            idx = least_used_path(topo, key, load, int(rng.integers(1 << 30)))
-            out[key] = idx
-            load.update(fabric_links(topo, topo.equal_cost_paths(*pair)[idx].links))
-        return out
 
 
 def new_memo() -> _Memo:
