@@ -65,7 +65,7 @@ def _raw_round(out_sock: socket.socket, in_sock: socket.socket, nbytes: int, buf
     return time.perf_counter() - t0
 
 
-def _worker(rank: int, n: int, store_addr: tuple[str, int], size_mib: int, repeats: int, q: Any) -> None:
+def _worker(rank: int, n: int, store_addr: tuple[str, int], size_mib: int, repeats: int, *, q: Any) -> None:
     store = StoreClient(store_addr, timeout_s=600)
     elems = (size_mib << 20) // 4
     per_link = 2 * (n - 1) * (elems // n) * 4  # bytes a rank sends in a ring all-reduce (B)
@@ -114,7 +114,11 @@ def main() -> None:
     q = ctx.Queue()
     with StoreServer() as store:
         procs = [
-            ctx.Process(target=_worker, args=(r, args.ranks, store.address, args.size_mib, args.repeats, q))
+            ctx.Process(
+                target=_worker,
+                args=(r, args.ranks, store.address, args.size_mib, args.repeats),
+                kwargs={"q": q},
+            )
             for r in range(args.ranks)
         ]
         for p in procs:

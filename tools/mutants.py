@@ -213,18 +213,18 @@ MUTANTS: tuple[Mutant, ...] = (
     # --- the runtime (planted by the issue; the modules may move: update path and tests here)
     Mutant(
         name="DynamicComparison.holds with or for and",
-        path="src/commsched/runtime/ps/dynamic.py",
+        path="src/commsched/experiments/ps/dynamic.py",
         original="return self.balanced_gap > 0 and self.balanced_gap > self.static_gap",
         replacement="return self.balanced_gap > 0 or self.balanced_gap > self.static_gap",
-        tests=("tests/runtime_ps/test_dynamic.py",),
+        tests=("tests/experiments/ps/test_dynamic.py",),
         planted=True,
     ),
     Mutant(
         name="PS: DSCP used as TOS",
         path="src/commsched/runtime/ps/roles.py",
-        original='_int(env, "COMMSCHED_PS_DSCP") << 2',
-        replacement='_int(env, "COMMSCHED_PS_DSCP")',
-        tests=("tests/runtime_ps/test_keys_roles.py",),
+        original='return Mark(dscp=_int(env, "COMMSCHED_PS_DSCP"))',
+        replacement='return Mark.from_tos(_int(env, "COMMSCHED_PS_DSCP"))',
+        tests=("tests/runtime_ps/test_marks.py",),
         planted=True,
     ),
 )

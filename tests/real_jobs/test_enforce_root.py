@@ -103,7 +103,9 @@ def _packets(pcap: Path, src: str, dst: str) -> list[tuple[float, int, int, str]
 
 
 @pytest.mark.slow
-def test_enforcement_on_the_fabric(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_enforcement_on_the_fabric(  # noqa: PLR0915 -- one end-to-end run on the fabric, step by step
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _need_tools()
     from commsched.runtime.enforce.cgroups import cgroup2_root
     from commsched.runtime.launch.procs import Processes, cli_argv

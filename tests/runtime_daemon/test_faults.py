@@ -44,7 +44,7 @@ def _daemon(tmp: Path, port: int) -> Proc:
     )
 
 
-def test_daemon_sigkill_restart_agent_restart_and_heartbeat_timeout(
+def test_daemon_sigkill_restart_agent_restart_and_heartbeat_timeout(  # noqa: PLR0915 -- one fault scenario, step by step
     tmp_path: Path, procs: list[Proc]
 ) -> None:
     (tmp_path / "tok").write_text(TOKEN + "\n")

@@ -124,7 +124,7 @@ def test_probe_table_per_destination_port() -> None:
         ],
         "nic_ips": {"h0/nic0": "10.0.0.1", "h1/nic0": "10.0.1.1"},
     }  # fmt: skip
-    answers = [answer(view, table, "a", 0, 1, d) for d in (15201, 15202, 15203)]
+    answers = [answer(view, table, "a", 0, 1, dport=d) for d in (15201, 15202, 15203)]
     ports = [a.src_port for a in answers if a is not None]
     assert ports == [20001, 20007, 49200]  # unknown port: the hash model's
 

@@ -18,8 +18,8 @@ from commsched.cli.common import check_out_dir, print_json, stderr_console, stdo
 from commsched.errors import InputError
 
 if TYPE_CHECKING:
-    from commsched.sim.comparison import Comparison
     from commsched.io.scenario import Scenario
+    from commsched.sim.comparison import Comparison
 
 #: the most local worker processes ``--workers`` may start
 MAX_WORKERS = 256
@@ -186,8 +186,8 @@ def _write(out: Path, obj: dict[str, Any], cmp: Comparison, sc: Scenario) -> Non
 def run_compare(req: CompareRequest) -> None:
     """Check the options, run the comparison, write and print it (a table with its legend, or JSON)."""
     from commsched.api import load_scenario
-    from commsched.sim.comparison import comparison_json
     from commsched.io.budget import check_run_budget
+    from commsched.sim.comparison import comparison_json
 
     _check(req)
     sc = load_scenario(req.scenario)

@@ -143,15 +143,7 @@ def dynamic(
     from commsched.experiments.ps.dynamic import dynamic_comparison, mean_s
     from commsched.testbed.shaped_link import shaped_link
 
-    try:
-        fractions = [float(x) for x in levels.split(",")]
-    except ValueError:
-        raise InputError(
-            f"{levels!r}", where="--levels", expected="comma-separated numbers, e.g. 1,0.316,0.1"
-        ) from None
-    if not fractions or min(fractions) <= 0 or period_s <= 0:
-        raise InputError(f"{levels!r}, {period_s}", where="--levels/--period-s",
-                         expected="positive fractions and a positive period")  # fmt: skip
+    fractions = _level_fractions(levels, period_s)
     profile = zoo_lookup(model)
     spec = JobSpec(layers=emulated_layers(profile.layers, byte_scale=byte_scale), num_workers=workers,
                    iterations=iterations)  # fmt: skip
@@ -188,9 +180,30 @@ def dynamic(
     if json_out:
         print_json(out)
         return
+    _print_dynamic(cmp, rates[0])
+
+
+def _level_fractions(levels: str, period_s: float) -> list[float]:
+    """``--levels`` as fractions of the first level (checked with ``--period-s``)."""
+    try:
+        fractions = [float(x) for x in levels.split(",")]
+    except ValueError:
+        raise InputError(
+            f"{levels!r}", where="--levels", expected="comma-separated numbers, e.g. 1,0.316,0.1"
+        ) from None
+    if not fractions or min(fractions) <= 0 or period_s <= 0:
+        raise InputError(f"{levels!r}, {period_s}", where="--levels/--period-s",
+                         expected="positive fractions and a positive period")  # fmt: skip
+    return fractions
+
+
+def _print_dynamic(cmp: Any, first_bps: float) -> None:
+    """The text form of ``ps dynamic``: the tuning pick, each run, and the verdict."""
+    from commsched.experiments.ps.dynamic import mean_s
+
     console = stdout_console()
     pick = cmp.tuned.config
-    console.print(f"bytescheduler tuned at {rates[0] / GBPS:g} Gb/s: partition {pick.partition_bytes} B, "
+    console.print(f"bytescheduler tuned at {first_bps / GBPS:g} Gb/s: partition {pick.partition_bytes} B, "
                   f"credit {pick.credit_bytes} B")  # fmt: skip
     for r in cmp.static:
         console.print(f"static   {r.transport:14s} mean {mean_s(r):.3f} s  series "

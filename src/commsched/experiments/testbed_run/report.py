@@ -55,7 +55,9 @@ class Twins:
     alpha: float | None
 
 
-def _twins(scenario: Scenario, tb: Any, run: PolicyRun, opts: RunOptions, cmd: Any, emulated: Any) -> Twins:
+def _twins(
+    scenario: Scenario, tb: Any, run: PolicyRun, opts: RunOptions, *, cmd: Any, emulated: Any
+) -> Twins:
     """The twin at the links' own latency and, when the job processes timed a step, at that latency."""
     classes = {j: int(v["class"]) for j, v in run.decision.get("jobs", {}).items()}
     steps = [
@@ -103,7 +105,7 @@ def policy_report(
     commands = commands or []
     emulated = {**tb.scaled_capacity_bps(), **{LinkId(k): v for k, v in (intra_links or {}).items()}}
     cmd = command_inputs(tb, commands, run, profiling_s=opts.profiling_window_s, window_s=opts.window_s)
-    twins = _twins(scenario, tb, run, opts, cmd, emulated)
+    twins = _twins(scenario, tb, run, opts, cmd=cmd, emulated=emulated)
     sim = twins.used
     out_jobs = library_rows(tb, jobs, run, opts=opts, twins=twins)
     simulated_cmd = {str(r.id): float(r.mean_iteration_s) for r in sim.jobs if str(r.id) in cmd.windows}

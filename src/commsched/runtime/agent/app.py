@@ -74,7 +74,7 @@ def create_agent_app(
         dst_rank: int = Query(..., ge=0, le=1_000_000),
         dport: int | None = Query(None, ge=1, le=65535),
     ) -> dict[str, Any] | JSONResponse:
-        out = answer(follower.host_view, table, job, src_rank, dst_rank, dport)
+        out = answer(follower.host_view, table, job, src_rank, dst_rank, dport=dport)
         if out is None:
             msg = f"no decision for job {job!r} on host {follower.host!r} (version {follower.version})"
             return JSONResponse({"error": msg, "field": "job"}, status_code=404)

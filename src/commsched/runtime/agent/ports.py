@@ -110,6 +110,7 @@ def answer(
     job: str,
     src_rank: int,
     dst_rank: int,
+    *,
     dport: int | None = None,
 ) -> PortAnswer | None:
     """Source port and mark for connection ``(job, src_rank, dst_rank)`` under the host view ``view``.

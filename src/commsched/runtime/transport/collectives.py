@@ -53,7 +53,7 @@ def _bounds(size: int, parts: int) -> list[int]:
 
 
 def _ring_reduce_scatter(
-    g: Group, flat: np.ndarray[Any, Any], ring: list[int], op: np.ufunc, seq: int, step0: int
+    g: Group, flat: np.ndarray[Any, Any], ring: list[int], op: np.ufunc, *, seq: int, step0: int
 ) -> list[int]:
     """After it, position ``p`` of ``ring`` holds the reduced segment ``(p + 1) % m``; returns bounds."""
     m = len(ring)
@@ -69,7 +69,7 @@ def _ring_reduce_scatter(
 
 
 def _ring_all_gather(
-    g: Group, flat: np.ndarray[Any, Any], ring: list[int], b: list[int], owned: int, seq: int, step0: int
+    g: Group, flat: np.ndarray[Any, Any], ring: list[int], b: list[int], *, owned: int, seq: int, step0: int
 ) -> None:
     """Position ``p`` starts owning segment ``(p + owned) % m``; afterwards every position has them all."""
     m = len(ring)
@@ -83,11 +83,11 @@ def _ring_all_gather(
 
 
 def _ring_all_reduce(
-    g: Group, flat: np.ndarray[Any, Any], ring: list[int], op: np.ufunc, seq: int, step0: int
+    g: Group, flat: np.ndarray[Any, Any], ring: list[int], op: np.ufunc, *, seq: int, step0: int
 ) -> int:
     if len(ring) > 1:
-        b = _ring_reduce_scatter(g, flat, ring, op, seq, step0)
-        _ring_all_gather(g, flat, ring, b, 1, seq, step0 + len(ring))
+        b = _ring_reduce_scatter(g, flat, ring, op, seq=seq, step0=step0)
+        _ring_all_gather(g, flat, ring, b, owned=1, seq=seq, step0=step0 + len(ring))
     return step0 + 2 * len(ring)
 
 
@@ -114,7 +114,7 @@ def all_reduce(
     seq = g.next_seq()
     n = g.world_size
     if algorithm == "ring":
-        _ring_all_reduce(g, flat, list(range(n)), ufunc, seq, 0)
+        _ring_all_reduce(g, flat, list(range(n)), ufunc, seq=seq, step0=0)
     elif algorithm == "hierarchical_ring":
         gh = g.config.ranks_per_host or 1
         if n % gh:
@@ -122,11 +122,11 @@ def all_reduce(
         host, local = divmod(g.rank, gh)
         intra = [host * gh + i for i in range(gh)]
         inter = [h * gh + local for h in range(n // gh)]
-        b = _ring_reduce_scatter(g, flat, intra, ufunc, seq, 0) if gh > 1 else [0, flat.size]
+        b = _ring_reduce_scatter(g, flat, intra, ufunc, seq=seq, step0=0) if gh > 1 else [0, flat.size]
         s = (local + 1) % gh
-        _ring_all_reduce(g, flat[b[s] : b[s + 1]], inter, ufunc, seq, 10_000)
+        _ring_all_reduce(g, flat[b[s] : b[s + 1]], inter, ufunc, seq=seq, step0=10_000)
         if gh > 1:
-            _ring_all_gather(g, flat, intra, b, 1, seq, 20_000)
+            _ring_all_gather(g, flat, intra, b, owned=1, seq=seq, step0=20_000)
     else:
         raise InputError(
             f"unknown all-reduce algorithm {algorithm!r}",
@@ -144,7 +144,9 @@ def all_gather(g: Group, arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     seq = g.next_seq()
     if g.world_size > 1:
         flat = out.reshape(-1)
-        _ring_all_gather(g, flat, list(range(g.world_size)), _bounds(flat.size, g.world_size), 0, seq, 0)
+        _ring_all_gather(
+            g, flat, list(range(g.world_size)), _bounds(flat.size, g.world_size), owned=0, seq=seq, step0=0
+        )
     return out
 
 
