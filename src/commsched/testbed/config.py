@@ -21,7 +21,7 @@ import hashlib
 from collections import defaultdict, deque
 from collections.abc import Mapping
 
-from commsched.scheduling.dscp import default_dscp_table
+from commsched.scheduling.dscp import default_dscp_table, tos_byte
 from commsched.testbed.layout import End, Layout
 from commsched.topology import NodeId
 
@@ -211,7 +211,7 @@ def egress_tc_lines(iface: str, rate_bps: float) -> list[str]:
             f"ceil {_rate(rate_bps)} prio {level} quantum 60000 burst {burst} cburst {burst}",
             f"qdisc add dev {iface} parent 1:{minor} handle {minor}: bfifo limit {limit}",
             f"filter add dev {iface} parent 1: protocol ip prio {level + 1} u32 "
-            f"match ip dsfield {dscp << 2:#04x} 0xfc flowid 1:{minor}",
+            f"match ip dsfield {tos_byte(dscp):#04x} 0xfc flowid 1:{minor}",
         ]
     return out
 

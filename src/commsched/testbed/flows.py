@@ -3,7 +3,8 @@
 A socket belongs to the namespace it was created in, so the checker creates each socket with the
 thread switched into the right host namespace (:func:`commsched.testbed.netns.inside`) and then drives
 all of them from ordinary threads. Blocking ``sendall``/``recv_into`` release the GIL, so a few flows
-of up to ~1 Gbit/s each run side by side. DSCP is set with ``IP_TOS`` (``dscp << 2``).
+of up to ~1 Gbit/s each run side by side. DSCP is set with ``IP_TOS``
+(:func:`commsched.scheduling.dscp.tos_byte`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import cast
 
+from commsched.scheduling.dscp import tos_byte
 from commsched.testbed import netns
 
 CHUNK = 256 * 1024
@@ -45,7 +47,7 @@ def connect(ns: str, src_ip: str, sport: int, dst_ip: str, dport: int, *, dscp: 
     with netns.inside(ns):
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, dscp << 2)
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos_byte(dscp))
     s.settimeout(5.0)
     s.bind((src_ip, sport))
     s.connect((dst_ip, dport))
