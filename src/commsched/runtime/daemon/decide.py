@@ -4,7 +4,7 @@ The same scheduling code as ``commsched plan`` and the simulator decides: the re
 communication policy (:func:`commsched.scheduling.policies.communication_plans`) runs, one contention
 domain at a time as in the simulator (:func:`commsched.scheduling.domains.plan_per_domain`), on a
 :class:`~commsched.scheduling.state.ClusterState` built from the running jobs, and the routes become
-source ports with :func:`commsched.scheduling.paths.connection_ports`, classes become DSCP values with
+source ports with :func:`commsched.scheduling.ports.connection_ports`, classes become DSCP values with
 :mod:`commsched.scheduling.dscp`.
 
 Temporary top class during profiling (Crux §5.4): while some jobs are still being profiled, class 0
@@ -314,7 +314,7 @@ def _connections(
     """Every inter-host connection with its path and model source port; planned bytes per link.
 
     Ports are :func:`commsched.topology.ecmp.port_for_path`, as
-    :func:`commsched.scheduling.paths.connection_ports` (``commsched plan``) computes them.
+    :func:`commsched.scheduling.ports.connection_ports` (``commsched plan``) computes them.
     """
     from commsched.scheduling.routing import network_pair
     from commsched.scheduling.traffic import job_connections
