@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from commsched.runtime.daemon.records import ClusterConfig, JobRecord
+from commsched.runtime.daemon.replay import placed_routing, replay_placement
 from commsched.runtime.marks import mark_for_class
 from commsched.runtime.wire import DECISION_FORMAT, Cause, Connection, Decision, JobDecision, LinkLoad
 from commsched.scheduling.memo import Memo
@@ -108,47 +109,6 @@ def daemon_plans(policy: str | None = None) -> dict[str, Any]:
     return plans
 
 
-def replay_placement(state: ClusterState, placement: Any) -> ClusterState:
-    """The running jobs with the links their bundle's placement reserves and the routes it pins.
-
-    The daemon does not place jobs, but a vClos bundle's routing is decided by its placement (the
-    route of every connection is pinned when the job is placed, vClos §6.1). The placement is asked
-    again for every job in start order, each request seeing the jobs before it with their
-    reservations, as the launcher (``commsched testbed run``) and the simulator asked it; where it
-    grants the GPUs the job runs on, the job gets the grant's reserved links and pinned routes, else
-    it keeps none (its connections then take the policy's default route).
-    """
-
-    if state.topology.params.get("circuits") is not None:
-        return _rewired(state, placement)
-    return _replay(state, placement)
-
-
-def _replay(state: ClusterState, placement: Any) -> ClusterState:
-    """:func:`replay_placement` on the fabric as it is."""
-    from dataclasses import replace
-
-    from commsched.errors import CommschedError
-    from commsched.scheduling.interfaces import PlacementRequest
-
-    free = set(state.topology.gpus)
-    done: list[PlacedJob] = []
-    for job in state.jobs:
-        req = PlacementRequest(
-            topology=state.topology, job=job.spec, free_gpus=frozenset(free), running=tuple(done), now_s=0.0
-        )
-        try:
-            alloc = placement(req)
-        except CommschedError:  # e.g. a vClos placement on a fabric that is not a leaf-spine
-            alloc = None
-        if alloc is not None and tuple(alloc.gpus) == tuple(job.gpus):
-            done.append(replace(job, reserved_links=alloc.reserved_links, pinned_routes=alloc.pinned_routes))
-        else:
-            done.append(job)
-        free.difference_update(job.gpus)
-    return replace(state, jobs=tuple(done))
-
-
 def decide(
     topology: Topology,
     cfg: ClusterConfig,
@@ -216,7 +176,12 @@ def decision(
     state = ClusterState(topology=topology, jobs=tuple(placed), priority_levels=levels)
     # per contention domain, as the simulator decides (commsched.scheduling.domains)
     ctx = PolicyContext(seed=cfg.seed, now_s=0.0, epoch=version, memo=memo)
-    plan = plan_per_domain(plans[cfg.policy], state, ctx)
+    replayed = placed_routing(cfg.policy, state)
+    if replayed is None:
+        plan = plan_per_domain(plans[cfg.policy], state, ctx)
+    else:
+        state, routing = replayed
+        plan = plan_per_domain(routing, state, ctx)
     d = plan.decisions
     ranking = {str(k): v for k, v in d.ranking.items()}
     classes = {j.id: d.class_of(JobId(j.id)) for j in ordered}
@@ -247,47 +212,6 @@ def decision(
         connections=tuple(conns),
         link_load=tuple(load),
     )
-
-
-def _rewired(state: ClusterState, placement: Any) -> ClusterState:
-    """Replay on a fabric with rewired OCS circuits: placed on the static circuits, routes carried over.
-
-    The vClos placement maps only the static circuits (``scheduling.vclos.wiring``), so it is asked on
-    the same fabric with static circuits; each pinned path becomes the path of the rewired fabric
-    through the same leaf up port and the same destination leaf port (the leaf-OCS fibres keep their
-    link ids), or else through the same up port.
-    """
-    from dataclasses import replace
-
-    from commsched.scheduling.routing import network_pair
-    from commsched.scheduling.vclos.bundles import with_ocs
-    from commsched.topology import LinkKind
-
-    topo = state.topology
-    static = with_ocs(topo)
-    replayed = _replay(replace(state, topology=static), placement)
-    if static.params.get("circuits") == topo.params.get("circuits"):
-        return _replay(state, placement)
-    jobs: list[PlacedJob] = []
-    for job in replayed.jobs:
-        routes: dict[Any, int] = {}
-        for key, idx in job.pinned_routes.items():
-            pair = network_pair(static, key)
-            if pair is None:
-                continue
-            old = [
-                lk
-                for lk in static.equal_cost_paths(*pair)[idx].links
-                if static.links[lk].kind == LinkKind.FABRIC
-            ]
-            paths = topo.equal_cost_paths(*pair)
-            for need in ({old[0], old[-1]}, {old[0]}):
-                hit = next((i for i, p in enumerate(paths) if need.issubset(p.links)), None)
-                if hit is not None:
-                    routes[key] = hit
-                    break
-        jobs.append(replace(job, pinned_routes=MappingProxyType(routes)))
-    return replace(state, jobs=tuple(jobs))
 
 
 def _hosts(topology: Topology, gpus: Sequence[str]) -> list[str]:
