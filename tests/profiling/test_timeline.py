@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from commsched.errors import InputError
@@ -57,6 +57,8 @@ names = st.sampled_from(["l0", "l1", "l2", "l3", "l4"])
     grads=st.lists(st.tuples(names, st.integers(0, 10**6), st.floats(0, 2)), min_size=1, max_size=12),
     totals=st.tuples(st.floats(1e-6, 10), st.floats(1e-6, 10)),
 )
+# a subnormal ready time once made the backward scale overflow to inf
+@example(fwd=[0.0], grads=[("l0", 0, 1.1125369292536007e-308)], totals=(1.0, 2.0))
 def test_layers_conserve_times_and_bytes(
     fwd: list[float], grads: list[tuple[str, int, float]], totals: tuple[float, float]
 ) -> None:

@@ -122,7 +122,6 @@ def layers_from_timeline(
         mine = groups.get(name, [])
         running = max(running, max((g.ready_s for g in mine), default=running))
         ready[name] = running
-    scale_b = backward_s / running if running > 0 else 0.0
     out = []
     for k, name in enumerate(order):
         after = ready[order[k + 1]] if k + 1 < len(order) else 0.0
@@ -131,7 +130,11 @@ def layers_from_timeline(
             LayerProfile(
                 name=name,
                 forward_s=forward_s * share,
-                backward_s=(ready[name] - after) * scale_b if running > 0 else backward_s / len(order),
+                # the layer's share of the backward pass first: a tiny ``running`` would overflow
+                # ``backward_s / running``
+                backward_s=(ready[name] - after) / running * backward_s
+                if running > 0
+                else backward_s / len(order),
                 param_bytes=float(sum(g.size_bytes for g in groups.get(name, []))),
             )
         )
