@@ -205,11 +205,17 @@ def test_enforcement_on_the_fabric(  # noqa: PLR0915 -- one end-to-end run on th
         with _http(work / "h0.sock", token) as c:
             rep = c.get("/v1/jobs/a").json()
         assert rep["pids"], "the client was adopted by the new agent"
+        # each port set against the decision it was searched for (a profile posted by the new agent
+        # may bring a decision after the second one)
+        versions = {x["decision"] for pins_ in (pins, rep["pins"]) for p in pins_ for x in p["sets"]}
+        with _http(work / "d.sock", token) as d:
+            by_version = {v: d.get(f"/v1/decisions/{v}").json() for v in versions}
         cap.send_signal(signal.SIGINT)
         cap.wait(timeout=10)
         _marks_and_ports(
-            work / "cap.pcap", ip0, ip1, first, second, pins, rep["pins"], t_change, t_kill, t_end, t_new
-        )
+            work / "cap.pcap", ip0, ip1, first, second, pins, rep["pins"], t_change, t_kill, t_end, t_new,
+            by_version,
+        )  # fmt: skip
         assert held_before_kill == 1  # the first connection's first SYN only: nothing dropped after it
     finally:
         if cap is not None and cap.poll() is None:
@@ -248,6 +254,7 @@ def _decided_paths_both_ways(
 def _marks_and_ports(
     pcap: Path, ip0: str, ip1: str, first: dict[str, Any], second: dict[str, Any], pins: list[dict[str, Any]],
     later: list[dict[str, Any]], t_change: float, t_kill: float, t_end: float, t_new: float,
+    by_version: dict[int, dict[str, Any]],
 ) -> None:  # fmt: skip
     """Every packet of the job, both ways, has its class's DSCP: the first class before the change,
     the second one from a second after it on, also after the agent was killed; the connections
@@ -273,11 +280,15 @@ def _marks_and_ports(
     # every connection opened from a second after the change left from a port of a set searched for
     # the new decision's paths (by the first agent, then by its successor)
     sets = [x for pins_ in (pins, later) for p in pins_ if p["dst"] == ip1 for x in p["sets"]]
-    fwd2 = next(c["links"] for c in second["connections"] if c["src"] == "h0/gpu0")
-    rev2 = next(c["links"] for c in second["connections"] if c["src"] == "h1/gpu0")
+
+    def links(version: int, src: str) -> list[int]:
+        return next(c["links"] for c in by_version[version]["connections"] if c["src"] == src)
+
     ports = {p for x in sets if x["decision"] >= second["version"] for p in x["ports"]}
     assert all(
-        x["forward"] == fwd2 and x["reverse"] == rev2 for x in sets if x["decision"] >= second["version"]
+        x["forward"] == links(x["decision"], "h0/gpu0") and x["reverse"] == links(x["decision"], "h1/gpu0")
+        for x in sets
+        if x["decision"] >= second["version"]
     )
     syns = [sp for t, _, sp, flags in _packets(pcap, ip0, ip1) if flags == "S" and t > t_change + 1.0]
     assert len(syns) >= 8 and set(syns) <= ports
