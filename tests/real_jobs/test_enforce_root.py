@@ -8,6 +8,7 @@ connection every 0.3 s (unless told to pause) and keeps sending on the first one
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -52,6 +53,22 @@ while True:
         s.close()
     time.sleep(0.3)
 """
+
+
+def _kill_ours(work: Path) -> None:
+    """SIGKILL the processes this test started through the agents: those whose command line names a
+    file under its own work directory (the job's server and client, and their output readers)."""
+    me = os.getpid()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == me:
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(a.decode(errors="replace").startswith(f"{work}/") for a in argv):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(proc.name), signal.SIGKILL)
 
 
 def _need_tools() -> None:
@@ -222,6 +239,7 @@ def test_enforcement_on_the_fabric(  # noqa: PLR0915 -- one end-to-end run on th
             cap.kill()
             cap.wait(timeout=10)
         procs.close()
+        _kill_ours(work)  # the job's processes outlive a stopped agent by design
         down = subprocess.run(
             [*cli_argv("testbed", "down", name)], capture_output=True, text=True, check=False, timeout=120
         )

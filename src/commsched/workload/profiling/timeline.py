@@ -122,6 +122,10 @@ def layers_from_timeline(
         mine = groups.get(name, [])
         running = max(running, max((g.ready_s for g in mine), default=running))
         ready[name] = running
+    # ``backward_s / running`` as the scale (the shipped zoo is built with it); a subnormal ``running``
+    # overflows it, and then each layer's share of the pass is taken first
+    scale_b = backward_s / running if running > 0 else 0.0
+    finite = scale_b != float("inf")
     out = []
     for k, name in enumerate(order):
         after = ready[order[k + 1]] if k + 1 < len(order) else 0.0
@@ -130,12 +134,16 @@ def layers_from_timeline(
             LayerProfile(
                 name=name,
                 forward_s=forward_s * share,
-                # the layer's share of the backward pass first: a tiny ``running`` would overflow
-                # ``backward_s / running``
-                backward_s=(ready[name] - after) / running * backward_s
+                backward_s=_backward(ready[name] - after, running, backward_s, scale_b if finite else None)
                 if running > 0
                 else backward_s / len(order),
                 param_bytes=float(sum(g.size_bytes for g in groups.get(name, []))),
             )
         )
     return tuple(out)
+
+
+def _backward(span: float, running: float, backward_s: float, scale: float | None) -> float:
+    """A layer's backward time: its span of ready times scaled to the pass (``scale``), or, where that
+    scale overflows, its share of the pass times the pass."""
+    return span * scale if scale is not None else span / running * backward_s
