@@ -1,14 +1,8 @@
-"""Command jobs on the testbed: an unmodified program run as the job's ranks, through the host agents.
+"""Command jobs through the host agents: start each rank's process (``POST /v1/jobs/{job}/processes``,
+inside the job's cgroup), watch it iterate, post the traffic-measured profiles, stop and collect it.
 
-A scenario job with ``command: [PROGRAM, ARG, ...]`` runs that program, unchanged, once per rank,
-with torchrun's environment: ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``,
-``MASTER_ADDR`` (rank 0's NIC address), ``MASTER_PORT``, plus what the host agent hands out for the
-job's class and rails (``NCCL_IB_TC``, ``NCCL_SOCKET_IFNAME``, ...) with the rank's own interface in
-``GLOO_SOCKET_IFNAME`` / ``NCCL_SOCKET_IFNAME``. Ranks are one process per host (``processes:
-per_host``, the default: rank ``k`` on the ``k``-th host, on the GPU of its first slot) or one per GPU
-slot (``per_gpu``: ranks in GPU order, ``LOCAL_RANK`` the slot). The job is scheduled and simulated
-on the GPUs of its ranks. Each rank's host agent starts the process inside the job's cgroup
-(``POST /v1/jobs/{job}/processes``) and enforces the decision on its connections (docs/real-jobs.md).
+What a command job is and how its ranks are laid out (torchrun's environment, ``processes: per_host``
+or ``per_gpu``) is :mod:`commsched.experiments.testbed_run.commands`; docs/real-jobs.md.
 """
 
 from __future__ import annotations
