@@ -20,14 +20,23 @@ __all__ = ["Enforcer", "EnforcerConfig", "make_enforcer"]
 
 
 def make_enforcer(
-    follower: Any, *, testbed: str | None, ledger: Path | None, profile_window_s: float = 0.0
+    follower: Any,
+    *,
+    testbed: str | None,
+    ledger: Path | None,
+    profile_window_s: float = 0.0,
+    oracle: str | None = None,
 ) -> Enforcer:
     """The enforcer of an agent (``follower``: its link to the daemon), started on its last view.
 
     ``testbed``: the emulated fabric this host is on: its routers are the path oracle, its namespace
     is written in the ledger (``testbed down`` removes what a killed agent left) and the ledger goes
-    to the testbed's state directory. Elsewhere no oracle is known: connections are marked but not
-    pinned (the report says why).
+    to the testbed's state directory.
+
+    ``oracle``: ``"routes"`` (the testbed's routers' own routes, the default on a testbed) or
+    ``"probe"`` (TTL probes from this host, :mod:`.probeoracle`; the default elsewhere). Off a
+    testbed the probing oracle needs the fabric's map (topology and router addresses); without one
+    connections are marked but not pinned (the report says why).
     """
     from commsched.errors import CapabilityError, InputError
     from commsched.runtime.enforce.nft import nft_argv
@@ -38,7 +47,10 @@ def make_enforcer(
     if why is not None:  # cgroups and nftables need what network namespaces need
         raise CapabilityError(why.replace("the testbed", "--enforce"), where="--enforce")
     nft_argv()  # the nft command exists, or a clear error now
-    oracle = None
+    kind = oracle or ("routes" if testbed is not None else "probe")
+    if kind not in ("routes", "probe") or (kind == "routes" and testbed is None):
+        raise InputError(f"bad oracle {kind!r}", where="--oracle", expected="probe, or routes with --testbed")
+    path_oracle: Any = None
     netns = None
     if testbed is not None:
         from commsched.testbed import Testbed
@@ -47,7 +59,13 @@ def make_enforcer(
         tb = Testbed.load(testbed)
         if follower.host not in {str(h.id) for h in tb.topology.hosts}:
             raise InputError(f"no host {follower.host!r} on testbed {testbed!r}", where="--host")
-        oracle = TestbedOracle(testbed)
+        if kind == "routes":
+            path_oracle = TestbedOracle(testbed)
+        else:
+            from commsched.runtime.enforce.pathprobe import FabricMap
+            from commsched.runtime.enforce.probeoracle import ProbeOracle
+
+            path_oracle = ProbeOracle(FabricMap.from_testbed(testbed))
         netns = tb.host_namespace(follower.host)
         ledger = agents_dir(testbed) / f"{follower.host}.json"
     cfg = EnforcerConfig(
@@ -57,7 +75,7 @@ def make_enforcer(
         label=testbed or "",
         profile_window_s=profile_window_s,
     )
-    enforcer = Enforcer(cfg, oracle=oracle, poster=follower.post_profile)
+    enforcer = Enforcer(cfg, oracle=path_oracle, poster=follower.post_profile)
     enforcer.start(follower.view)
     follower.listeners.append(enforcer.apply_safely)
     return enforcer

@@ -18,7 +18,7 @@ from commsched.runtime.enforce import nft
 from commsched.runtime.enforce.conns import read_conntrack
 from commsched.runtime.enforce.host import EnforcerView
 from commsched.runtime.enforce.ledger import Ledger, write_ledger
-from commsched.runtime.enforce.pinning import PathOracle, PortSearch, find_ports
+from commsched.runtime.enforce.pinning import PathOracle, PortFinder, PortSearch, find_ports
 
 __all__ = ["Key", "PinHost", "PinState", "Pinning"]
 
@@ -273,6 +273,11 @@ class Pinning:
             t.wire_sport for t in read_conntrack() if t.orig[0] == src and t.orig[2:] == (dst, dport)
         )
         s = PortSearch(src=src, dst=dst, dport=dport, forward=fwd, reverse=rev, exclude=busy)
+        if isinstance(self.e.oracle, PortFinder):  # it searches within its own budget (probes)
+            got = self.e.oracle.find(s)
+            return PinState(
+                chain=None, ports=got.ports, forward=fwd, reverse=rev, pinned=got.pinned, reason=got.reason
+            )
         ports = find_ports(self.e.oracle, s)
         if ports:
             return PinState(chain=None, ports=ports, forward=fwd, reverse=rev, pinned=True, reason="ports")
