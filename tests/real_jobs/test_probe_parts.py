@@ -8,6 +8,7 @@ import socket
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -191,3 +192,31 @@ def test_probe_count_within_budget(n: int) -> None:
     got = probing.find((src, dst, 5201), target, want=8, exclude=frozenset())
     # stated budget: at most ProbeSettings.round_max new ports a round, rounds no longer than max_s
     assert got.probes <= 16 * 8 + 64
+
+
+def test_cli_oracle_option() -> None:
+    from typer.testing import CliRunner
+
+    from commsched.cli.app import app
+
+    runner = CliRunner()
+    for argv in (["agent", "--help"], ["testbed", "run", "--help"]):
+        res = runner.invoke(app, argv, env={"COLUMNS": "200"})
+        assert res.exit_code == 0 and "--oracle" in res.output
+    import subprocess
+    import sys
+
+    argv = [
+        str(Path(sys.executable).with_name("commsched")),
+        "agent",
+        "--daemon",
+        "http://127.0.0.1:9",
+        "--host",
+        "h0",
+    ]
+    res2 = subprocess.run(
+        [*argv, "--oracle", "probe"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert res2.returncode == 2 and "--oracle" in res2.stderr and "Traceback" not in res2.stderr
+    res = runner.invoke(app, ["testbed", "run", "crux_example1", "--oracle", "ttl"])
+    assert res.exit_code == 2 and "--oracle" in res.output
