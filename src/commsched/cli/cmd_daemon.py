@@ -153,6 +153,9 @@ def agent(
         "--oracle",
         help="With --enforce: path oracle, probe (TTL probes; default off a testbed) or routes (testbed).",
     ),
+    fabric: Path | None = typer.Option(
+        None, "--fabric", help="With --oracle probe: the fabric map JSON (topology, router addresses)."
+    ),
 ) -> None:
     """Run a host agent: follow the daemon's decisions and serve local jobs their source port and DSCP.
 
@@ -199,8 +202,9 @@ def agent(
             ledger=ledger or Path(str(follower.state_path) + ".enforce.json"),
             profile_window_s=profile_window,
             oracle=oracle,
+            fabric=fabric,
         )
-    elif testbed is not None or ledger is not None or profile_window or oracle is not None:
+    elif testbed is not None or ledger is not None or profile_window or oracle or fabric:
         raise InputError("given without --enforce", where="--testbed/--ledger/--profile-window/--oracle")
     follower.start()
     _announce(url)

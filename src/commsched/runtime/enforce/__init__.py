@@ -26,6 +26,7 @@ def make_enforcer(
     ledger: Path | None,
     profile_window_s: float = 0.0,
     oracle: str | None = None,
+    fabric: Path | None = None,
 ) -> Enforcer:
     """The enforcer of an agent (``follower``: its link to the daemon), started on its last view.
 
@@ -35,8 +36,8 @@ def make_enforcer(
 
     ``oracle``: ``"routes"`` (the testbed's routers' own routes, the default on a testbed) or
     ``"probe"`` (TTL probes from this host, :mod:`.probeoracle`; the default elsewhere). Off a
-    testbed the probing oracle needs the fabric's map (topology and router addresses); without one
-    connections are marked but not pinned (the report says why).
+    testbed the probing oracle needs the fabric's map (``fabric``: a file, :mod:`.fabricmap`; on a
+    testbed its layout); without one connections are marked but not pinned (the report says why).
     """
     from commsched.errors import CapabilityError, InputError
     from commsched.runtime.enforce.nft import nft_argv
@@ -61,13 +62,10 @@ def make_enforcer(
             raise InputError(f"no host {follower.host!r} on testbed {testbed!r}", where="--host")
         if kind == "routes":
             path_oracle = TestbedOracle(testbed)
-        else:
-            from commsched.runtime.enforce.pathprobe import FabricMap
-            from commsched.runtime.enforce.probeoracle import ProbeOracle
-
-            path_oracle = ProbeOracle(FabricMap.from_testbed(testbed))
         netns = tb.host_namespace(follower.host)
         ledger = agents_dir(testbed) / f"{follower.host}.json"
+    if kind == "probe":
+        path_oracle = _probe_oracle(testbed, fabric)
     cfg = EnforcerConfig(
         host=follower.host,
         ledger=ledger or Path(f"commsched-agent-{follower.host}.enforce.json"),
@@ -79,3 +77,16 @@ def make_enforcer(
     enforcer.start(follower.view)
     follower.listeners.append(enforcer.apply_safely)
     return enforcer
+
+
+def _probe_oracle(testbed: str | None, fabric: Path | None) -> Any:
+    """The probing oracle on the fabric map of ``fabric`` (a file) or of the testbed; ``None`` without."""
+    from commsched.runtime.enforce.fabricmap import load_fabric
+    from commsched.runtime.enforce.pathprobe import FabricMap
+    from commsched.runtime.enforce.probeoracle import ProbeOracle
+
+    if fabric is not None:
+        return ProbeOracle(load_fabric(fabric))
+    if testbed is not None:
+        return ProbeOracle(FabricMap.from_testbed(testbed))
+    return None
