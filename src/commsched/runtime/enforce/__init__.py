@@ -42,6 +42,8 @@ def make_enforcer(
     from commsched.errors import CapabilityError, InputError
     from commsched.runtime.enforce.nft import nft_argv
     from commsched.runtime.enforce.pinning import TestbedOracle
+    from commsched.runtime.enforce.probeoracle import ProbeOracle
+    from commsched.runtime.enforce.replies import ReplyPorts
     from commsched.testbed.netns import missing_capability
 
     why = missing_capability()
@@ -75,6 +77,11 @@ def make_enforcer(
     )
     enforcer = Enforcer(cfg, oracle=path_oracle, poster=follower.post_profile)
     enforcer.start(follower.view)
+    if isinstance(path_oracle, ProbeOracle):  # the reverse direction: replies' ports (.replies)
+        replies = ReplyPorts(enforcer, path_oracle)
+        replies.start()
+        path_oracle.replies_by_peer = True
+        setattr(enforcer, "replies", replies)  # noqa: B010 (the pins and reports look for it)
     follower.listeners.append(enforcer.apply_safely)
     return enforcer
 

@@ -41,6 +41,8 @@ class ProbeOracle:
         send_round: SendRound | None = None,
     ) -> None:
         self.fabric = fabric
+        #: the accepting hosts' agents choose their replies' ports (:mod:`.replies`)
+        self.replies_by_peer = False
         self._raw: RawProber | None = None
         if send_round is None:
             self._raw = RawProber()
@@ -76,7 +78,11 @@ class ProbeOracle:
             )
         why = f"ports probed for the forward path ({got.probes} probes, {got.elapsed_s:.2f} s)"
         if s.reverse is not None and self.n_paths(s.dst, s.src) > 1:
-            why += "; the reverse path is the peer's routers' choice (not observable from this host)"
+            why += (
+                "; the reverse: the peer's agent probes and chooses its replies' port"
+                if self.replies_by_peer
+                else "; the reverse path is the peer's routers' choice (not observable from this host)"
+            )
         return FoundPorts(ports=got.ports, pinned=True, reason=why)
 
     def stats(self) -> dict[str, Any]:
