@@ -7,9 +7,9 @@ anything but the ICMP answers every router gives, and changes no router.
 
 What it cannot see: the reverse direction of a connection (``dst:dport -> src:p``) is hashed by
 the *peer's* routers, and their answers go to the peer. The ports it installs are probed for the
-forward path; the reverse is left to the routers (where the reverse has one path only, it is on
-its decided path anyway). The report's per-direction counts (from the routers' own routes on the
-testbed) show where a reverse direction ended.
+forward path; the peer's agent probes the reverse and chooses its replies' port (:mod:`.replies`,
+set up by the enforcer's maker); without it the reverse is the routers' choice. The report's
+per-direction counts (from the routers' own routes on the testbed) show where each direction went.
 """
 
 from __future__ import annotations

@@ -158,5 +158,7 @@ class ReplyPorts:
                 nft.run_nft(rout_script(self.e.table, key, got.ports[0], replace=False))
                 self.chosen[key] = got.ports[0]
             self.why[key] = got.reason
+        except Exception as exc:  # e.g. the table is gone (the agent stops): not searched again
+            self.why[key] = f"{type(exc).__name__}: {exc}"
         finally:
             self._busy.discard(key)
