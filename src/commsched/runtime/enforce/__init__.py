@@ -51,8 +51,12 @@ def make_enforcer(
         raise CapabilityError(why.replace("the testbed", "--enforce"), where="--enforce")
     nft_argv()  # the nft command exists, or a clear error now
     kind = oracle or ("routes" if testbed is not None else "probe")
-    if kind not in ("routes", "probe") or (kind == "routes" and testbed is None):
-        raise InputError(f"bad oracle {kind!r}", where="--oracle", expected="probe, or routes with --testbed")
+    if kind not in ("routes", "probe"):
+        raise InputError(f"bad oracle {kind!r}", where="--oracle", expected="probe or routes")
+    if kind == "routes" and testbed is None:
+        raise InputError(
+            "the routers' routes are known on a testbed only", where="--oracle", expected="--testbed"
+        )
     path_oracle: Any = None
     netns = None
     if testbed is not None:
