@@ -148,6 +148,14 @@ def agent(
     ledger: Path | None = typer.Option(
         None, "--ledger", help="With --enforce: what the agent made (default: beside --state)."
     ),
+    oracle: str | None = typer.Option(
+        None,
+        "--oracle",
+        help="With --enforce: path oracle, probe (TTL probes; default off a testbed) or routes (testbed).",
+    ),
+    fabric: Path | None = typer.Option(
+        None, "--fabric", help="With --oracle probe: the fabric map JSON (topology, router addresses)."
+    ),
 ) -> None:
     """Run a host agent: follow the daemon's decisions and serve local jobs their source port and DSCP.
 
@@ -193,9 +201,11 @@ def agent(
             testbed=testbed,
             ledger=ledger or Path(str(follower.state_path) + ".enforce.json"),
             profile_window_s=profile_window,
+            oracle=oracle,
+            fabric=fabric,
         )
-    elif testbed is not None or ledger is not None or profile_window:
-        raise InputError("given without --enforce", where="--testbed/--ledger/--profile-window")
+    elif testbed is not None or ledger is not None or profile_window or oracle or fabric:
+        raise InputError("given without --enforce", where="--testbed/--ledger/--profile-window/--oracle")
     follower.start()
     _announce(url)
     try:

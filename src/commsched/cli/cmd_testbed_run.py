@@ -71,6 +71,9 @@ def run(
     seed: int | None = typer.Option(None, "--seed", help="Multipath hash seed; default: the scenario's."),
     keep: Path | None = typer.Option(None, "--keep", help="Copy the run's files (logs, results) here."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
+    oracle: str = typer.Option(
+        "routes", "--oracle", help="Command jobs' path oracle: routes (the routers') or probe (TTL probes)."
+    ),
 ) -> None:
     """Run every job of SCENARIO as real processes on the testbed, per policy; measured vs simulated."""
     from commsched.catalog import policy_registry
@@ -78,6 +81,8 @@ def run(
     from commsched.testbed import netns
     from commsched.testbed.scale import default_rate_scale
 
+    if oracle not in ("routes", "probe"):
+        raise InputError(f"bad oracle {oracle!r}", where="--oracle", expected="routes or probe")
     netns.require_capability()
     sc, topo = _load(scenario)
     names = tuple(p.strip() for p in policies.split(",") if p.strip())
@@ -97,6 +102,7 @@ def run(
         profile_share=0.6 if post_profiles else 0.0,
         seed=seed,
         keep_dir=keep,
+        oracle=oracle,
         progress=None if quiet else _progress,
     )
     report = run_scenario(sc, topo, opts)

@@ -105,6 +105,7 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
             time_scale=opts.time_scale,
             profile_share=opts.profile_share,
             rate_scale=opts.rate_scale,
+            oracle=opts.oracle,
             progress=opts.progress,
         )
         ctx = _Context(

@@ -132,7 +132,7 @@ def _traced(tb: Testbed, rows: list[dict[str, Any]]) -> list[tuple[tuple[int, ..
         s, d = nic[r["local"][0]], nic[r["remote"][0]]
         flows += [
             (s, d, int(r["wire_sport"]), int(r["remote"][1])),
-            (d, s, int(r["remote"][1]), int(r["wire_sport"])),
+            (d, s, int(r.get("reply_sport") or r["remote"][1]), int(r["wire_sport"])),
         ]
     links = [tuple(int(x) for x in lk) for lk in trace_tuples(tb.layout, flows)]
     return [(links[2 * i], links[2 * i + 1]) for i in range(len(rows))]
@@ -156,6 +156,14 @@ def paths_of(
         and row["remote"][0] in mine
         and host_of_ip.get(row["remote"][0]) != host
     ]
+    replies = {  # the accepting side's replies may leave from a port of their own (probing oracle)
+        (*row["remote"], *row["local"]): row.get("reply_sport")
+        for d in data.values()
+        for row in d["connections"]
+        if row["role"] == "accepting"
+    }
+    for row in rows:
+        row["reply_sport"] = replies.get((row["local"][0], row["wire_sport"], *row["remote"]))
     traced = _traced(tb, rows) if rows else []
     best: dict[tuple[str, str], tuple[int, tuple[int, ...]]] = {}  # (src ip, dst ip) -> (bytes, links)
     for row, (fwd, rev) in zip(rows, traced, strict=True):

@@ -32,6 +32,8 @@ class RunOptions:
     #: window (0: the daemon decides with the declared profiles)
     profile_share: float = 0.6
     seed: int | None = None
+    #: the enforcing agents' path oracle (``routes`` or ``probe``, see docs/real-jobs.md)
+    oracle: str = "routes"
     keep_dir: Path | None = None
     #: where progress lines go (the command line: stderr, unless --quiet)
     progress: Callable[[str], None] | None = None

@@ -20,25 +20,44 @@ __all__ = ["Enforcer", "EnforcerConfig", "make_enforcer"]
 
 
 def make_enforcer(
-    follower: Any, *, testbed: str | None, ledger: Path | None, profile_window_s: float = 0.0
+    follower: Any,
+    *,
+    testbed: str | None,
+    ledger: Path | None,
+    profile_window_s: float = 0.0,
+    oracle: str | None = None,
+    fabric: Path | None = None,
 ) -> Enforcer:
     """The enforcer of an agent (``follower``: its link to the daemon), started on its last view.
 
     ``testbed``: the emulated fabric this host is on: its routers are the path oracle, its namespace
     is written in the ledger (``testbed down`` removes what a killed agent left) and the ledger goes
-    to the testbed's state directory. Elsewhere no oracle is known: connections are marked but not
-    pinned (the report says why).
+    to the testbed's state directory.
+
+    ``oracle``: ``"routes"`` (the testbed's routers' own routes, the default on a testbed) or
+    ``"probe"`` (TTL probes from this host, :mod:`.probeoracle`; the default elsewhere). Off a
+    testbed the probing oracle needs the fabric's map (``fabric``: a file, :mod:`.fabricmap`; on a
+    testbed its layout); without one connections are marked but not pinned (the report says why).
     """
     from commsched.errors import CapabilityError, InputError
     from commsched.runtime.enforce.nft import nft_argv
     from commsched.runtime.enforce.pinning import TestbedOracle
+    from commsched.runtime.enforce.probeoracle import ProbeOracle
+    from commsched.runtime.enforce.replies import ReplyPorts
     from commsched.testbed.netns import missing_capability
 
     why = missing_capability()
     if why is not None:  # cgroups and nftables need what network namespaces need
         raise CapabilityError(why.replace("the testbed", "--enforce"), where="--enforce")
     nft_argv()  # the nft command exists, or a clear error now
-    oracle = None
+    kind = oracle or ("routes" if testbed is not None else "probe")
+    if kind not in ("routes", "probe"):
+        raise InputError(f"bad oracle {kind!r}", where="--oracle", expected="probe or routes")
+    if kind == "routes" and testbed is None:
+        raise InputError(
+            "the routers' routes are known on a testbed only", where="--oracle", expected="--testbed"
+        )
+    path_oracle: Any = None
     netns = None
     if testbed is not None:
         from commsched.testbed import Testbed
@@ -47,9 +66,12 @@ def make_enforcer(
         tb = Testbed.load(testbed)
         if follower.host not in {str(h.id) for h in tb.topology.hosts}:
             raise InputError(f"no host {follower.host!r} on testbed {testbed!r}", where="--host")
-        oracle = TestbedOracle(testbed)
+        if kind == "routes":
+            path_oracle = TestbedOracle(testbed)
         netns = tb.host_namespace(follower.host)
         ledger = agents_dir(testbed) / f"{follower.host}.json"
+    if kind == "probe":
+        path_oracle = _probe_oracle(testbed, fabric)
     cfg = EnforcerConfig(
         host=follower.host,
         ledger=ledger or Path(f"commsched-agent-{follower.host}.enforce.json"),
@@ -57,7 +79,25 @@ def make_enforcer(
         label=testbed or "",
         profile_window_s=profile_window_s,
     )
-    enforcer = Enforcer(cfg, oracle=oracle, poster=follower.post_profile)
+    enforcer = Enforcer(cfg, oracle=path_oracle, poster=follower.post_profile)
     enforcer.start(follower.view)
+    if isinstance(path_oracle, ProbeOracle):  # the reverse direction: replies' ports (.replies)
+        replies = ReplyPorts(enforcer, path_oracle)
+        replies.start()
+        path_oracle.replies_by_peer = True
+        setattr(enforcer, "replies", replies)  # noqa: B010 (the pins and reports look for it)
     follower.listeners.append(enforcer.apply_safely)
     return enforcer
+
+
+def _probe_oracle(testbed: str | None, fabric: Path | None) -> Any:
+    """The probing oracle on the fabric map of ``fabric`` (a file) or of the testbed; ``None`` without."""
+    from commsched.runtime.enforce.fabricmap import load_fabric
+    from commsched.runtime.enforce.pathprobe import FabricMap
+    from commsched.runtime.enforce.probeoracle import ProbeOracle
+
+    if fabric is not None:
+        return ProbeOracle(load_fabric(fabric))
+    if testbed is not None:
+        return ProbeOracle(FabricMap.from_testbed(testbed))
+    return None

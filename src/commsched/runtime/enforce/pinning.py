@@ -14,9 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["PORT_BASE", "PORT_LIMIT", "PathOracle", "PortSearch", "TestbedOracle", "find_ports"]
+__all__ = [
+    "PORT_BASE",
+    "PORT_LIMIT",
+    "FoundPorts",
+    "PathOracle",
+    "PortFinder",
+    "PortSearch",
+    "TestbedOracle",
+    "find_ports",
+]
 
 #: translated ports are searched here: below the ephemeral range (32768-60999), above the listeners
 PORT_BASE = 20000
@@ -46,6 +55,22 @@ class PortSearch:
     max_tries: int = 4096
     batch: int = 256
     exclude: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FoundPorts:
+    """What an oracle that searches by itself found: the ports, whether they pin the key, and why."""
+
+    ports: tuple[int, ...]
+    pinned: bool
+    reason: str
+
+
+@runtime_checkable
+class PortFinder(Protocol):
+    """An oracle that searches ports itself, within its own budget (the probing oracle)."""
+
+    def find(self, s: PortSearch) -> FoundPorts: ...
 
 
 def find_ports(oracle: PathOracle, s: PortSearch) -> tuple[int, ...]:

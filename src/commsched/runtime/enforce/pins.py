@@ -18,7 +18,7 @@ from commsched.runtime.enforce import nft
 from commsched.runtime.enforce.conns import read_conntrack
 from commsched.runtime.enforce.host import EnforcerView
 from commsched.runtime.enforce.ledger import Ledger, write_ledger
-from commsched.runtime.enforce.pinning import PathOracle, PortSearch, find_ports
+from commsched.runtime.enforce.pinning import PathOracle, PortFinder, PortSearch, find_ports
 
 __all__ = ["Key", "PinHost", "PinState", "Pinning"]
 
@@ -246,6 +246,9 @@ class Pinning:
             old_chain = old.chain if old is not None else None
             script = nft.pin_script(self.e.table, pin, chain or 0, old_chain=old_chain, known=old is not None)
             nft.run_nft(script)
+            replies = getattr(self.e, "replies", None)  # the probing oracle's reverse direction
+            if replies is not None and state.ports:
+                replies.restore(key[2], key[3], state.ports)
             state.chain = chain
             state.version = int(self.e.view.get("version", 0))
             if old is not None:
@@ -272,7 +275,15 @@ class Pinning:
         busy = frozenset(
             t.wire_sport for t in read_conntrack() if t.orig[0] == src and t.orig[2:] == (dst, dport)
         )
+        replies = getattr(self.e, "replies", None)
+        if replies is not None:  # a port names one listening port per peer
+            busy |= replies.taken(dst, dport)
         s = PortSearch(src=src, dst=dst, dport=dport, forward=fwd, reverse=rev, exclude=busy)
+        if isinstance(self.e.oracle, PortFinder):  # it searches within its own budget (probes)
+            got = self.e.oracle.find(s)
+            return PinState(
+                chain=None, ports=got.ports, forward=fwd, reverse=rev, pinned=got.pinned, reason=got.reason
+            )
         ports = find_ports(self.e.oracle, s)
         if ports:
             return PinState(chain=None, ports=ports, forward=fwd, reverse=rev, pinned=True, reason="ports")

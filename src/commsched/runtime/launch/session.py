@@ -99,7 +99,9 @@ def _start_services(
         nics = [a for nic, ip in tb.host_addresses(name).items() for a in ("--nic", f"{nic}={ip}")]
         ports = [] if _uses_hash(policy) else ["--ports", str(table)]
         # an enforcing agent needs the cgroup hierarchy, which `ip netns exec` hides (nsenter keeps it)
-        extra = ["--enforce", "--testbed", tb.name] if enforce else []  # profiles: asked for (_wait)
+        extra = (
+            ["--enforce", "--testbed", tb.name, "--oracle", st.oracle] if enforce else []
+        )  # profiles: asked for (_wait)
         argv = cli_argv(
             "agent", "--daemon", f"unix:{dsock}", "--host", name, "--listen", f"unix:{asock}",
             "--token-file", str(work / "token"), "--state", str(work / f"agent-{name}.json"),

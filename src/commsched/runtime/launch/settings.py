@@ -32,6 +32,8 @@ class RunSettings:
     #: command jobs are profiled over this share of the profiling window from its start (more than
     #: the library jobs: their iterations are measured from outside, with a sample's resolution)
     command_profile_share: float = 0.8
+    #: the enforcing agents' path oracle: ``routes`` (the routers' own) or ``probe`` (TTL probes)
+    oracle: str = "routes"
     #: where progress lines go (``None``: nowhere)
     progress: Callable[[str], None] | None = None
 
