@@ -148,6 +148,14 @@ def agent(
     ledger: Path | None = typer.Option(
         None, "--ledger", help="With --enforce: what the agent made (default: beside --state)."
     ),
+    metrics_listen: str | None = typer.Option(
+        None,
+        "--metrics-listen",
+        help="HOST:PORT serving GET /metrics (Prometheus); other hosts need the --token-file token.",
+    ),
+    stop_jobs: bool = typer.Option(
+        False, "--stop-jobs", help="With --enforce: a clean stop also stops the jobs' processes."
+    ),
 ) -> None:
     """Run a host agent: follow the daemon's decisions and serve local jobs their source port and DSCP.
 
@@ -184,6 +192,9 @@ def agent(
         state_path=state or Path(f"commsched-agent-{host}.json"),
         registration={"name": host, "nics": nics, "agent": url},
     )
+    # the metrics first: a listener that cannot bind fails before anything is made, and a probing
+    # path oracle counts into metrics.probes
+    metrics, metrics_server = _agent_metrics(follower, metrics_listen, token)
     enforcer = None
     if enforce:
         from commsched.runtime.enforce import make_enforcer
@@ -194,16 +205,41 @@ def agent(
             ledger=ledger or Path(str(follower.state_path) + ".enforce.json"),
             profile_window_s=profile_window,
         )
-    elif testbed is not None or ledger is not None or profile_window:
-        raise InputError("given without --enforce", where="--testbed/--ledger/--profile-window")
+    elif testbed is not None or ledger is not None or profile_window or stop_jobs:
+        raise InputError("given without --enforce", where="--testbed/--ledger/--profile-window/--stop-jobs")
+    metrics.watch(enforcer)
     follower.start()
     _announce(url)
     try:
-        serve(create_agent_app(follower, table=table, counters=source, enforcer=enforcer, token=token), sock)
+        app = create_agent_app(
+            follower, table=table, counters=source, enforcer=enforcer, token=token, metrics=metrics
+        )
+        serve(app, sock)
     finally:
         follower.stop()
+        if metrics_server is not None:
+            metrics_server.close()
         if enforcer is not None:
-            enforcer.close()
+            enforcer.close(stop_processes=stop_jobs)
+
+
+def _agent_metrics(follower: Any, listen: str | None, token: str | None) -> tuple[Any, Any]:
+    """The agent's metrics, and their listener on ``listen`` (``HOST:PORT``) when given."""
+    from commsched.runtime.agent.metrics import AgentMetrics, serve_metrics
+    from commsched.runtime.daemon.server import parse_listen
+
+    metrics = AgentMetrics(follower)
+    if listen is None:
+        return metrics, None
+    where = parse_listen(listen, where="--metrics-listen")
+    if where.path is not None:
+        raise InputError("a Unix socket given", where="--metrics-listen", expected="HOST:PORT (TCP)")
+    try:
+        server = serve_metrics(metrics, host=where.host, port=where.port, token=token)
+    except OSError as exc:
+        raise InputError(f"cannot listen: {exc.strerror}", where="--metrics-listen") from None
+    sys.stderr.write(f"metrics on {where.url(server.port)}/metrics\n")
+    return metrics, server
 
 
 def register(app: typer.Typer) -> None:
