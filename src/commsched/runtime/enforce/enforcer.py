@@ -113,20 +113,36 @@ class Enforcer:
         self._loops.start()
         return removed
 
-    def close(self, *, stop_processes: bool = False) -> None:
-        """Stop the loops; remove the table and every cgroup (processes go back to the root cgroup)."""
+    def close(self, *, stop_processes: bool = False) -> list[str]:
+        """Stop the loops; remove what the enforcer made, except what running jobs need; what went.
+
+        ``stop_processes``: stop every process of the jobs first (the ones the agent started: SIGTERM,
+        SIGKILL after 3 s; then the rest of each cgroup, adopted ones included). Every job with no
+        process left is then forgotten (cgroup, rules, counters, pins), and when none is left the
+        table and the ledger go too. Jobs still running keep their cgroup and the table, listed by the
+        ledger: their connections keep their marks and translated source ports (without the table's
+        nat chain the kernel would stop translating their open connections, and the peers would reset
+        them) until the next agent adopts them or ``testbed down`` stops them.
+        """
         if self._loops is not None:
             self._loops.stop()
         self.pinning.close()
         with self.lock:
-            for job in self.jobs.values():
-                if stop_processes:
+            if stop_processes:
+                for job in self.jobs.values():
                     for p in job.procs.values():
                         p.stop()
-            clean(self.ledger(), kill=False, current_netns=True)
+                    job.cgroup.stop()
+            for idle in [j.id for j in self.jobs.values() if not j.cgroup.pids()]:
+                self.remove(idle)
+            if self.jobs:
+                write_ledger(self.cfg.ledger, self.ledger())
+                return []
+            removed = clean(self.ledger(), kill=False, current_netns=True)
             self.cfg.ledger.unlink(missing_ok=True)
             if self._acct is not None:
                 _set_acct(self._acct)
+        return removed
 
     def errors(self) -> list[str]:
         """The last errors of the background loops (a failed ``nft`` call, no netlink, ...)."""
@@ -224,15 +240,25 @@ class Enforcer:
         return {pid: p.stop(grace_s) for pid, p in list(state.procs.items())}
 
     def remove(self, job: str) -> None:
-        """Forget ``job``: its rules, pins and (empty, or emptied) cgroup."""
+        """Forget ``job``: its rules, counters, pins and (empty, or emptied) cgroup."""
         with self.lock:
             state = self.jobs.pop(job, None)
             if state is None:
                 return
             state.cgroup.release()
             state.cgroup.remove()
+            mine = {k: st for k, st in self.pinning.pins.items() if k[0] == state.mark}
             self.pinning.forget(state.mark)
             self._rules()
+            self._made.discard(state.name)
+            others = {k[1:] for k in self.pinning.pins}
+            pins = [
+                (nft.Pin(mark=k[0], src=k[1], dst=k[2], dport=k[3], ports=()), st.chain)
+                for k, st in mine.items()
+            ]
+            known = [f"{k[1]} . {k[2]} . {k[3]}" for k in mine if k[1:] not in others]
+            nft.run_nft(nft.forget_script(self.table, state.name, pins, known))
+            self.refresh_alive()  # its SYNs are held no more
             write_ledger(self.cfg.ledger, self.ledger())
 
     # ------------------------------------------------------------------ decisions
