@@ -233,7 +233,9 @@ def _metrics_move(work: Path, tb: Any) -> None:
     with _http(work / "h0.sock") as c:
         first = _parse(c.get("/metrics").text)
         time.sleep(1.0)
-        second = _parse(c.get("/metrics").text)
+        text = c.get("/metrics").text
+        (work / "h0-metrics.txt").write_text(text)  # kept with the run's logs
+        second = _parse(text)
         conns = [
             x for x in c.get("/v1/jobs/a/connections").json()["connections"] if x["role"] == "connecting"
         ]

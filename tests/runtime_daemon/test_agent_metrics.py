@@ -23,7 +23,8 @@ from commsched.runtime.agent.follower import Follower
 from commsched.runtime.agent.metrics import AgentMetrics, guard, serve_metrics
 from commsched.runtime.daemon import ClusterConfig, DaemonService, Store
 from commsched.runtime.daemon.api import create_app
-from tests.runtime_daemon.conftest import AUTH, TOKEN, LiveServer, wait_until
+from tests.runtime_daemon.conftest import AUTH, TOKEN, LiveServer, Proc, start_process, wait_until
+from tests.runtime_daemon.test_faults import _free_port
 
 CFG = ClusterConfig(topology={"kind": "crux_testbed"}, heartbeat_timeout_s=0.0, profiling_window_s=0.0)
 
@@ -144,3 +145,37 @@ def test_fixed_address_needs_the_token_from_other_hosts(agent: dict[str, Any]) -
     status: list[str] = []
     guard(app, None)({"PATH_INFO": "/metrics", "REMOTE_ADDR": "192.0.2.7"}, lambda st, h: status.append(st))
     assert status == ["401 Unauthorized"]  # an agent without a token serves loopback only
+
+
+def test_agent_command_serves_metrics_on_its_fixed_address(tmp_path: Path, procs: list[Proc]) -> None:
+    """``commsched agent --metrics-listen HOST:PORT`` as a process: the daemon's ``/metrics`` and the
+    agent's, both parsed, the agent's following the daemon's decisions."""
+    (tmp_path / "tok").write_text(TOKEN + "\n")
+    procs.append(
+        start_process(
+            ["daemon", "--db", str(tmp_path / "d.db"), "--listen", "127.0.0.1:0", "--token-file",
+             str(tmp_path / "tok"), "--topology", "crux_testbed"],
+            tmp_path,
+        )
+    )  # fmt: skip
+    daemon = procs[-1].url
+    port = _free_port()
+    procs.append(
+        start_process(
+            ["agent", "--daemon", daemon, "--host", "h0", "--token-file", str(tmp_path / "tok"), "--state",
+             str(tmp_path / "h0.json"), "--wait", "1", "--metrics-listen", f"127.0.0.1:{port}"],
+            tmp_path,
+        )
+    )  # fmt: skip
+    with httpx.Client(base_url=daemon, headers=AUTH, timeout=10) as d:
+        body = {"id": "a", "gpu_ids": ["h0/gpu0", "h4/gpu0"], "compute_s": 0.1, "comm_bytes": 1e6}
+        assert d.post("/v1/jobs", json=body).status_code == 201
+        assert (
+            value(parse(d.get("/metrics").text), "commsched_daemon_decisions_total", cause="job-start") == 1
+        )
+
+    def version() -> float:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            return value(parse(r.read().decode()), "commsched_agent_decision_version")
+
+    wait_until(lambda: version() == 1, what="the agent's metrics show version 1")

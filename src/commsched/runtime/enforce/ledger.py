@@ -111,6 +111,7 @@ def clean(ledger: Ledger, *, kill: bool, current_netns: bool = False) -> list[st
         if not cg.exists():
             continue
         if kill:
+            done += [f"process {pid}" for pid in cg.pids()]
             cg.kill()
         else:
             cg.release()
