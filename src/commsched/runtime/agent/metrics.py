@@ -143,7 +143,9 @@ def _jobs(e: Any) -> Iterator[Metric]:
 
 def _one_job(e: Any, state: Any, fams: dict[str, _Family], unpinned: GaugeMetricFamily) -> None:
     job = [state.id]
-    conns = e.connections(state.id)
+    from commsched.runtime.enforce.reports import connections
+
+    conns = connections(e, state)  # by its state: a job forgotten meanwhile is still reported once
     opened = [c for c in conns if c["role"] == "connecting"]
     fams["connections_marked"].add_metric(job, len(conns))
     fams["connections_pinned"].add_metric(job, sum(1 for c in opened if c.get("pinned")))

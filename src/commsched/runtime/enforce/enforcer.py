@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from commsched.errors import InputError
+from commsched.errors import InputError, TestbedError
 from commsched.runtime.enforce import nft, reports
 from commsched.runtime.enforce.cgroups import JobCgroup, cgroup2_root, descendants
 from commsched.runtime.enforce.host import EnforcerConfig, JobState
@@ -134,7 +134,10 @@ class Enforcer:
                         p.stop()
                     job.cgroup.stop()
             for idle in [j.id for j in self.jobs.values() if not j.cgroup.pids()]:
-                self.remove(idle)
+                try:
+                    self.remove(idle)
+                except Exception as exc:  # the job stays listed in the ledger; testbed down removes it
+                    self.failures.append(f"remove {idle}: {type(exc).__name__}: {exc}")
             if self.jobs:
                 write_ledger(self.cfg.ledger, self.ledger())
                 return []
@@ -257,7 +260,7 @@ class Enforcer:
                 for k, st in mine.items()
             ]
             known = [f"{k[1]} . {k[2]} . {k[3]}" for k in mine if k[1:] not in others]
-            nft.run_nft(nft.forget_script(self.table, state.name, pins, known))
+            _forget(nft.forget_script(self.table, state.name, pins, known))
             self.refresh_alive()  # its SYNs are held no more
             write_ledger(self.cfg.ledger, self.ledger())
 
@@ -322,6 +325,17 @@ class Enforcer:
         for job in idle:
             with contextlib.suppress(Exception):
                 self.remove(job)
+
+
+def _forget(script: str) -> None:
+    """Apply a :func:`.nft.forget_script` at once, or, where a part of it is gone already (the whole
+    transaction is then refused), line by line, each part that is still there."""
+    try:
+        nft.run_nft(script)
+    except TestbedError:
+        for line in script.splitlines():
+            with contextlib.suppress(TestbedError):
+                nft.run_nft(line + "\n")
 
 
 _ACCT = Path("/proc/sys/net/netfilter/nf_conntrack_acct")
