@@ -220,3 +220,21 @@ def test_cli_oracle_option() -> None:
     assert res2.returncode == 2 and "--oracle" in res2.stderr and "Traceback" not in res2.stderr
     res = runner.invoke(app, ["testbed", "run", "crux_example1", "--oracle", "ttl"])
     assert res.exit_code == 2 and "--oracle" in res.output
+
+
+def test_searches_are_counted_in_the_agents_metrics() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from commsched.runtime.agent.metrics import ProbeMetrics
+
+    registry = CollectorRegistry()
+    fake, probing = _setup()
+    oracle = ProbeOracle(fake.fabric, send_round=fake.send_round, recorder=ProbeMetrics(registry))
+    oracle.probing = probing
+    src, dst = "10.0.0.1", "10.0.11.1"
+    for k, route in enumerate(fake.fabric.routes(src, dst)[:2]):
+        oracle.find(PortSearch(src=src, dst=dst, dport=5201 + k, forward=route.links, reverse=None))
+    assert probing.sent > 0
+    # every probe the searches sent is counted, and each search's time observed once
+    assert registry.get_sample_value("commsched_agent_probes_sent_total") == probing.sent
+    assert registry.get_sample_value("commsched_agent_probe_search_seconds_count") == 2

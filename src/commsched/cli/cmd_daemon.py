@@ -156,6 +156,14 @@ def agent(
     fabric: Path | None = typer.Option(
         None, "--fabric", help="With --oracle probe: the fabric map JSON (topology, router addresses)."
     ),
+    metrics_listen: str | None = typer.Option(
+        None,
+        "--metrics-listen",
+        help="HOST:PORT serving GET /metrics (Prometheus); other hosts need the --token-file token.",
+    ),
+    stop_jobs: bool = typer.Option(
+        False, "--stop-jobs", help="With --enforce: a clean stop also stops the jobs' processes."
+    ),
 ) -> None:
     """Run a host agent: follow the daemon's decisions and serve local jobs their source port and DSCP.
 
@@ -176,12 +184,7 @@ def agent(
     table = load_probe_table(ports) if ports is not None else None
     source = counter_source(counters)
     token = read_token(token_file)
-    nics = []
-    for item in nic:
-        nid, sep, ip = item.partition("=")
-        if not sep or not nid:
-            raise InputError(f"bad NIC {item!r}", where="--nic", expected="NIC_ID=IP")
-        nics.append({"id": nid, "ip": ip or None})
+    nics = _parse_nics(nic)
     sock = bind(where)
     url = where.url(sock.getsockname()[1] if where.path is None else None)
     follower = Follower(
@@ -192,6 +195,9 @@ def agent(
         state_path=state or Path(f"commsched-agent-{host}.json"),
         registration={"name": host, "nics": nics, "agent": url},
     )
+    # the metrics first: a listener that cannot bind fails before anything is made, and a probing
+    # path oracle counts into metrics.probes
+    metrics, metrics_server = _agent_metrics(follower, metrics_listen, token)
     enforcer = None
     if enforce:
         from commsched.runtime.enforce import make_enforcer
@@ -203,17 +209,57 @@ def agent(
             profile_window_s=profile_window,
             oracle=oracle,
             fabric=fabric,
+            probe_metrics=metrics.probes,
         )
-    elif testbed is not None or ledger is not None or profile_window or oracle or fabric:
-        raise InputError("given without --enforce", where="--testbed/--ledger/--profile-window/--oracle")
+    elif testbed is not None or ledger is not None or profile_window or oracle or fabric or stop_jobs:
+        raise InputError(
+            "given without --enforce",
+            where="--testbed/--ledger/--profile-window/--oracle/--fabric/--stop-jobs",
+        )
+    metrics.watch(enforcer)
     follower.start()
     _announce(url)
     try:
-        serve(create_agent_app(follower, table=table, counters=source, enforcer=enforcer, token=token), sock)
+        app = create_agent_app(
+            follower, table=table, counters=source, enforcer=enforcer, token=token, metrics=metrics
+        )
+        serve(app, sock)
     finally:
         follower.stop()
+        if metrics_server is not None:
+            metrics_server.close()
         if enforcer is not None:
-            enforcer.close()
+            enforcer.close(stop_processes=stop_jobs)
+
+
+def _parse_nics(items: list[str]) -> list[dict[str, str | None]]:
+    """``--nic NIC_ID=IP`` options as the agent's registration lists them."""
+    nics: list[dict[str, str | None]] = []
+    for item in items:
+        nid, sep, ip = item.partition("=")
+        if not sep or not nid:
+            raise InputError(f"bad NIC {item!r}", where="--nic", expected="NIC_ID=IP")
+        nics.append({"id": nid, "ip": ip or None})
+    return nics
+
+
+def _agent_metrics(follower: Any, listen: str | None, token: str | None) -> tuple[Any, Any]:
+    """The agent's metrics, and their listener on ``listen`` (``HOST:PORT``) when given."""
+    from commsched.runtime.agent.metrics import AgentMetrics, serve_metrics
+    from commsched.runtime.daemon.server import parse_listen
+
+    metrics = AgentMetrics(follower)
+    if listen is None:
+        return metrics, None
+    where = parse_listen(listen, where="--metrics-listen")
+    if where.path is not None:
+        raise InputError("a Unix socket given", where="--metrics-listen", expected="HOST:PORT (TCP)")
+    try:
+        server = serve_metrics(metrics, host=where.host, port=where.port, token=token)
+    except OSError as exc:
+        raise InputError(f"cannot listen: {exc.strerror}", where="--metrics-listen") from None
+    sys.stderr.write(f"metrics on {where.url(server.port)}/metrics\n")
+    return metrics, server
 
 
 def register(app: typer.Typer) -> None:

@@ -114,7 +114,8 @@ def up(
 
 @user_errors
 def down(name: str = typer.Argument(..., help="Testbed name.")) -> None:
-    """Remove a testbed: what its agents made (cgroups, nftables), the namespaces it records, its state."""
+    """Remove a testbed: what its agents left (job processes, cgroups, nftables tables: their ledgers
+    list them, after a crash or a clean stop), the namespaces it records, its state."""
     from commsched.runtime.enforce.ledger import clean_dir
     from commsched.testbed import build
     from commsched.testbed.state import agents_dir, read_state
@@ -123,7 +124,7 @@ def down(name: str = typer.Argument(..., help="Testbed name.")) -> None:
     read_state(name)  # an unknown testbed is reported before anything is touched
     made = clean_dir(agents_dir(name), kill=True)
     gone = build.down(name)
-    extra = f", {len(made)} cgroups and tables of its agents" if made else ""
+    extra = f", {len(made)} processes, cgroups and tables of its agents" if made else ""
     _out([f"testbed {name} down in {time.monotonic() - t0:.1f} s: {len(gone)} namespaces removed{extra}"])
 
 

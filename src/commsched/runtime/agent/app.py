@@ -3,7 +3,8 @@
 ``GET /v1/port?job=J&src_rank=S&dst_rank=D[&dport=P]`` answers which source port to bind and which DSCP to
 mark for that connection, from the last decision the agent holds (it keeps answering when the daemon
 is away: ``stale`` says so). ``GET /v1/decision`` is the whole host view, ``GET /v1/counters`` the
-link counters (``?report=true`` also sends them to the daemon), ``GET /health`` the agent's state.
+link counters (``?report=true`` also sends them to the daemon), ``GET /health`` the agent's state,
+``GET /metrics`` its metrics in the Prometheus text format (:mod:`.metrics`).
 Every answer carries the decision ``version`` and the protocol version ``api``.
 """
 
@@ -12,8 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from fastapi import FastAPI, Query
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import JSONResponse, Response
 
 from commsched.runtime.agent.counters import CounterSource
 from commsched.runtime.agent.follower import Follower
@@ -35,11 +36,13 @@ def create_agent_app(
     counters: CounterSource,
     enforcer: Any = None,
     token: str | None = None,
+    metrics: Any = None,
 ) -> FastAPI:
     """The agent's local application over ``follower``'s decisions.
 
     ``enforcer``: a :class:`commsched.runtime.enforce.Enforcer` (``--enforce``), else ``None``;
-    ``token``: the bearer token the routes that start or adopt processes ask for.
+    ``token``: the bearer token the routes that start or adopt processes ask for; ``metrics``: the
+    agent's :class:`~commsched.runtime.agent.metrics.AgentMetrics` (made here when not given).
     """
     app = FastAPI(
         title="commsched host agent", version=str(AGENT_API_VERSION), description=(__doc__ or "").strip()
@@ -90,5 +93,21 @@ def create_agent_app(
         sent = follower.report_counters(values) if report else False
         return {"host": follower.host, "counters": values, "reported": sent}
 
+    _metrics_route(app, metrics, follower, enforcer)
     add_job_routes(app, follower, enforcer, token=token)
     return app
+
+
+def _metrics_route(app: FastAPI, metrics: Any, follower: Follower, enforcer: Any) -> None:
+    """``GET /metrics`` of ``metrics`` (an :class:`~commsched.runtime.agent.metrics.AgentMetrics`, made
+    here over ``follower`` and ``enforcer`` when ``None``)."""
+    if metrics is None:
+        from commsched.runtime.agent.metrics import AgentMetrics
+
+        metrics = AgentMetrics(follower, enforcer)
+    app.state.metrics = metrics
+
+    @app.get("/metrics", response_class=Response)
+    def get_metrics(request: Request) -> Response:
+        body, media = metrics.render(request.headers.get("accept", ""))
+        return Response(content=body, media_type=media)

@@ -7,7 +7,7 @@ host, version or route, 405 wrong method, 409 conflict with the state (id taken,
 topology), 422 malformed body (not JSON, a key given twice, a wrong type: the line names the field).
 Agents follow decisions by long-polling ``GET /v1/decisions/latest?after=V&wait_s=S`` (answers as
 soon as a version newer than ``V`` exists) or by the server-sent events of
-``GET /v1/decisions/stream``.
+``GET /v1/decisions/stream``. ``GET /metrics`` is the Prometheus text format (read rules).
 
 The routes live in one router per area: :mod:`.routes` (cluster, jobs, hosts) and
 :mod:`.decisions_api` (decisions; health, events, status page); :mod:`.apicommon` holds the token
@@ -26,6 +26,7 @@ from starlette.concurrency import run_in_threadpool
 
 from commsched.runtime.daemon.apicommon import add_error_handlers, token_guards
 from commsched.runtime.daemon.decisions_api import Versions, decisions_router, status_router
+from commsched.runtime.daemon.metrics import DaemonMetrics, metrics_router
 from commsched.runtime.daemon.models import API_VERSION
 from commsched.runtime.daemon.routes import cluster_router, hosts_router, jobs_router
 from commsched.runtime.daemon.service import DaemonService
@@ -90,4 +91,6 @@ def create_app(service: DaemonService, *, token: str, tick_s: float | None = Non
     app.include_router(hosts_router(service, **guards))
     app.include_router(decisions_router(service, versions, read=read))
     app.include_router(status_router(service, read=read))
+    app.state.metrics = DaemonMetrics(service)
+    app.include_router(metrics_router(app.state.metrics, read=read))
     return app

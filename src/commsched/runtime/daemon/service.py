@@ -53,6 +53,9 @@ class DaemonService:
         self.clock = clock
         self._lock = threading.RLock()
         self._listeners: list[Callable[[int], None]] = []
+        self._observers: list[Callable[[Cause, float], None]] = []
+        #: jobs removed because their heartbeat timed out, since this process started
+        self.missed_heartbeats = 0
         stored = store.config()
         self._cfg = stored or default
         check_names(self._cfg)
@@ -155,6 +158,11 @@ class DaemonService:
         """``fn(version)`` runs after each new decision is committed (from the committing thread)."""
         self._listeners.append(fn)
 
+    def add_decision_observer(self, fn: Callable[[Cause, float], None]) -> None:
+        """``fn(cause, seconds)`` runs after each committed decision: its cause and how long deciding
+        took (the policy's computation, wall-clock seconds; storing it is not counted)."""
+        self._observers.append(fn)
+
     # --------------------------------------------------------------------------------- mutations
     def _memo_for(self, cfg: ClusterConfig, topo: Topology, jobs: dict[str, JobRecord]) -> Memo:
         """The policy's memo for this decision (one per priority-level count).
@@ -183,6 +191,24 @@ class DaemonService:
         levels = cfg.priority_levels - 1 if reserve else cfg.priority_levels
         return self._memos.setdefault(levels, Memo())
 
+    def _decide(
+        self,
+        cfg: ClusterConfig,
+        topo: Topology | None,
+        jobs: dict[str, JobRecord],
+        version: int,
+        cause: Cause,
+    ) -> Decision:
+        """The decision for ``jobs`` (one without jobs while no topology is set)."""
+        if topo is None:
+            return Decision(version=version, policy=cfg.policy, cause=cause)
+        memo = self._memo_for(cfg, topo, jobs)
+        made = decision(
+            topo, cfg, list(jobs.values()), version=version, cause=cause, memo=memo, port_cache=self._ports
+        )
+        self.warmed = True  # any decision fills the caches
+        return made
+
     def _commit(
         self,
         jobs: dict[str, JobRecord],
@@ -197,20 +223,9 @@ class DaemonService:
         topo = topo or self._topo
         version = self._version + 1
         now = self.clock()
-        if topo is None:
-            made = Decision(version=version, policy=cfg.policy, cause=cause)
-        else:
-            memo = self._memo_for(cfg, topo, jobs)
-            made = decision(
-                topo,
-                cfg,
-                list(jobs.values()),
-                version=version,
-                cause=cause,
-                memo=memo,
-                port_cache=self._ports,
-            )
-            self.warmed = True  # any decision fills the caches
+        started = time.perf_counter()
+        made = self._decide(cfg, topo, jobs, version, cause)
+        took_s = time.perf_counter() - started
         made = replace(made, created_s=now)
         doc = made.to_json()
         body = json.dumps(doc, separators=(",", ":"))
@@ -235,6 +250,8 @@ class DaemonService:
         self._views = {}
         for fn in self._listeners:
             fn(version)
+        for observe in self._observers:
+            observe(cause, took_s)
         return version
 
     def warm(self) -> None:
@@ -358,6 +375,7 @@ class DaemonService:
                         jobs, events, Cause(kind="heartbeat-timeout", job=dead[0], detail=",".join(dead))
                     )
                 )
+                self.missed_heartbeats += len(dead)  # once committed (a failed decision is retried)
             late = sorted(j.id for j in self._jobs.values() if j.profiling and now >= j.profiling_until_s)
             if late:
                 jobs = {k: (replace(v, profiling=False) if k in late else v) for k, v in self._jobs.items()}

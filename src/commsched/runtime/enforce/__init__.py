@@ -27,6 +27,7 @@ def make_enforcer(
     profile_window_s: float = 0.0,
     oracle: str | None = None,
     fabric: Path | None = None,
+    probe_metrics: Any = None,
 ) -> Enforcer:
     """The enforcer of an agent (``follower``: its link to the daemon), started on its last view.
 
@@ -38,6 +39,8 @@ def make_enforcer(
     ``"probe"`` (TTL probes from this host, :mod:`.probeoracle`; the default elsewhere). Off a
     testbed the probing oracle needs the fabric's map (``fabric``: a file, :mod:`.fabricmap`; on a
     testbed its layout); without one connections are marked but not pinned (the report says why).
+    ``probe_metrics``: where the probing oracle counts its probes (a
+    :class:`~.probeoracle.ProbeRecorder`: the agent's metrics).
     """
     from commsched.errors import CapabilityError, InputError
     from commsched.runtime.enforce.nft import nft_argv
@@ -72,6 +75,8 @@ def make_enforcer(
         ledger = agents_dir(testbed) / f"{follower.host}.json"
     if kind == "probe":
         path_oracle = _probe_oracle(testbed, fabric)
+        if path_oracle is not None:
+            path_oracle.recorder = probe_metrics
     cfg = EnforcerConfig(
         host=follower.host,
         ledger=ledger or Path(f"commsched-agent-{follower.host}.enforce.json"),
@@ -85,7 +90,7 @@ def make_enforcer(
         replies = ReplyPorts(enforcer, path_oracle)
         replies.start()
         path_oracle.replies_by_peer = True
-        setattr(enforcer, "replies", replies)  # noqa: B010 (the pins and reports look for it)
+        enforcer.replies = replies
     follower.listeners.append(enforcer.apply_safely)
     return enforcer
 

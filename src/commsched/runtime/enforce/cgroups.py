@@ -20,7 +20,15 @@ from pathlib import Path
 
 from commsched.errors import CapabilityError, InputError
 
-__all__ = ["NFT_CGROUP_BASE", "JobCgroup", "cgroup2_root", "descendants", "parse_mountinfo"]
+__all__ = [
+    "NFT_CGROUP_BASE",
+    "JobCgroup",
+    "cgroup2_root",
+    "descendants",
+    "parse_mountinfo",
+    "process_start",
+    "stop_processes",
+]
 
 #: nftables resolves ``socket cgroupv2`` paths under this directory
 NFT_CGROUP_BASE = Path("/sys/fs/cgroup")
@@ -80,6 +88,36 @@ def descendants(pid: int, proc: Path = Path("/proc")) -> list[int]:
     return out
 
 
+def process_start(pid: int, proc: Path = Path("/proc")) -> int | None:
+    """When process ``pid`` started (clock ticks after boot, ``/proc/PID/stat`` field 22); ``None``
+    when there is no such process, or only its exit status is left (a zombie). A PID and its start
+    time name one process, even after PID reuse.
+    """
+    try:
+        stat = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()
+    return None if fields[0] in ("Z", "X") else int(fields[19])
+
+
+def stop_processes(procs: dict[int, int], grace_s: float = 3.0) -> list[int]:
+    """SIGTERM each process ``pid`` of ``procs`` (``pid -> start``: one that has not been replaced),
+    SIGKILL those still there after ``grace_s``; returns the PIDs that were signalled."""
+    live = [pid for pid, start in procs.items() if process_start(pid) == start]
+    for pid in live:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(process_start(p) == procs[p] for p in live):
+        time.sleep(0.05)
+    for pid in live:
+        if process_start(pid) == procs[pid]:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    return live
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobCgroup:
     """One job's cgroup: ``path`` (absolute) at ``level`` below the hierarchy's root."""
@@ -124,6 +162,13 @@ class JobCgroup:
             with contextlib.suppress(OSError):
                 (self.root / "cgroup.procs").write_text(f"{pid}\n")
         return moved
+
+    def stop(self, grace_s: float = 3.0) -> list[int]:
+        """SIGTERM every process in the group, SIGKILL what is left after ``grace_s``; the PIDs."""
+        pids = self.pids()
+        stop_processes({p: s for p in pids if (s := process_start(p)) is not None}, grace_s)
+        self.kill()
+        return pids
 
     def kill(self, timeout_s: float = 5.0) -> None:
         """SIGKILL every process in the group and wait until it is empty."""

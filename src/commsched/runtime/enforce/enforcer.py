@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from commsched.errors import InputError
+from commsched.errors import InputError, TestbedError
 from commsched.runtime.enforce import nft, reports
 from commsched.runtime.enforce.cgroups import JobCgroup, cgroup2_root, descendants
 from commsched.runtime.enforce.host import EnforcerConfig, JobState
@@ -66,6 +66,8 @@ class Enforcer:
         self._made: set[str] = set()
         self._marks: dict[str, int] = {}
         self.pinning = Pinning(self)
+        #: the probing oracle's reverse direction (:mod:`.replies`): the replies' source ports, or None
+        self.replies: Any = None
         self._loops: Any = None
         self.failures: list[str] = []
         self._acct: str | None = None
@@ -113,20 +115,41 @@ class Enforcer:
         self._loops.start()
         return removed
 
-    def close(self, *, stop_processes: bool = False) -> None:
-        """Stop the loops; remove the table and every cgroup (processes go back to the root cgroup)."""
+    def close(self, *, stop_processes: bool = False) -> list[str]:
+        """Stop the loops; remove what the enforcer made, except what running jobs need; what went.
+
+        ``stop_processes``: stop every process of the jobs first (the ones the agent started: SIGTERM,
+        SIGKILL after 3 s; then the rest of each cgroup, adopted ones included). Every job with no
+        process left is then forgotten (cgroup, rules, counters, pins), and when none is left the
+        table and the ledger go too. Jobs still running keep their cgroup and the table, listed by the
+        ledger: their connections keep their marks and translated source ports (without the table's
+        nat chain the kernel would stop translating their open connections, and the peers would reset
+        them) until the next agent adopts them or ``testbed down`` stops them.
+        """
         if self._loops is not None:
             self._loops.stop()
+        if self.replies is not None:
+            self.replies.stop()
         self.pinning.close()
         with self.lock:
-            for job in self.jobs.values():
-                if stop_processes:
+            if stop_processes:
+                for job in self.jobs.values():
                     for p in job.procs.values():
                         p.stop()
-            clean(self.ledger(), kill=False, current_netns=True)
+                    job.cgroup.stop()
+            for idle in [j.id for j in self.jobs.values() if not j.cgroup.pids()]:
+                try:
+                    self.remove(idle)
+                except Exception as exc:  # the job stays listed in the ledger; testbed down removes it
+                    self.failures.append(f"remove {idle}: {type(exc).__name__}: {exc}")
+            if self.jobs:
+                write_ledger(self.cfg.ledger, self.ledger())
+                return []
+            removed = clean(self.ledger(), kill=False, current_netns=True)
             self.cfg.ledger.unlink(missing_ok=True)
             if self._acct is not None:
                 _set_acct(self._acct)
+        return removed
 
     def errors(self) -> list[str]:
         """The last errors of the background loops (a failed ``nft`` call, no netlink, ...)."""
@@ -224,15 +247,25 @@ class Enforcer:
         return {pid: p.stop(grace_s) for pid, p in list(state.procs.items())}
 
     def remove(self, job: str) -> None:
-        """Forget ``job``: its rules, pins and (empty, or emptied) cgroup."""
+        """Forget ``job``: its rules, counters, pins and (empty, or emptied) cgroup."""
         with self.lock:
             state = self.jobs.pop(job, None)
             if state is None:
                 return
             state.cgroup.release()
             state.cgroup.remove()
+            mine = {k: st for k, st in self.pinning.pins.items() if k[0] == state.mark}
             self.pinning.forget(state.mark)
             self._rules()
+            self._made.discard(state.name)
+            others = {k[1:] for k in self.pinning.pins}
+            pins = [
+                (nft.Pin(mark=k[0], src=k[1], dst=k[2], dport=k[3], ports=()), st.chain)
+                for k, st in mine.items()
+            ]
+            known = [f"{k[1]} . {k[2]} . {k[3]}" for k in mine if k[1:] not in others]
+            _forget(nft.forget_script(self.table, state.name, pins, known))
+            self.refresh_alive()  # its SYNs are held no more
             write_ledger(self.cfg.ledger, self.ledger())
 
     # ------------------------------------------------------------------ decisions
@@ -296,6 +329,17 @@ class Enforcer:
         for job in idle:
             with contextlib.suppress(Exception):
                 self.remove(job)
+
+
+def _forget(script: str) -> None:
+    """Apply a :func:`.nft.forget_script` at once, or, where a part of it is gone already (the whole
+    transaction is then refused), line by line, each part that is still there."""
+    try:
+        nft.run_nft(script)
+    except TestbedError:
+        for line in script.splitlines():
+            with contextlib.suppress(TestbedError):
+                nft.run_nft(line + "\n")
 
 
 _ACCT = Path("/proc/sys/net/netfilter/nf_conntrack_acct")

@@ -66,3 +66,8 @@ class EnforcerView(Protocol):
 
     @property
     def lock(self) -> AbstractContextManager[Any]: ...
+
+    @property
+    def replies(self) -> Any:
+        """The probing oracle's replies' ports (:mod:`.replies`), or ``None``."""
+        ...

@@ -1,12 +1,16 @@
 """What an agent made on its host (nftables table, cgroups), written down before it makes it.
 
 The ledger is a small JSON file, replaced atomically before every creation step, so that whatever a
-killed agent left behind is listed: its next start (:func:`takeover`) and ``commsched testbed down``
-(:func:`clean_dir`) remove exactly what is listed, and nothing else::
+killed agent left behind is listed: its next start (:meth:`Enforcer.start`) and ``commsched testbed
+down`` (:func:`clean_dir`) remove exactly what is listed, and nothing else::
 
     {"format": 1, "agent_pid": 4242, "netns": "csr123-h0" | null, "table": "commsched_h0_4242",
      "cgroup_root": "/sys/fs/cgroup/unified", "cgroup_parent": ".../commsched-h0-4242",
      "jobs": {"big": {"mark": 1129512961, "cgroup": ".../commsched-h0-4242/big"}}}
+
+An agent that stops cleanly keeps its ledger, its table and the cgroups of the jobs still running
+(:meth:`Enforcer.close`): their processes go on with their marks and translated ports until the next
+agent adopts them, or ``testbed down`` stops them.
 """
 
 from __future__ import annotations
@@ -107,6 +111,7 @@ def clean(ledger: Ledger, *, kill: bool, current_netns: bool = False) -> list[st
         if not cg.exists():
             continue
         if kill:
+            done += [f"process {pid}" for pid in cg.pids()]
             cg.kill()
         else:
             cg.release()

@@ -49,6 +49,7 @@ __all__ = [
     "base_script",
     "delete_table_script",
     "fabric_script",
+    "forget_script",
     "jobs_script",
     "marks_script",
     "nft_argv",
@@ -184,6 +185,21 @@ def pin_script(table: str, pin: Pin, chain: int, *, old_chain: int | None, known
         lines.append(f"delete chain inet {table} pin_{old_chain}")
     if not known:
         lines.append(f"add element inet {table} known {{ {pin.src} . {pin.dst} . {pin.dport} }}")
+    return "\n".join(lines) + "\n"
+
+
+def forget_script(table: str, name: str, pins: Iterable[tuple[Pin, int | None]], known: Iterable[str]) -> str:
+    """Remove what a forgotten job leaves once its rules are gone: its counters (suffix ``name``),
+    its ``pins`` (each with its chain, ``None``: no ports were installed) and the ``known`` keys
+    (``"SRC . DST . DPORT"``) no other job's pin uses. Call it after :func:`jobs_script` dropped
+    the job's rules (a counter a rule names cannot be deleted).
+    """
+    lines = [f"delete counter inet {table} {c}_{name}" for c in ("tx", "txd", "rxd", "held")]
+    for pin, chain in pins:
+        if chain is not None:
+            lines.append(f"delete element inet {table} pins {{ {pin.key} }}")
+            lines.append(f"delete chain inet {table} pin_{chain}")
+    lines += [f"delete element inet {table} known {{ {k} }}" for k in sorted(set(known))]
     return "\n".join(lines) + "\n"
 
 

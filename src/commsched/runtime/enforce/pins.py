@@ -246,7 +246,7 @@ class Pinning:
             old_chain = old.chain if old is not None else None
             script = nft.pin_script(self.e.table, pin, chain or 0, old_chain=old_chain, known=old is not None)
             nft.run_nft(script)
-            replies = getattr(self.e, "replies", None)  # the probing oracle's reverse direction
+            replies = self.e.replies  # the probing oracle's reverse direction
             if replies is not None and state.ports:
                 replies.restore(key[2], key[3], state.ports)
             state.chain = chain
@@ -275,7 +275,7 @@ class Pinning:
         busy = frozenset(
             t.wire_sport for t in read_conntrack() if t.orig[0] == src and t.orig[2:] == (dst, dport)
         )
-        replies = getattr(self.e, "replies", None)
+        replies = self.e.replies
         if replies is not None:  # a port names one listening port per peer
             busy |= replies.taken(dst, dport)
         s = PortSearch(src=src, dst=dst, dport=dport, forward=fwd, reverse=rev, exclude=busy)

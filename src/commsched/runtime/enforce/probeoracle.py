@@ -15,7 +15,7 @@ per-direction counts (from the routers' own routes on the testbed) show where ea
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from commsched.runtime.enforce.pathprobe import FabricMap, PathProbing, ProbeSettings, SendRound
 from commsched.runtime.enforce.pinning import FoundPorts, PortSearch
@@ -26,11 +26,21 @@ __all__ = ["ProbeOracle"]
 Flow = tuple[str, str, int, int]
 
 
+class ProbeRecorder(Protocol):
+    """Where an agent counts its probes (its metrics): probes sent and answered, searches' times."""
+
+    def probe_sent(self, n: int = 1) -> None: ...
+
+    def probe_answered(self, n: int = 1) -> None: ...
+
+    def search_took(self, seconds: float) -> None: ...
+
+
 class ProbeOracle:
     """Paths and ports by TTL probes from this host (see the module docstring).
 
     ``send_round``: how a round of probes is sent (default: a :class:`~.probe.RawProber`, which
-    needs ``CAP_NET_RAW``).
+    needs ``CAP_NET_RAW``). ``recorder``: counts every search's probes and time (the agent's metrics).
     """
 
     def __init__(
@@ -39,8 +49,10 @@ class ProbeOracle:
         *,
         settings: ProbeSettings | None = None,
         send_round: SendRound | None = None,
+        recorder: ProbeRecorder | None = None,
     ) -> None:
         self.fabric = fabric
+        self.recorder = recorder
         #: the accepting hosts' agents choose their replies' ports (:mod:`.replies`)
         self.replies_by_peer = False
         self._raw: RawProber | None = None
@@ -71,7 +83,12 @@ class ProbeOracle:
                 pinned=False,
                 reason="only the reverse direction is decided: the peer's routers hash it, out of sight",
             )
+        answered0 = self._answered()
         got = self.probing.find((s.src, s.dst, s.dport), s.forward, want=s.want, exclude=s.exclude)
+        if self.recorder is not None:
+            self.recorder.probe_sent(got.probes)
+            self.recorder.probe_answered(max(0, self._answered() - answered0))
+            self.recorder.search_took(got.elapsed_s)
         if not got.ports:
             return FoundPorts(
                 ports=(), pinned=False, reason=f"{got.reason} ({got.probes} probes, {got.elapsed_s:.1f} s)"
@@ -84,6 +101,10 @@ class ProbeOracle:
                 else "; the reverse path is the peer's routers' choice (not observable from this host)"
             )
         return FoundPorts(ports=got.ports, pinned=True, reason=why)
+
+    def _answered(self) -> int:
+        """Probes answered so far (0 where the rounds are not sent by a raw prober of this oracle)."""
+        return self._raw.stats.answered if self._raw is not None else 0
 
     def stats(self) -> dict[str, Any]:
         """Probes sent and answered, and the routers judged silent (for the agent's health)."""

@@ -41,7 +41,7 @@ def connections(e: ReportHost, state: JobState) -> list[dict[str, Any]]:
         }
         if row["role"] == "connecting":
             row.update(e.pinning.pin_of(state.mark, t.orig[0], t.orig[2], t.orig[3], t.wire_sport))
-        elif (replies := getattr(e, "replies", None)) is not None:  # the replies' own source port
+        elif (replies := e.replies) is not None:  # the replies' own source port
             row["reply_sport"] = replies.port_of(t.orig[0], t.orig[3], t.orig[1])
         out.append(row)
     return out
