@@ -1,17 +1,11 @@
-"""Contention domains against a reach built here, from the topology's links alone.
+"""Contention domains against a reach built from the topology's links alone.
 
-A job's reach is every link its traffic could take under any route decision. The reference below does
-not ask the path code which paths exist: it runs a breadth-first search over the topology's directed
-links (from the source NIC forwards, from the destination NIC backwards, through switches only) and
-keeps every link that lies on *some* shortest path, that is every link of every equal-cost path
-between the two NICs of each of the job's inter-host connections. The links of the routes taken by
-default (route 0, which include the links inside the hosts) are added from the job's traffic. Domains
-are then the connected groups of jobs whose reaches meet, found by merging until nothing changes.
+The reference (:mod:`tests.equal_cost_reference`) enumerates every equal-cost path between the NICs of
+each of a job's connections by breadth-first search, without the path code; domains are then the
+connected groups of jobs whose reaches meet.
 """
 
 from __future__ import annotations
-
-from collections import deque
 
 import numpy as np
 import pytest
@@ -19,13 +13,12 @@ import pytest
 from commsched.scheduling.domains import domains, job_reach
 from commsched.scheduling.paths import PathTable
 from commsched.scheduling.state import ClusterState, PlacedJob
-from commsched.scheduling.traffic import job_connections, job_traffic
-from commsched.topology import NodeId, NodeKind, Topology
+from commsched.scheduling.traffic import job_traffic
+from commsched.topology import NodeId, Topology
 from commsched.topology.builders.clos import three_layer_double_sided, two_layer_clos
 from commsched.topology.builders.leaf_spine import leaf_spine
 from commsched.workload import JobId, JobSpec, ModelProfile
-
-SWITCHES = frozenset({NodeKind.TOR, NodeKind.AGG, NodeKind.CORE, NodeKind.OCS})
+from tests.equal_cost_reference import merged_groups, reference_reach, shortest_path_links
 
 
 def rewired_leaf_spine() -> Topology:
@@ -48,71 +41,6 @@ TOPOLOGIES = {
     "ocs-rewired": rewired_leaf_spine,
 }
 COLLECTIVES = ("ring", "halving_doubling", "alltoall", "double_binary_tree")
-
-
-def _hops(topo: Topology, start: NodeId, *, forward: bool) -> dict[NodeId, int]:
-    """Hop counts from ``start`` (or to it, ``forward=False``) along links whose inner ends are switches."""
-    adjacent: dict[NodeId, list[NodeId]] = {}
-    for lk in topo.links:
-        a, b = (lk.src, lk.dst) if forward else (lk.dst, lk.src)
-        adjacent.setdefault(a, []).append(b)
-    hops = {start: 0}
-    queue = deque([start])
-    while queue:
-        u = queue.popleft()
-        if u != start and topo.node(u).kind not in SWITCHES:
-            continue  # a path enters no host but its end
-        for v in adjacent.get(u, []):
-            if v not in hops:
-                hops[v] = hops[u] + 1
-                queue.append(v)
-    return hops
-
-
-def shortest_path_links(topo: Topology, src: NodeId, dst: NodeId) -> set[int]:
-    """Every link of every shortest ``src -> dst`` network path (inner nodes switches), by two searches."""
-    ahead, behind = _hops(topo, src, forward=True), _hops(topo, dst, forward=False)
-    length = ahead[dst]
-
-    def inner(node: NodeId, end: NodeId) -> bool:
-        return node == end or topo.node(node).kind in SWITCHES
-
-    return {
-        lk.id
-        for lk in topo.links
-        if lk.src in ahead
-        and lk.dst in behind
-        and ahead[lk.src] + 1 + behind[lk.dst] == length
-        and inner(lk.src, src)
-        and inner(lk.dst, dst)
-    }
-
-
-def reference_reach(topo: Topology, job: PlacedJob) -> set[int]:
-    """The default routes' links plus every link of every equal-cost path of each inter-host connection."""
-    out = set(job_traffic(topo, job).link_ids.tolist())
-    for key in job_connections(topo, job):
-        if topo.host_of(key.src).id != topo.host_of(key.dst).id:
-            out |= shortest_path_links(topo, topo.nic_of(key.src), topo.nic_of(key.dst))
-    return out
-
-
-def merged_groups(reach: dict[JobId, set[int]]) -> list[set[JobId]]:
-    """Connected groups of jobs whose link sets meet, by repeated merging."""
-    groups = [({j}, set(links)) for j, links in reach.items()]
-    merged = True
-    while merged:
-        merged = False
-        for a in range(len(groups)):
-            for b in range(a + 1, len(groups)):
-                if groups[a][1] & groups[b][1]:
-                    groups[a] = (groups[a][0] | groups[b][0], groups[a][1] | groups[b][1])
-                    del groups[b]
-                    merged = True
-                    break
-            if merged:
-                break
-    return [g for g, _ in groups]
 
 
 def _placed(name: str, gpus: list[NodeId], collective: str) -> PlacedJob:
