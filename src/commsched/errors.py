@@ -114,4 +114,6 @@ class PeerError(TransportError):
 
 
 class ProtocolError(TransportError):
-    """A frame on the data path broke the wire format (magic, version, kind, sequence or length)."""
+    """A message on a data path broke its wire format: a transport frame (magic, version, kind, sequence
+    or length), or a parameter-server message (kind, dtype, length, key, a truncated read); the message
+    is rejected, nothing is summed."""

@@ -8,9 +8,10 @@ import threading
 import numpy as np
 import pytest
 
+from commsched.errors import ProtocolError
 from commsched.runtime.ps import wire
 from commsched.runtime.ps.client import PSClient
-from commsched.runtime.ps.errors import ProtocolError, PSError
+from commsched.runtime.ps.errors import PSError
 from commsched.runtime.ps.transports import TransportConfig
 from commsched.runtime.ps.wire import Kind
 from tests.runtime_ps.conftest import run_workers, servers

@@ -19,12 +19,13 @@ Two jobs under different ToRs of one Clos meet on no link; a third across both T
 
 >>> from commsched.scheduling.paths import PathTable
 >>> from commsched.scheduling.state import ClusterState, PlacedJob
->>> from commsched.testing import toy_job
 >>> from commsched.topology import NodeId, two_layer_clos
+>>> from commsched.workload import ModelProfile, job_from_model
+>>> prof = ModelProfile(name="m", gpu="test", compute_s=1.0, sync_bytes=1e9, overlap=1.0, source="doc")
 >>> topo = two_layer_clos(tors=2, aggs=2, hosts_per_tor=2)
 >>> def placed(name, hosts):
 ...     gpus = tuple(NodeId(f"h{h}/gpu{g}") for h in hosts for g in range(2))
-...     return PlacedJob(spec=toy_job(name, compute_s=1.0, comm_bytes=1e9, gpus=len(gpus)), gpus=gpus)
+...     return PlacedJob(spec=job_from_model(name, prof, gpus=len(gpus)), gpus=gpus)
 >>> a, b = placed("a", [0, 1]), placed("b", [2, 3])
 >>> [[j.id for j in d] for d in domains(ClusterState(topology=topo, jobs=(a, b)))]
 [['a'], ['b']]

@@ -46,10 +46,11 @@ class PlacementRequest:
     Examples
     --------
     >>> from commsched.scheduling.placement import pack
-    >>> from commsched.testing import toy_job
     >>> from commsched.topology import two_layer_clos
+    >>> from commsched.workload import ModelProfile, job_from_model
+    >>> prof = ModelProfile(name="m", gpu="test", compute_s=1.0, sync_bytes=1e9, overlap=1.0, source="doc")
     >>> topo = two_layer_clos(tors=2, aggs=2, hosts_per_tor=2)
-    >>> req = PlacementRequest(topology=topo, job=toy_job("a", compute_s=1.0, comm_bytes=1e9, gpus=8),
+    >>> req = PlacementRequest(topology=topo, job=job_from_model("a", prof, gpus=8),
     ...                        free_gpus=frozenset(topo.gpus))
     >>> len(pack(req).gpus)
     8

@@ -40,8 +40,9 @@ class PlacedJob:
 
     Examples
     --------
-    >>> from commsched.testing import toy_job
-    >>> j = PlacedJob(spec=toy_job("a", compute_s=1.0, comm_bytes=1e9, gpus=4), gpus=())
+    >>> from commsched.workload import ModelProfile, job_from_model
+    >>> prof = ModelProfile(name="m", gpu="test", compute_s=1.0, sync_bytes=1e9, overlap=1.0, source="doc")
+    >>> j = PlacedJob(spec=job_from_model("a", prof, gpus=4), gpus=())
     >>> (j.id, j.n_gpus)
     ('a', 4)
     """
@@ -68,9 +69,10 @@ class ClusterState:
 
     Examples
     --------
-    >>> from commsched.testing import toy_job
     >>> from commsched.topology import single_link
-    >>> job = PlacedJob(spec=toy_job("a", compute_s=1.0, comm_bytes=1e9, gpus=4), gpus=())
+    >>> from commsched.workload import ModelProfile, job_from_model
+    >>> prof = ModelProfile(name="m", gpu="test", compute_s=1.0, sync_bytes=1e9, overlap=1.0, source="doc")
+    >>> job = PlacedJob(spec=job_from_model("a", prof, gpus=4), gpus=())
     >>> st = ClusterState(topology=single_link(), jobs=(job,), priority_levels=2)
     >>> (st.job("a").n_gpus, st.priority_levels)
     (4, 2)

@@ -1,11 +1,18 @@
-"""Errors of the parameter-server runtime (all in :mod:`commsched.errors`' hierarchy)."""
+"""Errors of the parameter-server runtime (all in :mod:`commsched.errors`' hierarchy).
+
+A malformed or truncated message on the data path raises :class:`commsched.errors.ProtocolError`, the
+one protocol error of every data path (the transport's frames and the parameter server's messages),
+which this module re-exports for the parameter server's modules.
+"""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
 
-from commsched.errors import CommschedError, InputError
+from commsched.errors import CommschedError, InputError, ProtocolError
+
+__all__ = ["PSError", "PSTimeoutError", "ProtocolError", "process_exit_code"]
 
 
 class PSError(CommschedError):
@@ -14,10 +21,6 @@ class PSError(CommschedError):
 
 class PSTimeoutError(PSError):
     """A role or a result did not arrive within the timeout."""
-
-
-class ProtocolError(PSError):
-    """A malformed or truncated message on the data path; the message is rejected, nothing is summed."""
 
 
 def process_exit_code(body: Callable[[], None]) -> int:

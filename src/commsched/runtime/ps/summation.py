@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from commsched.runtime.ps.errors import ProtocolError
+from commsched.errors import ProtocolError
 from commsched.runtime.ps.wire import DTYPES
 
 F32 = npt.NDArray[np.float32]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from commsched.runtime.ps.errors import ProtocolError
+from commsched.errors import ProtocolError
 
 HEADER = struct.Struct("<QqIHBB")
 #: header bytes (Mercury's "24-byte header": tensor id, offset, priority; §IV-C)
@@ -89,7 +89,7 @@ def decode(raw: bytes | bytearray | memoryview) -> Header:
     >>> decode(b"\\x00" * 24)
     Traceback (most recent call last):
     ...
-    commsched.runtime.ps.errors.ProtocolError: unknown message kind 0
+    commsched.errors.ProtocolError: unknown message kind 0
     """
     key, offset, length, priority, kind, dtype = HEADER.unpack(raw)
     if kind not in Kind._value2member_map_:
