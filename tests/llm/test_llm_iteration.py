@@ -78,7 +78,8 @@ def test_bubble_equals_a_1f1b_brute_force(p: int, m: int, f: float, b: float) ->
 
 def test_grouped_profile_splits_and_stretches_the_compute() -> None:
     prof = ModelProfile(name="x", gpu="g", compute_s=12.0, sync_bytes=1e9, overlap=0.5, source="src")
-    work = GroupedWorkload(parallel=ParallelSpec(tp=2, pp=3, dp=1, micro_batches=6), collectives=(), source="w")
+    par = ParallelSpec(tp=2, pp=3, dp=1, micro_batches=6)
+    work = GroupedWorkload(parallel=par, collectives=(), source="w")
     out = grouped_profile(prof, work)
     # 12 / 6 GPUs = 2 s; 1F1B over 3 stages and 6 micro-batches: x (6 + 2) / 6
     assert out.compute_s == pytest.approx(2.0 * 8 / 6)

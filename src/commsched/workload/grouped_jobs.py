@@ -18,7 +18,7 @@ from commsched.workload.parallel import GroupedWorkload, ParallelSpec, parallel_
 from commsched.workload.records import JobId, JobSpec, ModelProfile
 from commsched.workload.zoo import get_model
 
-__all__ = ["grouped_job", "grouped_workload", "job_from_aicb", "resolve_model"]
+__all__ = ["flattened", "grouped_job", "grouped_workload", "job_from_aicb", "resolve_model"]
 
 
 def resolve_model(name: str, *, where: str = "model") -> ModelProfile:
@@ -131,3 +131,23 @@ def job_from_aicb(
     )
     validate_job(job, where=f"job {id}")
     return job
+
+
+def flattened(job: JobSpec) -> JobSpec:
+    """The same job flattened to data parallelism, as the zoo describes hybrid-parallel models: one ring
+    all-reduce of the model's gradient bytes over all its GPUs, each GPU computing its share of the work
+    without the pipeline bubble (``compute_s m / (m + pp - 1)`` of the grouped profile).
+
+    Examples
+    --------
+    >>> j = grouped_job("g", "gpt3-crux", gpus=16, parallel=ParallelSpec(tp=8, pp=2, micro_batches=4))
+    >>> f = flattened(j)
+    >>> f.parallel is None, f.collective, round(f.profile.compute_s / j.profile.compute_s, 6)
+    (True, 'ring', 0.8)
+    """
+    if job.parallel is None:
+        return job
+    p = job.parallel.parallel
+    m = p.micro_batches
+    profile = replace(job.profile, compute_s=job.profile.compute_s * m / (m + p.pp - 1))
+    return replace(job, profile=profile, parallel=None, collective="ring")

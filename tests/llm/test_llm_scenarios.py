@@ -1,0 +1,134 @@
+"""Grouped jobs through scenario files, the CLI, every policy of the catalogue and the invariant checks."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from commsched.api.runner import simulate_scenario
+from commsched.catalog import policy_registry
+from commsched.cli.app import app
+from commsched.io.shipped import resolve_scenario
+from commsched.scheduling.state import ClusterState, PlacedJob
+from commsched.testing import check_policy
+from commsched.topology.builders import two_layer_clos
+from commsched.workload import job_from_model
+from commsched.workload.grouped_jobs import grouped_job
+from commsched.workload.parallel import ParallelSpec
+
+runner = CliRunner()
+BUILT_IN = [n for n in policy_registry().names() if ":" not in n]  # plug-ins are named pkg:name
+KINDS = ["tp", "pp", "dp", "ep"]
+
+
+@pytest.mark.parametrize("policy", BUILT_IN)
+def test_every_policy_runs_the_shipped_llm_scenario(policy: str) -> None:
+    sc = replace(resolve_scenario("llm-h200"), horizon_s=8.0)
+    res = simulate_scenario(sc, policy=policy)
+    by_id = {j.id: j for j in res.jobs}
+    assert set(by_id) == {"gpt13b", "mixtral", "llama65b", "gpt350m", "bert"}
+    assert all(j.iterations > 0 for j in res.jobs), [(j.id, j.iterations) for j in res.jobs]
+    for j in res.jobs:
+        fb = dict(j.fabric_bytes_per_iteration)
+        assert list(fb) == KINDS and fb["tp"] == 0.0  # every TP group fits in a host
+    assert dict(by_id["bert"].fabric_bytes_per_iteration)["pp"] == 0.0
+
+
+def _write(tmp_path: Path, jobs: str) -> Path:
+    p = tmp_path / "s.yaml"
+    p.write_text(
+        "topology: {kind: two_layer_clos, tors: 4, aggs: 2, hosts_per_tor: 4}\n"
+        "policy: crux-full\nhorizon_s: 5\njobs:\n" + jobs,
+        encoding="utf-8",
+    )
+    return p
+
+
+def test_simulate_json_reports_fabric_bytes_per_group_kind(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "  - {id: g, model: gpt3-crux, gpus: 64, parallel: {tp: 8, pp: 2, dp: 4}}\n"
+        "  - {id: m, model: mixtral-8x7b@h200, gpus: 32, parallel: {tp: 2, dp: 16, ep: 8}}\n"
+        "  - {id: d, model: bert-large, gpus: 16}\n",
+    )
+    res = runner.invoke(app, ["simulate", str(path), "--json"])
+    assert res.exit_code == 0, res.stderr
+    jobs = {j["id"]: j for j in json.loads(res.stdout)["jobs"]}
+    g, m, d = (jobs[k]["fabric_bytes_per_iteration"] for k in "gmd")
+    assert list(g) == KINDS and g["tp"] == 0 and g["pp"] > 0 and g["dp"] > 0 and g["ep"] == 0
+    assert m["ep"] > 0 and m["pp"] == 0
+    assert d["dp"] > 0 and d["tp"] == d["pp"] == d["ep"] == 0
+
+
+@pytest.mark.parametrize(
+    ("parallel", "model", "message"),
+    [
+        ("{tp: 8, pp: 2, dp: 5}", "gpt3-crux", "jobs[0].parallel.dp: tp x pp x dp = 8 x 2 x 5 = 80"),
+        (
+            "{tp: 2, dp: 32, ep: 3}",
+            "mixtral-8x7b@h200",
+            "jobs[0].parallel.ep: ep = 3 does not divide dp = 32",
+        ),
+        ("{tp: 2, dp: 32, ep: 2}", "gpt3-crux", "jobs[0].parallel.ep: ep = 2 for a model without MoE layers"),
+        ("{tp: 8, dp: 8}", "resnet50", "jobs[0].parallel: model 'resnet50' has no transformer shape"),
+        ("{tp: 8, dp: 8, sp: 2}", "gpt3-crux", "jobs[0].parallel.sp"),
+        ("{tp: 0, dp: 8}", "gpt3-crux", "jobs[0].parallel.tp"),
+    ],
+)
+def test_bad_parallelism_is_one_clear_line_and_exit_2(
+    tmp_path: Path, parallel: str, model: str, message: str
+) -> None:
+    path = _write(tmp_path, f"  - {{id: g, model: {model}, gpus: 64, parallel: {parallel}}}\n")
+    res = runner.invoke(app, ["simulate", str(path), "--json"])
+    assert res.exit_code == 2
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and f"s.yaml:5: {message}" in lines[0], lines
+    assert "Traceback" not in res.output
+
+
+def test_aicb_job_takes_its_groups_from_the_log(tmp_path: Path) -> None:
+    log = Path(
+        "/work/shared/data/aicb-workloads/physical/model_workload/L7B-M1-C04_Llama7B_megatron_tp2_pp1_mbs1.csv"
+    )
+    if not log.exists():
+        pytest.skip("the AICB workloads are not on this machine")
+    path = _write(tmp_path, f"  - {{id: m, aicb: {log}, model: llama-7b@h200, iterations: 1}}\n")
+    res = runner.invoke(app, ["simulate", str(path), "--json"])
+    assert res.exit_code == 0, res.stderr
+    (job,) = json.loads(res.stdout)["jobs"]
+    assert job["gpus"] == 128 and job["iterations"] == 1 and job["finished"]
+    bad = _write(tmp_path, f"  - {{id: m, aicb: {log}, model: llama-7b@h200, gpus: 64}}\n")
+    res = runner.invoke(app, ["simulate", str(bad)])
+    assert res.exit_code == 2 and "jobs[0].gpus: gpus: 64 but the log's world has 128" in res.stderr
+
+
+def _grouped_state() -> ClusterState:
+    topo = two_layer_clos(tors=2, aggs=2, hosts_per_tor=4, uplinks_per_tor=2)
+    g = grouped_job("g", "gpt3-crux", gpus=32, parallel=ParallelSpec(tp=8, pp=2, dp=2, micro_batches=4))
+    m = grouped_job(
+        "m", "mixtral-8x7b@h200", gpus=16, parallel=ParallelSpec(tp=2, dp=8, ep=4, micro_batches=2)
+    )
+    d = job_from_model("d", "bert-large", gpus=16)
+    hosts = [topo.hosts[h].gpus for h in range(8)]
+    pick = lambda idx: tuple(x for h in idx for x in hosts[h])  # noqa: E731
+    jobs = (
+        PlacedJob(spec=g, gpus=pick([0, 4, 1, 5])),
+        PlacedJob(spec=m, gpus=pick([2, 6])),
+        PlacedJob(spec=d, gpus=pick([3, 7])),
+    )
+    return ClusterState(topology=topo, jobs=jobs, priority_levels=3)
+
+
+@pytest.mark.parametrize(
+    "policy", ["crux-full", "crux-pa", "sincronia", "varys", "taccl-star", "cassini", "fair"]
+)
+def test_invariant_checks_hold_for_grouped_jobs(policy: str) -> None:
+    rep = check_policy(
+        policy, [_grouped_state()], seeds=(0,), simulate=policy == "crux-full", raise_on_failure=False,
+        unique_priorities=policy == "crux-pa",
+    )  # fmt: skip
+    assert rep.ok, rep.problems
