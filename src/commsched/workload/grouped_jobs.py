@@ -109,10 +109,25 @@ def job_from_aicb(
     arrival_s: float = 0.0,
     iterations: int | None = None,
 ) -> JobSpec:
-    """A grouped job whose groups and bytes come from an AICB log and whose compute from ``model``.
+    r"""A grouped job whose groups and bytes come from an AICB log and whose compute from ``model``.
 
     The job has the log's world size of GPUs; its per-GPU compute is ``model``'s, split and stretched as
     :func:`~commsched.workload.grouped.grouped_profile` says.
+
+    Examples
+    --------
+    A two-rank log with one TP all-reduce of 8 MB per iteration:
+
+    >>> import pathlib, tempfile
+    >>> log = pathlib.Path(tempfile.mkdtemp()) / "tiny.csv"
+    >>> _ = log.write_text(
+    ...     "[rank0 ~ rank1]\ncomm_type,comm_group,comm_group_size,msg_size,stage,dst,src,additional,"
+    ...     "_elapsed_time,algbw,busbw,count\nCommType.epoch_end,None,None,0,,None,None,,None,None,None,1\n"
+    ...     "CommType.all_reduce,CommGroup.tp_group,2,8000000,forward.x,None,None,,None,None,None,1\n"
+    ...     "CommType.epoch_end,None,None,0,,None,None,,None,None,None,1\n")
+    >>> j = job_from_aicb("a", log, "gpt3-crux")
+    >>> j.gpus, j.parallel.parallel.tp, j.parallel.collectives[0].size_bytes
+    (2, 2, 8000000.0)
     """
     from commsched.workload.traces.aicb import read_aicb
 
