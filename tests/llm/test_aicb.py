@@ -110,3 +110,39 @@ def test_a_file_that_is_not_a_log_is_one_clear_error(tmp_path: Path) -> None:
     bad.write_text("a,b,c\n1,2,3\n")
     with pytest.raises(InputError, match="epoch_end"):
         read_aicb(bad)
+
+
+SIMAI = Path("/work/shared/data/simai-examples/workload_analytical.txt")
+
+
+def _simai_listed(path: Path) -> dict[str, float]:
+    """Bytes per group kind summed from the text: fwd/ig types in TP (EP where they end in _EP), wg in
+    DP; pp_comm per micro-batch, both ways, on every boundary."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    head = lines[0].split()
+    val = {head[i].rstrip(":"): int(head[i + 1]) for i in range(1, len(head) - 1) if head[i + 1].isdigit()}
+    out: dict[str, float] = defaultdict(float)
+    for line in lines[2:]:
+        f = line.split()
+        for kind_col, size_col, phase in ((3, 4, "fwd"), (6, 7, "ig"), (9, 10, "wg")):
+            if f[kind_col] == "NONE":
+                continue
+            if phase == "wg":
+                out["dp"] += float(f[size_col])
+            else:
+                out["ep" if f[kind_col].endswith("_EP") else "tp"] += float(f[size_col])
+    out["pp"] = 2 * (val.get("pp", 1) - 1) * val.get("ga", 1) * val.get("pp_comm", 0)
+    return out
+
+
+@pytest.mark.skipif(not SIMAI.exists(), reason="the SimAI example is not on this machine")
+def test_simai_moe_workload_bytes_per_group_kind() -> None:
+    from commsched.workload.traces.simai import read_simai
+
+    work = read_simai(SIMAI)
+    listed = _simai_listed(SIMAI)
+    p = work.parallel
+    assert (p.tp, p.pp, p.ep, p.dp, p.micro_batches) == (2, 12, 16, 9216 // 24, 24)
+    for kind in GroupKind:
+        assert math.isclose(work.message_bytes(kind), listed.get(kind.value, 0.0), rel_tol=1e-3), kind
+    assert listed["ep"] > 0 and any(c.expert for c in work.collectives)

@@ -132,3 +132,18 @@ def test_invariant_checks_hold_for_grouped_jobs(policy: str) -> None:
         unique_priorities=policy == "crux-pa",
     )  # fmt: skip
     assert rep.ok, rep.problems
+
+
+def test_a_simai_workload_file_gives_a_job_its_groups(tmp_path: Path) -> None:
+    log = Path(
+        "/work/shared/data/aicb-workloads/simAI/model_workload/G13B-M1-C01_GPT13B_megatron_tp8_pp1_mbs1_A100.txt"
+    )
+    if not log.exists():
+        pytest.skip("the AICB workloads are not on this machine")
+    path = _write(tmp_path, f"  - {{id: s, aicb: {log}, model: gpt-13b@h200, gpus: 128}}\n")
+    res = runner.invoke(app, ["simulate", str(path), "--json"])
+    assert res.exit_code == 0, res.stderr
+    (job,) = json.loads(res.stdout)["jobs"]
+    fb = job["fabric_bytes_per_iteration"]
+    assert job["gpus"] == 128 and job["iterations"] >= 1
+    assert fb["tp"] == 0 and fb["dp"] > 0 and fb["pp"] == fb["ep"] == 0  # TP 8 inside the 8-GPU hosts

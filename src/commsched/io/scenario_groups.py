@@ -82,7 +82,7 @@ def _from_parallel(
 
 
 def _from_aicb(entry: JobEntry, i: int, gpus: int | None, probs: Problems) -> GroupedWorkload | None:
-    from commsched.workload.traces.aicb import read_aicb
+    from commsched.workload.grouped_jobs import read_log
 
     assert entry.aicb is not None
     if entry.parallel is not None:
@@ -93,7 +93,7 @@ def _from_aicb(entry: JobEntry, i: int, gpus: int | None, probs: Problems) -> Gr
         )
         return None
     try:
-        work = read_aicb(scenario_path(entry.aicb, probs))
+        work = read_log(scenario_path(entry.aicb, probs), gpus=gpus)
     except InputError as exc:
         probs.add(("jobs", i, "aicb"), f"{exc.where}: {exc.what}", exc.expected)
         return None

@@ -18,7 +18,7 @@ from commsched.workload.parallel import GroupedWorkload, ParallelSpec, parallel_
 from commsched.workload.records import JobId, JobSpec, ModelProfile
 from commsched.workload.zoo import get_model
 
-__all__ = ["flattened", "grouped_job", "grouped_workload", "job_from_aicb", "resolve_model"]
+__all__ = ["flattened", "grouped_job", "grouped_workload", "job_from_aicb", "read_log", "resolve_model"]
 
 
 def resolve_model(name: str, *, where: str = "model") -> ModelProfile:
@@ -101,6 +101,22 @@ def grouped_job(
     return job
 
 
+def read_log(path: str | Path, *, gpus: int | None = None) -> GroupedWorkload:
+    """A job's groups from a log: a SimAI workload file (first line ``HYBRID_TRANSFORMER...``) or an
+    AICB per-collective CSV. ``gpus``: the world size where a SimAI header does not name it."""
+    from commsched.workload.traces.aicb import read_aicb
+    from commsched.workload.traces.simai import read_simai
+
+    try:
+        with Path(path).open(encoding="utf-8") as fh:
+            first = fh.readline()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(
+            f"cannot read: {exc}", where=str(path), expected="an AICB or SimAI workload"
+        ) from None
+    return read_simai(path, gpus=gpus) if first.startswith("HYBRID_TRANSFORMER") else read_aicb(path)
+
+
 def job_from_aicb(
     id: str,
     path: str | Path,
@@ -109,7 +125,8 @@ def job_from_aicb(
     arrival_s: float = 0.0,
     iterations: int | None = None,
 ) -> JobSpec:
-    r"""A grouped job whose groups and bytes come from an AICB log and whose compute from ``model``.
+    r"""A grouped job whose groups and bytes come from an AICB log (or a SimAI workload file naming its
+    GPUs, :func:`read_log`) and whose compute from ``model``.
 
     The job has the log's world size of GPUs; its per-GPU compute is ``model``'s, split and stretched as
     :func:`~commsched.workload.grouped.grouped_profile` says.
@@ -129,9 +146,7 @@ def job_from_aicb(
     >>> j.gpus, j.parallel.parallel.tp, j.parallel.collectives[0].size_bytes
     (2, 2, 8000000.0)
     """
-    from commsched.workload.traces.aicb import read_aicb
-
-    work = read_aicb(path)
+    work = read_log(path)
     profile = resolve_model(model, where=f"job {id}: model") if isinstance(model, str) else model
     if work.parallel.ranks < 1:  # pragma: no cover - read_aicb checks the world size
         raise InputError("no ranks", where=str(path), expected="a world size >= 1")
