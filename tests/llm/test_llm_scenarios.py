@@ -101,6 +101,9 @@ def test_aicb_job_takes_its_groups_from_the_log(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.stderr
     (job,) = json.loads(res.stdout)["jobs"]
     assert job["gpus"] == 128 and job["iterations"] == 1 and job["finished"]
+    # finished: its traffic is gone from the engine, its fabric bytes follow from the placement
+    fb = job["fabric_bytes_per_iteration"]
+    assert fb["tp"] == 0 and fb["dp"] > 0 and fb["pp"] == fb["ep"] == 0
     bad = _write(tmp_path, f"  - {{id: m, aicb: {log}, model: llama-7b@h200, gpus: 64}}\n")
     res = runner.invoke(app, ["simulate", str(bad)])
     assert res.exit_code == 2 and "jobs[0].gpus: gpus: 64 but the log's world has 128" in res.stderr
