@@ -15,7 +15,7 @@ from commsched.cli.app import app
 from commsched.io.shipped import resolve_scenario
 from commsched.scheduling.state import ClusterState, PlacedJob
 from commsched.testing import check_policy
-from commsched.topology.builders import two_layer_clos
+from commsched.topology.builders import leaf_spine
 from commsched.workload import job_from_model
 from commsched.workload.grouped_jobs import grouped_job
 from commsched.workload.parallel import ParallelSpec
@@ -110,30 +110,33 @@ def test_aicb_job_takes_its_groups_from_the_log(tmp_path: Path) -> None:
 
 
 def _grouped_state() -> ClusterState:
-    topo = two_layer_clos(tors=2, aggs=2, hosts_per_tor=4, uplinks_per_tor=2)
-    g = grouped_job("g", "gpt3-crux", gpus=32, parallel=ParallelSpec(tp=8, pp=2, dp=2, micro_batches=4))
+    """A grouped GPT (TP 8 x PP 2 over two leaves), a grouped MoE (TP 2 x DP 4, EP 2) and a flat job on a
+    leaf-spine with an OCS layer (every policy of the catalogue decides on it)."""
+    topo = leaf_spine(leaves=2, spines=16, gpus_per_host=8, hosts_per_leaf=2, ocs=True)
+    g = grouped_job("g", "gpt3-crux", gpus=16, parallel=ParallelSpec(tp=8, pp=2, micro_batches=4))
     m = grouped_job(
-        "m", "mixtral-8x7b@h200", gpus=16, parallel=ParallelSpec(tp=2, dp=8, ep=4, micro_batches=2)
+        "m", "mixtral-8x7b@h200", gpus=8, parallel=ParallelSpec(tp=2, dp=4, ep=2, micro_batches=2)
     )
-    d = job_from_model("d", "bert-large", gpus=16)
-    hosts = [topo.hosts[h].gpus for h in range(8)]
-    pick = lambda idx: tuple(x for h in idx for x in hosts[h])  # noqa: E731
+    d = job_from_model("d", "bert-large", gpus=8)
+    h = [topo.hosts[k].gpus for k in range(4)]
     jobs = (
-        PlacedJob(spec=g, gpus=pick([0, 4, 1, 5])),
-        PlacedJob(spec=m, gpus=pick([2, 6])),
-        PlacedJob(spec=d, gpus=pick([3, 7])),
+        PlacedJob(spec=g, gpus=h[0] + h[2]),
+        PlacedJob(spec=m, gpus=h[1][:4] + h[3][:4]),
+        PlacedJob(spec=d, gpus=h[1][4:] + h[3][4:]),
     )
     return ClusterState(topology=topo, jobs=jobs, priority_levels=3)
 
 
-@pytest.mark.parametrize(
-    "policy", ["crux-full", "crux-pa", "sincronia", "varys", "taccl-star", "cassini", "fair"]
-)
+@pytest.mark.parametrize("policy", BUILT_IN)
 def test_invariant_checks_hold_for_grouped_jobs(policy: str) -> None:
     rep = check_policy(
-        policy, [_grouped_state()], seeds=(0,), simulate=policy == "crux-full", raise_on_failure=False,
-        unique_priorities=policy == "crux-pa",
-    )  # fmt: skip
+        policy,
+        [_grouped_state()],
+        seeds=(0,),
+        simulate=policy in ("crux-full", "vclos"),
+        raise_on_failure=False,
+        unique_priorities=policy in ("crux-pa", "crux-ps-pa"),
+    )
     assert rep.ok, rep.problems
 
 
