@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from commsched.experiments.llm_groups import grouped_vs_flat, write_llm_plots
+from commsched.api.llm_groups import grouped_vs_flat, write_llm_plots
 from commsched.io.shipped import resolve_scenario
 from commsched.workload.grouped_jobs import resolve_model
 
