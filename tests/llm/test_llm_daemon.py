@@ -46,3 +46,11 @@ def test_daemon_refuses_bad_parallelism(tmp_path: Path, par: dict[str, int], mat
     with pytest.raises(InputError, match=match):
         svc.start_job(JobRequest(id="g", hosts=("h0", "h1", "h4", "h5"), model="gpt3-crux", parallel=par))
     assert svc.version == before
+
+
+def test_daemon_registers_a_named_moe_model_with_expert_parallelism(tmp_path: Path) -> None:
+    svc = DaemonService(Store(tmp_path / "d.db"), default=CFG, clock=FakeClock())
+    par = {"tp": 2, "dp": 8, "ep": 4, "micro_batches": 2}
+    rec, _ = svc.start_job(JobRequest(id="m", hosts=("h2", "h6"), model="mixtral-8x7b@h200", parallel=par))
+    assert rec.compute_s == pytest.approx(resolve_model("mixtral-8x7b@h200").compute_s / 2)
+    assert json.loads(svc.latest_body())["jobs"]["m"]["gpus"] == list(rec.gpus)

@@ -66,10 +66,10 @@ def _grouped(req: JobRequest, n_gpus: int, compute: float, comm: float) -> float
 
 
 def _profile(req: JobRequest) -> tuple[float, float, float]:
-    from commsched.workload.zoo import get_model
+    from commsched.workload.grouped_jobs import resolve_model
 
     if req.model is not None:
-        base = get_model(req.model, where="model")
+        base = resolve_model(req.model, where="model")
         compute = base.compute_s if req.compute_s is None else req.compute_s
         comm = base.sync_bytes if req.comm_bytes is None else req.comm_bytes
         overlap = base.overlap if req.overlap is None else req.overlap
