@@ -99,26 +99,49 @@ def grouped_steps(work: GroupedWorkload) -> tuple[GroupStep, ...]:
     [('tp', 2, [(0, 1), (1, 0), (2, 3), (3, 2)])]
     """
     out: list[GroupStep] = []
-    p = work.parallel
-    for c in _merged(work):
-        sched = _local_schedule(c)
-        if not sched.steps:
+    for bucket in _stage_buckets(_merged(work)):
+        per_stage = [_global_steps(work, c) for c in bucket]
+        kind, blocking = bucket[0].kind, bucket[0].blocking
+        if len({tuple((st.repeat, st.label) for st in steps) for steps in per_stage}) > 1:
+            # stages whose schedules differ run theirs one after another
+            out += [GroupStep(kind=kind, blocking=blocking, step=st) for steps in per_stage for st in steps]
             continue
-        groups = group_ranks(p, c)
-        for st in sched.steps:
-            transfers = tuple(
+        for parts in zip(*per_stage, strict=True):  # the stages' k-th steps at the same time
+            step = Step(
+                transfers=tuple(t for st in parts for t in st.transfers),
+                repeat=parts[0].repeat,
+                label=parts[0].label,
+            )
+            out.append(GroupStep(kind=kind, blocking=blocking, step=step))
+    return tuple(out)
+
+
+def _global_steps(work: GroupedWorkload, c: GroupCollective) -> list[Step]:
+    """The steps of collective ``c`` in all its groups at once, over the job's global ranks."""
+    groups = group_ranks(work.parallel, c)
+    return [
+        Step(
+            transfers=tuple(
                 Transfer(src=g[t.src], dst=g[t.dst], size_bytes=t.size_bytes)
                 for g in groups
                 for t in st.transfers
-            )
-            out.append(
-                GroupStep(
-                    kind=c.kind,
-                    blocking=c.blocking,
-                    step=Step(transfers=transfers, repeat=st.repeat, label=st.label),
-                )
-            )
-    return tuple(out)
+            ),
+            repeat=st.repeat,
+            label=st.label,
+        )
+        for st in _local_schedule(c).steps
+    ]
+
+
+def _stage_buckets(colls: list[GroupCollective]) -> list[list[GroupCollective]]:
+    """The collectives that differ only by their stage, together: the stages run them at the same time."""
+    buckets: dict[tuple[object, ...], list[GroupCollective]] = {}
+    for k, c in enumerate(colls):
+        key: tuple[object, ...] = (c.kind, c.op, c.group_size, c.expert, c.blocking)
+        if c.stage is None or c.op == "pipeline_1f1b":
+            key += (k,)  # on its own
+        buckets.setdefault(key, []).append(c)
+    return list(buckets.values())
 
 
 def grouped_schedule(work: GroupedWorkload) -> CollectiveSchedule:
