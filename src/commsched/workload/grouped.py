@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 #: named LLM profiles derived from the measured H200 profile (``NAME@h200``)
-LLM_MODELS = ("gpt-13b", "llama-7b", "llama-65b", "mixtral-8x7b")
+LLM_MODELS = ("gpt-13b", "gpt-22b", "gpt-175b", "llama-7b", "llama-65b", "mixtral-8x7b")
 REFERENCE_PROFILE = "gpt3-crux@h200-bf16"
 
 

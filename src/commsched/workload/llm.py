@@ -79,6 +79,14 @@ _SHAPES: tuple[LlmShape, ...] = (
         source=f"{_AICB} row GPT_13B; batch 8 sequences per DP replica",
     ),
     LlmShape(
+        name="gpt-22b", layers=48, hidden=6144, seq_len=2048, ffn_hidden=24576, vocab=50257, batch=8,
+        source=f"{_AICB} row GPT_22B; batch 8 sequences per DP replica",
+    ),
+    LlmShape(
+        name="gpt-175b", layers=96, hidden=12288, seq_len=2048, ffn_hidden=49152, vocab=50257, batch=8,
+        source=f"{_AICB} row GPT_175B; batch 8 sequences per DP replica",
+    ),
+    LlmShape(
         name="llama-7b", layers=32, hidden=4096, seq_len=4096, ffn_hidden=11008, vocab=32000, batch=8,
         ffn_matrices=3, source=f"{_AICB} row LLaMA_7B (DeepSpeed); batch 8 sequences per DP replica",
     ),
