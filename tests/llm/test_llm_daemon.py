@@ -10,7 +10,7 @@ import pytest
 from commsched.errors import InputError
 from commsched.runtime.daemon import ClusterConfig, DaemonService, JobRequest, Store
 from commsched.workload.grouped_jobs import resolve_model
-from tests.runtime_daemon.conftest import FakeClock
+from tests.runtime_daemon.conftest import FakeClock, serve_in_thread
 
 CFG = ClusterConfig(topology={"kind": "crux_testbed"}, profiling_window_s=0.0, heartbeat_timeout_s=10.0)
 
@@ -54,3 +54,27 @@ def test_daemon_registers_a_named_moe_model_with_expert_parallelism(tmp_path: Pa
     rec, _ = svc.start_job(JobRequest(id="m", hosts=("h2", "h6"), model="mixtral-8x7b@h200", parallel=par))
     assert rec.compute_s == pytest.approx(resolve_model("mixtral-8x7b@h200").compute_s / 2)
     assert json.loads(svc.latest_body())["jobs"]["m"]["gpus"] == list(rec.gpus)
+
+
+def test_http_job_start_takes_a_parallel_object(tmp_path: Path) -> None:
+    import httpx
+
+    from commsched.runtime.daemon.api import create_app
+
+    svc = DaemonService(Store(tmp_path / "d.db"), default=CFG, clock=FakeClock())
+    srv = serve_in_thread(create_app(svc, token="t0k"))
+    auth = {"Authorization": "Bearer t0k"}
+    try:
+        with httpx.Client(base_url=srv.url, timeout=10) as client:
+            body = {"id": "g", "hosts": ["h0", "h4"], "model": "gpt3-crux", "parallel": {"tp": 8, "dp": 2}}
+            r = client.post("/v1/jobs", json=body, headers=auth)
+            assert r.status_code == 201, r.text
+            assert r.json()["job"]["parallel"]["tp"] == 8
+            bad = {**body, "id": "h", "hosts": ["h1", "h5"], "parallel": {"tp": 8, "dp": 3}}
+            r = client.post("/v1/jobs", json=bad, headers=auth)
+            assert r.status_code in (400, 422) and "parallel" in r.text
+            r = client.post("/v1/jobs", json={**bad, "parallel": {"tp": 8, "dp": 2, "sp": 2}}, headers=auth)
+            assert r.status_code == 422 and "sp" in r.text
+    finally:
+        srv.stop()
+        svc.store.close()
