@@ -10,6 +10,7 @@ The public API fits on a page (``import commsched as cs``):
   entry-point group of an installed package; :mod:`commsched.testing` checks a policy's invariants;
 * records — :class:`Scenario`, :class:`ClusterState`, :class:`Decisions`, :class:`SimResult`,
   :class:`JobResult`, :class:`Comparison`, :class:`PlanReport`, ...;
+* LLM jobs — :class:`ParallelSpec`, :func:`grouped_job`, :func:`job_from_aicb` (TP/PP/DP/EP groups);
 * analysis — :func:`result_frames`, :func:`comparison_frame`, :func:`read_result`,
   :func:`read_comparison` (pandas DataFrames; extra ``pandas``).
 
@@ -76,6 +77,10 @@ _EXPORTS: dict[str, str] = {
     "Topology": "commsched.topology",
     "JobSpec": "commsched.workload",
     "ModelProfile": "commsched.workload",
+    # jobs with tensor/pipeline/data/expert parallel groups (docs/llm-jobs.md)
+    "ParallelSpec": "commsched.workload.parallel",
+    "grouped_job": "commsched.workload.grouped_jobs",
+    "job_from_aicb": "commsched.workload.grouped_jobs",
     # errors
     "CommschedError": "commsched.errors",
     "InputError": "commsched.errors",
@@ -94,6 +99,7 @@ __all__ = [
     "JobResult",
     "JobSpec",
     "ModelProfile",
+    "ParallelSpec",
     "PlacedJob",
     "PlacementRequest",
     "PlanReport",
@@ -112,6 +118,8 @@ __all__ = [
     "build_scenario",
     "compare",
     "comparison_frame",
+    "grouped_job",
+    "job_from_aicb",
     "load_profile",
     "load_scenario",
     "placement_names",
@@ -156,6 +164,8 @@ if TYPE_CHECKING:
     from commsched.sim.records import JobResult, SimResult, TimeSeries
     from commsched.topology import Topology
     from commsched.workload import JobSpec, ModelProfile
+    from commsched.workload.grouped_jobs import grouped_job, job_from_aicb
+    from commsched.workload.parallel import ParallelSpec
 
 
 #: subpackages reachable as attributes without an explicit import (``cs.testing.check_policy``)

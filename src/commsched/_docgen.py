@@ -65,6 +65,8 @@ JOB_FIELDS: dict[str, str] = {
     "command": "An unmodified program run as the job's ranks by `testbed run` (argv; docs/real-jobs.md).",
     "processes": "A command job's processes: one per host (per_host) or per GPU slot (per_gpu).",
     "iteration_log": "Regex over a command job's output whose one group is an iteration's time, s.",
+    "parallel": "Parallel groups: tp, pp, dp, ep, zero, micro_batches, schedule, order (docs/llm-jobs.md).",
+    "aicb": "An AICB per-collective log (CSV): the job's groups and bytes per iteration (docs/llm-jobs.md).",
 }
 
 

@@ -82,6 +82,7 @@ def _cases() -> list[Case]:
         Case(scenario="vclos-table5-512-comm", policy=p, horizon_s=10_000.0, slow=True)
         for p in ("vclos", "ecmp")
     ]
+    out += [Case(scenario="llm-h200", policy=p) for p in ("ecmp-fair", "crux-full")]  # grouped LLM jobs
     return out
 
 

@@ -66,9 +66,17 @@ class ResultFrames:
     links: pd.DataFrame
 
 
+def _flat_job(row: dict[str, Any]) -> dict[str, Any]:
+    """A job's row with its fabric bytes per group kind as columns ``fabric_bytes_tp`` ..."""
+    out = {k: v for k, v in row.items() if k != "fabric_bytes_per_iteration"}
+    for kind, value in (row.get("fabric_bytes_per_iteration") or {}).items():
+        out[f"fabric_bytes_{kind}"] = value
+    return out
+
+
 def _jobs_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     pd_ = _pandas()
-    frame: pd.DataFrame = pd_.DataFrame.from_records(rows)
+    frame: pd.DataFrame = pd_.DataFrame.from_records([_flat_job(r) for r in rows])
     if frame.empty:
         return frame
     for col in frame.columns:

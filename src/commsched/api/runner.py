@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from commsched.catalog import placement_registry, policy_registry, queue_registry
@@ -11,6 +11,7 @@ from commsched.io.scenario import Scenario
 from commsched.scheduling.interfaces import PlacementFn, PolicyBundle
 from commsched.sim.engine import SimJob, Simulation
 from commsched.sim.records import Mode, SimConfig, SimResult
+from commsched.topology import Topology
 from commsched.workload import JobSpec
 
 
@@ -71,7 +72,31 @@ def run_bundle(
     )
     t0 = time.perf_counter()
     result = sim.run()
-    return replace(result, wall_time_s=time.perf_counter() - t0)
+    result = replace(result, wall_time_s=time.perf_counter() - t0)
+    return _known_fabric_bytes(result, topology, {j.spec.id: j.spec for j in scenario.jobs})
+
+
+def _known_fabric_bytes(result: SimResult, topology: Topology, specs: Mapping[str, JobSpec]) -> SimResult:
+    """Fill in the fabric bytes of the jobs whose traffic the engine released (finished jobs): they
+    follow from the job and its placement alone."""
+    import math
+
+    from commsched.scheduling.state import PlacedJob
+    from commsched.scheduling.traffic import fabric_bytes_by_kind
+    from commsched.topology import NodeId
+
+    jobs = []
+    for j in result.jobs:
+        known = all(math.isfinite(v) for _, v in j.fabric_bytes_per_iteration)
+        spec = specs.get(j.id)
+        if not known and j.placement and spec is not None:
+            placed = PlacedJob(spec=spec, gpus=tuple(NodeId(g) for g in j.placement))
+            jobs.append(
+                replace(j, fabric_bytes_per_iteration=tuple(fabric_bytes_by_kind(topology, placed).items()))
+            )
+        else:
+            jobs.append(j)
+    return replace(result, jobs=tuple(jobs))
 
 
 def _iteration_model(spec: JobSpec) -> Callable[[float], float] | None:

@@ -23,6 +23,12 @@ def _num(x: float) -> float | None:
     return None if (x is None or not math.isfinite(x)) else float(x)
 
 
+def _fabric(pairs: tuple[tuple[str, float], ...]) -> dict[str, float | None]:
+    """``{tp, pp, dp, ep}`` always present (null: unknown)."""
+    got = dict(pairs)
+    return {k: _num(got.get(k, float("nan"))) for k in ("tp", "pp", "dp", "ep")}
+
+
 def result_summary(
     result: SimResult,
     *,
@@ -58,6 +64,7 @@ def result_summary(
                 "priority_class": j.priority_class,
                 "intensity": _num(j.intensity),
                 "shared_links": j.shared_links,
+                "fabric_bytes_per_iteration": _fabric(j.fabric_bytes_per_iteration),
             }
         )
     out: dict[str, Any] = {

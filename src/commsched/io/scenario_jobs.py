@@ -50,6 +50,10 @@ def _profile(entry: JobEntry, i: int, probs: Problems, measured: bool = False) -
     undeclared = entry.model is None and entry.compute_s is None and entry.comm_bytes is None
     if entry.command is not None and undeclared:
         return _command_profile(entry, i, probs, measured=measured)
+    if entry.model is None and entry.aicb is not None:
+        from commsched.io.scenario_groups import aicb_profile
+
+        return aicb_profile(entry, i, probs)
     if entry.model is None:
         return _explicit_profile(entry, i, probs)
     base = _model_profile(entry.model, i, probs)
@@ -108,10 +112,10 @@ def _model_profile(model: str | ProfileRef, i: int, probs: Problems) -> ModelPro
     """The profile a job's ``model`` names: a profile file or a model of the zoo."""
     if isinstance(model, ProfileRef):
         return _profile_file(model, i, probs)
-    from commsched.workload.zoo import get_model
+    from commsched.workload.grouped_jobs import resolve_model
 
     try:
-        return get_model(model)
+        return resolve_model(model)
     except InputError as exc:
         probs.add(("jobs", i, "model"), exc.what, exc.expected)
         return None
@@ -178,6 +182,8 @@ def build_job(
     if gpu_ids is None:
         return None
     n = len(gpu_ids) if gpu_ids else entry.gpus
+    if n is None and entry.aicb is not None:
+        n = 1  # the log's world size replaces it
     assert n is not None
     spec = JobSpec(
         id=JobId(entry.id),
@@ -198,6 +204,12 @@ def build_job(
     _check_collective(entry, i, probs)
     _check_sync(entry, i, profile, probs)
     _check_command(entry, i, probs)
+    from commsched.io.scenario_groups import grouped_spec
+
+    grouped = grouped_spec(entry, i, spec, topo, probs)
+    if grouped is None:
+        return None
+    spec = grouped
     return ScenarioJob(
         spec=spec,
         gpu_ids=gpu_ids,
@@ -220,7 +232,7 @@ def _job_gpus(entry: JobEntry, i: int, topo: Topology, probs: Problems) -> tuple
     gpu_ids = _placement(entry, i, topo, probs)
     if gpu_ids is None:
         return None
-    if not gpu_ids and entry.gpus is None:
+    if not gpu_ids and entry.gpus is None and entry.aicb is None:
         probs.add(("jobs", i), f"job {entry.id!r} has neither gpus nor hosts", "gpus: N or hosts: [...]")
         return None
     if gpu_ids and entry.gpus is not None and entry.gpus != len(gpu_ids):

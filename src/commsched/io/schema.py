@@ -48,6 +48,19 @@ def _model_ref(v: object) -> object:
     return ProfileRef(profile=path)
 
 
+class ParallelEntry(_Strict):
+    """``parallel:`` of a job: its TP/PP/DP/EP groups (``tp * pp * dp`` = its GPUs), see docs/llm-jobs.md."""
+
+    tp: SInt = Field(default=1, ge=1)
+    pp: SInt = Field(default=1, ge=1)
+    dp: SInt = Field(default=1, ge=1)
+    ep: SInt = Field(default=1, ge=1)
+    zero: SInt = Field(default=1, ge=0, le=3)
+    micro_batches: SInt = Field(default=1, ge=1)
+    schedule: Literal["1f1b"] = "1f1b"
+    order: Literal["tp-dp-pp", "tp-pp-dp"] = "tp-dp-pp"
+
+
 class JobEntry(_Strict):
     """One job of a scenario file."""
 
@@ -74,6 +87,10 @@ class JobEntry(_Strict):
     processes: Literal["per_host", "per_gpu"] = "per_host"
     #: regex over a command job's output whose one group is a time in seconds (its own iteration log)
     iteration_log: str | None = None
+    #: tensor/pipeline/data/expert parallel groups of the job (docs/llm-jobs.md)
+    parallel: ParallelEntry | None = None
+    #: an AICB per-collective log (CSV, relative to the scenario file) giving the job's groups and bytes
+    aicb: str | None = Field(default=None, min_length=1)
 
     @field_validator("id", mode="before")
     @classmethod

@@ -10,6 +10,12 @@ Units (the convention of the whole package, crux-spec §3.2 consistency check)
 * ``I_j`` is therefore dimensionless (GPU-seconds of compute unlocked per second of bottleneck-link
   time); 0 for a job without traffic.
 
+A grouped job (TP/PP/DP/EP groups, :mod:`commsched.scheduling.groups`) takes ``t_j`` over the network
+links only (access and fabric): its intensity is over all its inter-host traffic, every group kind
+summed per link. Its TP traffic inside a host runs on NVLink at a rate no placement or priority changes;
+counting it would make a TP-heavy job look communication-bound to the network scheduler (an
+interpretation of Definition 2 for jobs with groups).
+
 ``t_j`` depends on the routes of the job's connections (two of its own flows hashed onto one uplink
 double its load there). :func:`job_intensity` takes the routes to use; the Crux policies evaluate it
 under the job's *solo* routes (its own connections spread by path selection on an empty network, what
@@ -29,6 +35,7 @@ from dataclasses import dataclass
 from commsched.scheduling.state import ConnectionKey, PlacedJob
 from commsched.scheduling.traffic import JobTraffic, job_traffic
 from commsched.topology import Topology
+from commsched.topology.records import NETWORK_LINK_KINDS
 
 __all__ = ["Intensity", "intensity_from_traffic", "job_intensity"]
 
@@ -72,7 +79,10 @@ def intensity_from_traffic(topology: Topology, job: PlacedJob, traffic: JobTraff
     Crux §3, Definition 2; crux-spec §1.3.
     """
     work = job.n_gpus * job.spec.profile.compute_s  # GPU-seconds per iteration
-    t_j = traffic.bottleneck_time_s(topology.capacity_bps)  # bytes * 8 / bits-per-s inside
+    links = None
+    if job.spec.parallel is not None and job.gpus:
+        links = topology.links_of_kind(NETWORK_LINK_KINDS)  # inter-host traffic only
+    t_j = traffic.bottleneck_time_s(topology.capacity_bps, links)  # bytes * 8 / bits-per-s inside
     return Intensity(work_gpu_s=work, bottleneck_s=t_j, value=work / t_j if t_j > 0 else 0.0)
 
 

@@ -3,18 +3,23 @@
 A job's per-iteration communication is its collective schedule (``commsched.workload.collectives``)
 mapped onto its GPUs (rank ``i`` on ``gpus[i]``) and onto routes chosen by a policy. The result is a
 sequence of :class:`StepLoad` records, one per step of the schedule, each with the bytes it puts on
-every link it touches. On an abstract topology (``single_link``, no hosts) a job's traffic is one
-transfer of its ``sync_bytes`` across the link ``a -> b``: every job's traffic crosses that link.
+every link it touches, its group kind (``tp``, ``pp``, ``dp``, ``ep``; an ungrouped job's steps are
+``dp``) and whether the compute waits for it (a grouped job's TP, PP and EP steps:
+:mod:`commsched.scheduling.groups`). On an abstract topology (``single_link``, no hosts) a job's
+traffic is one transfer of its ``sync_bytes`` across the link ``a -> b``: every job's traffic crosses
+that link.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import NDArray
 
+from commsched.errors import TopologyError
+from commsched.scheduling.groups import KINDS, grouped_schedule, grouped_steps
 from commsched.scheduling.state import ConnectionKey, PlacedJob
 from commsched.scheduling.sync import SyncPlan, endpoint_route, sync_plan
 from commsched.topology import NodeId, Topology
@@ -42,6 +47,8 @@ class StepLoad:
     repeat: int
     latency_s: float
     share: NDArray[np.float64]  # bytes_per_rep / max_flow_bytes ("flow equivalents" per link)
+    group: str = "dp"  # the parallel group kind: tp, pp, dp or ep
+    blocking: bool = False  # the compute waits for it (TP, PP, EP of a grouped job)
 
     @property
     def total_bytes(self) -> float:
@@ -55,6 +62,8 @@ class JobTraffic:
     steps: tuple[StepLoad, ...]
     link_ids: NDArray[np.int64]
     link_bytes: NDArray[np.float64]
+    #: bytes per iteration leaving a NIC onto the fabric, per group kind (see fabric_bytes_by_kind)
+    fabric_bytes: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(KINDS, 0.0))
 
     def bottleneck_time_s(
         self, capacity_bps: NDArray[np.float64], links: NDArray[np.int64] | None = None
@@ -96,6 +105,8 @@ def job_schedule(topology: Topology, job: PlacedJob) -> CollectiveSchedule:
 
 def job_sync(topology: Topology, job: PlacedJob) -> SyncPlan:
     """The schedule and endpoints of a placed job's per-iteration synchronisation."""
+    if job.spec.parallel is not None:
+        return SyncPlan(schedule=grouped_schedule(job.spec.parallel), endpoints=job.gpus)
     if job.spec.sync is SyncKind.ALLREDUCE:
         return SyncPlan(schedule=job_schedule(topology, job), endpoints=job.gpus)
     return sync_plan(topology, job)
@@ -161,31 +172,89 @@ def job_traffic(
         return chosen.get(key, 0)
 
     steps: list[StepLoad] = []
+    fabric = dict.fromkeys(KINDS, 0.0)
     if not job.gpus:
         if job.spec.profile.sync_bytes > 0:
-            lid = topology.link_id(ABSTRACT_SRC, ABSTRACT_DST)
-            size = job.spec.profile.sync_bytes
-            steps.append(
-                StepLoad(
-                    links=np.array([lid], dtype=np.int64),
-                    bytes_per_rep=np.array([size]),
-                    max_flow_bytes=size,
-                    repeat=1,
-                    latency_s=float(topology.latency_s[lid]),
-                    share=np.array([1.0]),
-                )
-            )
-    elif len(job.gpus) >= 2 or job.spec.sync is not SyncKind.ALLREDUCE:
-        plan = job_sync(topology, job)
-        for step in plan.schedule.steps:
-            load = _step_load(topology, job, step, plan.endpoints, route)
-            if load is not None:
-                steps.append(load)
+            steps.append(_abstract_load(topology, job.spec.profile.sync_bytes))
+            fabric["dp"] = float(job.spec.profile.sync_bytes)
+    elif job.spec.parallel is not None or len(job.gpus) >= 2 or job.spec.sync is not SyncKind.ALLREDUCE:
+        steps = _project(topology, job, route, fabric)
     totals: dict[int, float] = {}
     for s in steps:
         for lid, b in zip(s.links.tolist(), s.bytes_per_rep.tolist(), strict=True):
             totals[lid] = totals.get(lid, 0.0) + b * s.repeat
     ids = np.array(sorted(totals), dtype=np.int64)
     return JobTraffic(
-        steps=tuple(steps), link_ids=ids, link_bytes=np.array([totals[i] for i in ids.tolist()], dtype=float)
+        steps=tuple(steps),
+        link_ids=ids,
+        link_bytes=np.array([totals[i] for i in ids.tolist()], dtype=float),
+        fabric_bytes=fabric,
     )
+
+
+def _project(topology: Topology, job: PlacedJob, route: RouteFn, fabric: dict[str, float]) -> list[StepLoad]:
+    """The step loads of a placed job (grouped: every group's steps, labelled); adds its fabric bytes."""
+    out: list[StepLoad] = []
+    if job.spec.parallel is not None:
+        hosts = _hosts(topology, job.gpus)
+        for gs in grouped_steps(job.spec.parallel):
+            fabric[gs.kind.value] += _cross_bytes(gs.step, hosts)
+            load = _step_load(topology, job, gs.step, job.gpus, route)
+            if load is not None:
+                out.append(replace(load, group=gs.kind.value, blocking=gs.blocking))
+        return out
+    plan = job_sync(topology, job)
+    hosts = _hosts(topology, plan.endpoints)
+    for step in plan.schedule.steps:
+        fabric["dp"] += _cross_bytes(step, hosts)
+        load = _step_load(topology, job, step, plan.endpoints, route)
+        if load is not None:
+            out.append(load)
+    return out
+
+
+def _abstract_load(topology: Topology, size: float) -> StepLoad:
+    """A job's traffic on the abstract single link ``a -> b``: one transfer of its ``sync_bytes``."""
+    lid = topology.link_id(ABSTRACT_SRC, ABSTRACT_DST)
+    return StepLoad(
+        links=np.array([lid], dtype=np.int64),
+        bytes_per_rep=np.array([size]),
+        max_flow_bytes=size,
+        repeat=1,
+        latency_s=float(topology.latency_s[lid]),
+        share=np.array([1.0]),
+    )
+
+
+def _hosts(topology: Topology, endpoints: tuple[NodeId, ...]) -> list[str]:
+    """The host of each endpoint (a CPU machine, e.g. a PS server, is its own host)."""
+    out = []
+    for node in endpoints:
+        try:
+            out.append(str(topology.host_of(node).id))
+        except TopologyError:
+            out.append(str(node))
+    return out
+
+
+def _cross_bytes(step: Step, hosts: list[str]) -> float:
+    """Bytes of a (repeated) step between endpoints of different hosts: they leave a NIC once."""
+    return step.repeat * sum(t.size_bytes for t in step.transfers if hosts[t.src] != hosts[t.dst])
+
+
+def fabric_bytes_by_kind(topology: Topology, job: PlacedJob) -> dict[str, float]:
+    """Bytes per iteration that leave a NIC onto the fabric, per group kind (``tp, pp, dp, ep``).
+
+    A transfer between endpoints of two different hosts counts once, however many fabric links it
+    crosses. An ungrouped job's bytes count under ``dp``; on a topology without hosts its
+    ``sync_bytes`` do (they cross the single link).
+
+    Examples
+    --------
+    >>> from commsched.topology.builders import single_link
+    >>> from commsched.testing import toy_job
+    >>> job = PlacedJob(spec=toy_job("a", compute_s=1.0, comm_bytes=5.0, gpus=2), gpus=())
+    >>> fabric_bytes_by_kind(single_link(), job)
+    {'tp': 0.0, 'pp': 0.0, 'dp': 5.0, 'ep': 0.0}
+    """
+    return dict(job_traffic(topology, job).fabric_bytes)

@@ -100,6 +100,8 @@ class JobResult:
     #: "at risk of contention"
     shared_links: bool = False
     placement: tuple[str, ...] = ()
+    #: bytes per iteration leaving a NIC onto the fabric, per group kind (tp, pp, dp, ep; NaN: unknown)
+    fabric_bytes_per_iteration: tuple[tuple[str, float], ...] = ()
 
     @property
     def wait_s(self) -> float:

@@ -91,9 +91,19 @@ def job_results(runs: Sequence[JobRun], end: float) -> tuple[JobResult, ...]:
                 intensity=r.intensity,
                 shared_links=r.shared_links,
                 placement=tuple(str(g) for g in r.placed.gpus) if r.placed is not None else (),
+                fabric_bytes_per_iteration=_fabric_bytes(r),
             )
         )
     return tuple(out)
+
+
+def _fabric_bytes(r: JobRun) -> tuple[tuple[str, float], ...]:
+    """The job's fabric bytes per iteration by group kind, from its traffic (NaN once released: the
+    caller, who has the topology, fills them in from the placement)."""
+    traffic = r.traffic or r.next_traffic
+    if traffic is None:
+        return tuple((k, float("nan")) for k in ("tp", "pp", "dp", "ep"))
+    return tuple(traffic.fabric_bytes.items())
 
 
 def series(

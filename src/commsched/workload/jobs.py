@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from commsched.errors import InputError, ValidationError
+from commsched.workload.parallel import parallel_problems
 from commsched.workload.records import JobId, JobSpec, ModelProfile, SyncKind
 from commsched.workload.zoo import get_model
 
@@ -58,9 +59,18 @@ def validate_job(job: JobSpec, *, where: str = "job") -> None:
         problems.append("a parameter-server job needs ps_servers >= 1")
     if job.ps_servers < 0:
         problems.append(f"ps_servers must be >= 0, got {job.ps_servers}")
+    problems += _parallel_problems(job)
     if problems:
         raise ValidationError(problems, where=where)
     validate_profile(job.profile, where=f"{where}.profile")
+
+
+def _parallel_problems(job: JobSpec) -> list[str]:
+    if job.parallel is None:
+        return []
+    par = job.parallel
+    found = parallel_problems(par.parallel, gpus=job.gpus, moe_layers=par.moe_layers)
+    return [f"parallel.{f}: {what} (expected {exp})" for f, what, exp in found]
 
 
 def job_from_model(

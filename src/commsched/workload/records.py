@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import NewType
 
+from commsched.workload.parallel import GroupedWorkload
+
 JobId = NewType("JobId", str)
 
 
@@ -166,3 +168,5 @@ class JobSpec:
     sync: SyncKind = SyncKind.ALLREDUCE
     ps_servers: int = 0  # CPU machines of a PS / BytePS job
     intrajob: str | None = None  # intra-job scheduling policy (wfbp, mercury, ...) using the layers
+    #: tensor/pipeline/data/expert parallel groups and their collectives (None: one DP collective)
+    parallel: GroupedWorkload | None = None

@@ -21,6 +21,7 @@ References
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
@@ -54,6 +55,14 @@ def placed_job(job: JobRecord) -> PlacedJob:
         gpu_ids=job.gpus,
         collective=job.collective,
     )
+    if job.parallel is not None:  # checked when the job started; compute_s is per GPU already
+        from commsched.workload.grouped_jobs import grouped_workload
+        from commsched.workload.parallel import ParallelSpec
+
+        par = ParallelSpec(**job.parallel)
+        spec = replace(
+            spec, parallel=grouped_workload(profile, par, gpus=len(job.gpus), where=f"job {job.id}")
+        )
     return PlacedJob(spec=spec, gpus=tuple(NodeId(g) for g in job.gpus), start_s=job.started_s)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from commsched.errors import InputError
 from commsched.runtime.daemon.decide import placed_job
@@ -42,13 +43,33 @@ class JobRequest:
     comm_bytes: float | None = None
     overlap: float | None = None
     collective: str = "ring"
+    parallel: dict[str, Any] | None = None  # ParallelSpec fields (docs/llm-jobs.md)
+
+
+def _grouped(req: JobRequest, n_gpus: int, compute: float, comm: float) -> float:
+    """Check a job's parallel groups against its GPUs and model; its per-GPU compute (split, 1F1B bubble)."""
+    from commsched.errors import ValidationError
+    from commsched.workload import ModelProfile
+    from commsched.workload.grouped import grouped_profile
+    from commsched.workload.grouped_jobs import grouped_workload
+    from commsched.workload.parallel import ParallelSpec
+
+    assert req.parallel is not None
+    profile = ModelProfile(name=req.model or f"job:{req.id}", gpu="-", compute_s=compute, sync_bytes=comm,
+                           overlap=1.0, source="declared")  # fmt: skip
+    try:
+        work = grouped_workload(profile, ParallelSpec(**req.parallel), gpus=n_gpus, where="parallel")
+    except ValidationError as exc:
+        first = exc.problems[0] if exc.problems else str(exc)
+        raise InputError(first, where="parallel", expected="tp * pp * dp == gpus, ep dividing dp") from None
+    return grouped_profile(profile, work).compute_s
 
 
 def _profile(req: JobRequest) -> tuple[float, float, float]:
-    from commsched.workload.zoo import get_model
+    from commsched.workload.grouped_jobs import resolve_model
 
     if req.model is not None:
-        base = get_model(req.model, where="model")
+        base = resolve_model(req.model, where="model")
         compute = base.compute_s if req.compute_s is None else req.compute_s
         comm = base.sync_bytes if req.comm_bytes is None else req.comm_bytes
         overlap = base.overlap if req.overlap is None else req.overlap
@@ -136,6 +157,8 @@ def resolve_job(
         raise InputError(f"compute_s must be finite and > 0, got {compute!r}", where="compute_s")
     held = {g: j.id for j in running for g in j.gpus}
     gpus = _explicit_gpus(topology, req)
+    if req.parallel is not None:
+        compute = _grouped(req, len(gpus) if gpus is not None else (req.gpus or 0), compute, comm)
     record = JobRecord(
         id=req.id,
         gpus=(),
@@ -147,6 +170,7 @@ def resolve_job(
         started_s=now_s,
         profiling=cfg.profiling_window_s > 0,
         profiling_until_s=now_s + cfg.profiling_window_s,
+        parallel=dict(req.parallel) if req.parallel is not None else None,
     )
     if gpus is not None:
         taken = [g for g in gpus if g in held]

@@ -26,6 +26,19 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, strict=True)
 
 
+class ParallelIn(_Strict):
+    """A job's parallel groups (docs/llm-jobs.md): ``tp * pp * dp`` equals its GPUs, ``ep`` divides ``dp``."""
+
+    tp: int = Field(default=1, ge=1, le=1_000_000)
+    pp: int = Field(default=1, ge=1, le=1_000_000)
+    dp: int = Field(default=1, ge=1, le=1_000_000)
+    ep: int = Field(default=1, ge=1, le=1_000_000)
+    zero: int = Field(default=1, ge=0, le=3)
+    micro_batches: int = Field(default=1, ge=1, le=1_000_000)
+    schedule: str = Field(default="1f1b", pattern=r"^1f1b$")
+    order: str = Field(default="tp-dp-pp", pattern=r"^(tp-dp-pp|tp-pp-dp)$")
+
+
 class JobIn(_Strict):
     """A job starting: its id, its GPUs (explicit or a count), its declared profile."""
 
@@ -47,6 +60,7 @@ class JobIn(_Strict):
         default=None, ge=0, le=1, description="fraction of compute before comm starts"
     )
     collective: str = Field(default="ring", max_length=64)
+    parallel: ParallelIn | None = Field(default=None, description="TP/PP/DP/EP groups (docs/llm-jobs.md)")
 
 
 class ProfileIn(_Strict):

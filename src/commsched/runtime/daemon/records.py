@@ -92,6 +92,8 @@ class JobRecord:
     profiling: bool = True
     profiling_until_s: float = 0.0
     profile: ProfileRecord | None = None
+    #: TP/PP/DP/EP groups (``ParallelSpec`` fields; None: one data-parallel collective)
+    parallel: dict[str, Any] | None = None
 
     @property
     def hosts(self) -> tuple[str, ...]:
