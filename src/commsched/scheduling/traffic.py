@@ -252,8 +252,9 @@ def fabric_bytes_by_kind(topology: Topology, job: PlacedJob) -> dict[str, float]
     Examples
     --------
     >>> from commsched.topology.builders import single_link
-    >>> from commsched.testing import toy_job
-    >>> job = PlacedJob(spec=toy_job("a", compute_s=1.0, comm_bytes=5.0, gpus=2), gpus=())
+    >>> from commsched.workload import ModelProfile, job_from_model
+    >>> prof = ModelProfile(name="a", gpu="test", compute_s=1.0, sync_bytes=5.0, overlap=1.0, source="doc")
+    >>> job = PlacedJob(spec=job_from_model("a", prof, gpus=2), gpus=())
     >>> fabric_bytes_by_kind(single_link(), job)
     {'tp': 0.0, 'pp': 0.0, 'dp': 5.0, 'ep': 0.0}
     """
