@@ -45,15 +45,14 @@ def _write(out: Path, text: str) -> None:
 
 def _measure(target: str, opts: dict[str, Any]) -> dict[str, Any]:
     try:
-        from commsched.runtime.stepprofile import StepSpec, profile_step
+        from commsched.runtime.stepprofile import StepSpec
+        from commsched.runtime.stepprofile.child import profile_in_child
     except ImportError as exc:  # torch is an optional extra
         raise InputError(
             f"PyTorch is not installed ({exc})", where="TARGET", expected="pip install 'commsched[torch]'"
         ) from None
-    from commsched.workload.profiling import profile_document
 
-    spec = StepSpec(target=target, **opts)
-    return profile_document(profile_step(spec))
+    return profile_in_child(StepSpec(target=target, **opts))
 
 
 def _kineto(path: Path, max_bytes: int, opts: dict[str, Any]) -> dict[str, Any]:
