@@ -13,8 +13,12 @@ What is read:
   tensors (elements x element size summed). The process group is the ``pg_name`` of the
   ``## process_group:init ##`` entry whose ``backend_id`` (or name) the enclosing ``record_param_comms``
   names, or the only group of the trace.
-* **compute nodes**: top-level operators (children of a thread node) with no collective inside them and
-  that are not process-group records (``## ... ##``, ``record_param_comms``).
+  A ``c10d::*`` operation with no backend node under it stands for one the observer lost (it writes a
+  backend's node when the work ends, on the backend's thread, and drops it after it stopped): it is
+  named as the trace's backend names its operations (``gloo:all_reduce``).
+* **compute nodes**: top-level operators (children of a thread node) that are not process-group records
+  (``## ... ##``, ``record_param_comms``); an operator that holds a collective is replaced by its
+  children (the observer nests whatever runs while the collective is open under it, by timing).
 
 References
 ----------
@@ -101,14 +105,59 @@ def _group_of(node: dict[str, Any], by_id: dict[Any, dict[str, Any]], groups: li
     return str(groups[0].get("pg_name", "")) if len(groups) == 1 else ""
 
 
-def _collective_nodes(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The collective nodes in the order they started: by node id, which the observer gives on entry (a node
-    is written when it ends, and a backend's collectives may end out of order)."""
+#: the backend operation a ``c10d::`` dispatcher operation becomes (``c10d::allreduce_`` -> ``all_reduce``)
+_C10D_OPS = {
+    "allreduce_": "all_reduce", "allreduce_coalesced_": "all_reduce", "allgather_": "all_gather",
+    "_allgather_base_": "all_gather", "allgather_into_tensor_coalesced_": "all_gather",
+    "broadcast_": "broadcast",
+    "reduce_scatter_": "reduce_scatter", "_reduce_scatter_base_": "reduce_scatter", "reduce_": "reduce",
+    "alltoall_": "all_to_all", "alltoall_base_": "all_to_all", "gather_": "gather", "scatter_": "scatter",
+    "barrier": "barrier",
+}  # fmt: skip
+
+
+def _ancestors(node: dict[str, Any], by_id: dict[Any, dict[str, Any]]) -> list[Any]:
+    out, cur, seen = [], by_id.get(node.get("ctrl_deps")), 0
+    while cur is not None and seen < 64:
+        out.append(cur["id"])
+        cur, seen = by_id.get(cur.get("ctrl_deps")), seen + 1
+    return out
+
+
+def _collective_nodes(
+    nodes: list[dict[str, Any]], by_id: dict[Any, dict[str, Any]]
+) -> list[tuple[dict[str, Any], str]]:
+    """The collective nodes in the order they started, each with its name: by node id, which the
+    observer gives on entry (a node is written when it ends, and a backend's collectives may end out of
+    order). A backend's node is written when its work ends, on the backend's thread, and the observer
+    drops it when that comes after it stopped (the last bucket of a step, on a busy machine): a
+    ``c10d::*`` operation without a backend node under it stands for its lost node."""
     backend = [n for n in nodes if COLLECTIVE_RE.match(str(n.get("name", "")))]
-    chosen = backend or [n for n in nodes if str(n.get("name", "")).startswith("c10d::")]
-    if all(isinstance(n["id"], int) for n in chosen):
-        chosen.sort(key=lambda n: n["id"])
+    covered = {a for n in backend for a in _ancestors(n, by_id)}
+    prefixes = {str(n["name"]).split(":")[0] for n in backend}
+    prefix = prefixes.pop() if len(prefixes) == 1 else ""
+    chosen = [(n, str(n["name"])) for n in backend]
+    for n in nodes:
+        name = str(n.get("name", ""))
+        op = name.removeprefix("c10d::")
+        if name.startswith("c10d::") and n["id"] not in covered and (op in _C10D_OPS or not backend):
+            chosen.append((n, f"{prefix}:{_C10D_OPS[op]}" if prefix and op in _C10D_OPS else name))
+    if all(isinstance(n["id"], int) for n, _ in chosen):
+        chosen.sort(key=lambda c: c[0]["id"])
     return chosen
+
+
+def _compute_count(nodes: list[dict[str, Any]], threads: set[Any], comm_tops: set[Any]) -> int:
+    """Operators at the top of a thread, those inside an operator that holds a collective counted in its
+    place: the observer nests what runs while a collective is open under it, more or less depending on
+    timing, and so two identical ranks may differ in nesting but not in this count."""
+    tops = threads | comm_tops
+    return sum(
+        1 for n in nodes
+        if n.get("ctrl_deps") in tops and n["id"] not in comm_tops
+        and not str(n.get("name", "")).startswith(("##", "c10d::")) and n.get("name") not in _COMM_NAMES
+        and not COLLECTIVE_RE.match(str(n.get("name", "")))
+    )  # fmt: skip
 
 
 def _check(doc: dict[str, Any], where: str) -> list[dict[str, Any]]:
@@ -140,33 +189,22 @@ def read_pytorch_et(doc: dict[str, Any], *, where: str) -> ExecutionTrace:
     nodes = _check(doc, where)
     by_id = {n["id"]: n for n in nodes}
     groups = _groups(nodes)
-    colls = _collective_nodes(nodes)
+    colls = _collective_nodes(nodes, by_id)
     collectives = tuple(
         Collective(
-            name=str(n.get("name")),
+            name=name,
             size_bytes=_input_bytes(n),
             group=_group_of(n, by_id, groups),
-            kind=str(n.get("name")).split(":")[-1].rstrip("_"),
+            kind=name.split(":")[-1].rstrip("_"),
         )
-        for n in colls
+        for n, name in colls
     )
-    comm_tops: set[Any] = set()
-    for n in colls:
-        cur: dict[str, Any] | None = n
-        seen = 0
-        while cur is not None and seen < 64:
-            comm_tops.add(cur["id"])
-            cur, seen = by_id.get(cur.get("ctrl_deps")), seen + 1
+    comm_tops = {a for n, _ in colls for a in [n["id"], *_ancestors(n, by_id)]}
     threads = {n["id"] for n in nodes if n.get("name") == _THREAD}
-    compute = [
-        n for n in nodes
-        if n.get("ctrl_deps") in threads and n["id"] not in comm_tops
-        and not str(n.get("name", "")).startswith("##") and n.get("name") not in _COMM_NAMES
-    ]  # fmt: skip
     return ExecutionTrace(
         format="pytorch-et",
         schema=str(doc.get("schema")),
         source=where,
-        compute_nodes=len(compute),
+        compute_nodes=_compute_count(nodes, threads, comm_tops),
         collectives=collectives,
     )
