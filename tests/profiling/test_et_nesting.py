@@ -9,8 +9,11 @@ machine). Both are applied here to a real two-rank gloo trace, and the reader mu
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from commsched.workload.profiling import read_execution_trace
 
@@ -50,13 +53,29 @@ def _renested(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "nodes": nodes}
 
 
-def test_compute_nodes_do_not_depend_on_nesting(gloo_job: dict[str, Any], tmp_path: Path) -> None:
+def _misparented(doc: dict[str, Any]) -> dict[str, Any]:
+    """The trace with the first backend collective written under the next top-level operator instead of
+    its ``c10d::allreduce_`` (as the observer wrote it once, the backend's work ending late)."""
+    nodes = [dict(n) for n in doc["nodes"]]
+    thread = next(n["id"] for n in nodes if n["name"].startswith("[pytorch|profiler|execution_trace|thread]"))
+    coll = min((n for n in nodes if n["name"] == "gloo:all_reduce"), key=lambda n: n["id"])
+    later = min(n["id"] for n in nodes if n.get("ctrl_deps") == thread and n["id"] > coll["id"])
+    coll["ctrl_deps"] = later
+    return {**doc, "nodes": nodes}
+
+
+@pytest.mark.parametrize("transform", [_renested, _misparented], ids=["renested", "misparented"])
+def test_the_reading_does_not_depend_on_nesting(
+    gloo_job: dict[str, Any], tmp_path: Path, transform: Callable[[dict[str, Any]], dict[str, Any]]
+) -> None:
     counts = []
     for rank in (0, 1):
         doc = _load(gloo_job, rank)
         flat = read_execution_trace(_write(doc, tmp_path / f"flat{rank}.json"))
-        nested = read_execution_trace(_write(_renested(doc), tmp_path / f"nested{rank}.json"))
+        nested = read_execution_trace(_write(transform(doc), tmp_path / f"nested{rank}.json"))
         assert nested.compute_nodes == flat.compute_nodes > 0
+        assert nested.collectives == flat.collectives
+        assert sorted(c.size_bytes for c in flat.collectives) == sorted(gloo_job["job"]["buckets"])
         counts.append(flat.compute_nodes)
     assert counts[0] == counts[1]  # identical ranks, identical steps
 

@@ -73,6 +73,8 @@ def test_three_iterations_without_profiler_steps(tmp_path: Path, body: Callable[
     assert rc == 0, err
     assert doc["sync_bytes"] == 4 * params  # one iteration's gradients, not three
     assert len(doc["gradients"]) == 4  # type: ignore[arg-type]
+    assert (doc["params"], doc["precision"]) == (params, "fp32")
+    assert str(doc["gpu"]).startswith("CPU")
     iters = doc["iterations"]
     assert isinstance(iters, dict) and len(iters["forward_s"]) == 3 and len(iters["backward_s"]) == 3
     assert doc["compute_s"] == pytest.approx(

@@ -43,6 +43,7 @@ from commsched.workload.profiling.kineto_events import (
     first_input_bytes,
     union_s,
 )
+from commsched.workload.profiling.quality import spread, spread_warnings
 from commsched.workload.profiling.records import Collective, GradientReady, Provenance, StepProfile
 from commsched.workload.profiling.tracefile import DEFAULT_MAX_BYTES, parse_json, read_bytes
 from commsched.workload.profiling.tracelayers import kineto_layers
@@ -151,6 +152,45 @@ def _collectives(table: EventTable, window: tuple[float, float]) -> tuple[Collec
     return tuple(c for c in out if not math.isnan(c.size_bytes))
 
 
+_MATMULS = (
+    "aten::mm",
+    "aten::addmm",
+    "aten::bmm",
+    "aten::baddbmm",
+    "aten::convolution",
+    "aten::_convolution",
+)
+_PRECISIONS = {"c10::bfloat16": "bf16", "c10::half": "fp16", "float": "fp32", "double": "fp64"}
+
+
+def _precision(table: EventTable, window: tuple[float, float]) -> str:
+    """The precision of the forward pass's matrix products and convolutions (their first input's type):
+    ``bf16`` or ``fp16`` where any ran in it (autocast), else ``fp32``; ``""`` where none is recorded."""
+    seen = set()
+    for e in table.cpu:
+        types = e.args.get("Input type")
+        if (
+            e.name in _MATMULS
+            and e.phase == "forward"
+            and _in(window, e.ts)
+            and isinstance(types, list)
+            and types
+        ):
+            seen.add(_PRECISIONS.get(str(types[0]).lower(), ""))
+    return next((p for p in ("bf16", "fp16", "fp32", "fp64") if p in seen), "")
+
+
+def _elements(table: EventTable, window: tuple[float, float]) -> int | None:
+    """Elements of the gradients accumulated (the parameters that get one), where the shapes are recorded."""
+    total = 0
+    for e in _accumulations(table, window):
+        dims = e.args.get("Input Dims")
+        if not (isinstance(dims, list) and dims and isinstance(dims[0], list)):
+            return None
+        total += math.prod(int(d) for d in dims[0])
+    return total or None
+
+
 def _date(table: EventTable) -> str:
     if table.start_ns is None or not table.cpu:
         return ""
@@ -185,6 +225,7 @@ def profile_from_kineto(doc: dict[str, Any], *, where: str, name: str = "") -> S
     grads = _gradients(table, last)
     forward_s, backward_s = statistics.median(fwd), statistics.median(bwd)
     gpu = bool(table.gpu)
+    cpu_name = "CPU: model not recorded in the trace"
     return StepProfile(
         name=name or Path(where).name.split(".")[0],
         forward_s=forward_s,
@@ -195,10 +236,14 @@ def profile_from_kineto(doc: dict[str, Any], *, where: str, name: str = "") -> S
         forward_all=tuple(fwd),
         backward_all=tuple(bwd),
         collectives=_collectives(table, last),
+        params=_elements(table, last) if grads else None,
+        spread=spread(fwd, bwd),
+        warnings=spread_warnings(fwd, bwd),
         provenance=Provenance(
             source=f"Kineto trace {where} ({'busy GPU' if gpu else 'CPU'} time, {len(times)} iteration(s))",
             device="cuda" if gpu else "cpu",
-            device_name=table.device_name,
+            device_name=table.device_name or ("" if gpu else cpu_name),
+            precision=_precision(table, last),
             date=_date(table),
             iterations=len(times),
         ),

@@ -13,12 +13,14 @@ What is read:
   tensors (elements x element size summed). The process group is the ``pg_name`` of the
   ``## process_group:init ##`` entry whose ``backend_id`` (or name) the enclosing ``record_param_comms``
   names, or the only group of the trace.
-  A ``c10d::*`` operation with no backend node under it stands for one the observer lost (it writes a
-  backend's node when the work ends, on the backend's thread, and drops it after it stopped): it is
-  named as the trace's backend names its operations (``gloo:all_reduce``).
-* **compute nodes**: top-level operators (children of a thread node) that are not process-group records
-  (``## ... ##``, ``record_param_comms``); an operator that holds a collective is replaced by its
-  children (the observer nests whatever runs while the collective is open under it, by timing).
+  A ``c10d::*`` operation that no backend node pairs (the first after it, in id order, whose tensors
+  are among its own) stands for one the observer lost (it writes a backend's node when the work ends, on the
+  backend's thread, and drops it after it stopped): it is named as the trace's backend names its
+  operations (``gloo:all_reduce``).
+* **compute nodes**: operator nodes at any depth that are not communication (collectives, ``c10d::*``,
+  ``record_param_comms``) nor process-group records (``## ... ##``), the root and thread nodes left out:
+  the observer nests whatever runs while a collective is open under it, depending on timing, and a count
+  of top-level operators would differ between identical ranks.
 
 References
 ----------
@@ -38,6 +40,7 @@ from commsched.workload.profiling.records import Collective, ExecutionTrace
 from commsched.workload.profiling.types import element_size
 
 _THREAD = "[pytorch|profiler|execution_trace|thread]"
+_ROOT = "[pytorch|profiler|execution_trace|process]"
 _COMM_NAMES = ("record_param_comms",)
 
 
@@ -116,45 +119,59 @@ _C10D_OPS = {
 }  # fmt: skip
 
 
-def _ancestors(node: dict[str, Any], by_id: dict[Any, dict[str, Any]]) -> list[Any]:
-    out, cur, seen = [], by_id.get(node.get("ctrl_deps")), 0
-    while cur is not None and seen < 64:
-        out.append(cur["id"])
-        cur, seen = by_id.get(cur.get("ctrl_deps")), seen + 1
-    return out
-
-
-def _collective_nodes(
-    nodes: list[dict[str, Any]], by_id: dict[Any, dict[str, Any]]
-) -> list[tuple[dict[str, Any], str]]:
+def _collective_nodes(nodes: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
     """The collective nodes in the order they started, each with its name: by node id, which the
     observer gives on entry (a node is written when it ends, and a backend's collectives may end out of
     order). A backend's node is written when its work ends, on the backend's thread, and the observer
-    drops it when that comes after it stopped (the last bucket of a step, on a busy machine): a
-    ``c10d::*`` operation without a backend node under it stands for its lost node."""
+    drops it when that comes after it stopped (the last bucket of a step, on a busy machine); its nesting
+    depends on timing too. So each ``c10d::*`` operation is paired, in id order, with the first unpaired
+    backend node after it whose tensors are among its own, and one left without a pair stands for its
+    lost node."""
     backend = [n for n in nodes if COLLECTIVE_RE.match(str(n.get("name", "")))]
-    covered = {a for n in backend for a in _ancestors(n, by_id)}
     prefixes = {str(n["name"]).split(":")[0] for n in backend}
     prefix = prefixes.pop() if len(prefixes) == 1 else ""
     chosen = [(n, str(n["name"])) for n in backend]
-    for n in nodes:
+    free = sorted(backend, key=_order)
+    for n in sorted(nodes, key=_order):
         name = str(n.get("name", ""))
         op = name.removeprefix("c10d::")
-        if name.startswith("c10d::") and n["id"] not in covered and (op in _C10D_OPS or not backend):
+        if not name.startswith("c10d::") or (backend and op not in _C10D_OPS):
+            continue
+        mine = _tensor_ids((n.get("inputs") or {}).get("values", []))
+        pair = next((b for b in free if _order(b) > _order(n) and _pairs(b, mine)), None)
+        if pair is not None:
+            free.remove(pair)
+        else:
             chosen.append((n, f"{prefix}:{_C10D_OPS[op]}" if prefix and op in _C10D_OPS else name))
     if all(isinstance(n["id"], int) for n, _ in chosen):
         chosen.sort(key=lambda c: c[0]["id"])
     return chosen
 
 
-def _compute_count(nodes: list[dict[str, Any]], threads: set[Any], comm_tops: set[Any]) -> int:
-    """Operators at the top of a thread, those inside an operator that holds a collective counted in its
-    place: the observer nests what runs while a collective is open under it, more or less depending on
-    timing, and so two identical ranks may differ in nesting but not in this count."""
-    tops = threads | comm_tops
+def _tensor_ids(value: Any) -> set[int]:
+    """Ids of every tensor in a (nested) input value."""
+    if _is_tensor(value):
+        return {value[0]}
+    return set().union(*(_tensor_ids(v) for v in value)) if isinstance(value, list) else set()
+
+
+def _pairs(backend: dict[str, Any], ids: set[int]) -> bool:
+    """Whether a backend node works on tensors of the dispatcher operation with tensor ids ``ids``."""
+    theirs = _tensor_ids((backend.get("inputs") or {}).get("values", []))
+    return bool(theirs) and theirs <= ids
+
+
+def _order(n: dict[str, Any]) -> float:
+    return float(n["id"]) if isinstance(n["id"], int | float) else 0.0
+
+
+def _compute_count(nodes: list[dict[str, Any]], comm: set[Any]) -> int:
+    """Operator nodes at any depth that are not communication nor process-group records: the observer
+    nests what runs while a collective is open under it, more or less depending on timing, so that two
+    identical ranks may differ in nesting but not in this count."""
     return sum(
         1 for n in nodes
-        if n.get("ctrl_deps") in tops and n["id"] not in comm_tops
+        if n["id"] not in comm and n.get("name") not in (_THREAD, _ROOT)
         and not str(n.get("name", "")).startswith(("##", "c10d::")) and n.get("name") not in _COMM_NAMES
         and not COLLECTIVE_RE.match(str(n.get("name", "")))
     )  # fmt: skip
@@ -189,7 +206,7 @@ def read_pytorch_et(doc: dict[str, Any], *, where: str) -> ExecutionTrace:
     nodes = _check(doc, where)
     by_id = {n["id"]: n for n in nodes}
     groups = _groups(nodes)
-    colls = _collective_nodes(nodes, by_id)
+    colls = _collective_nodes(nodes)
     collectives = tuple(
         Collective(
             name=name,
@@ -199,12 +216,10 @@ def read_pytorch_et(doc: dict[str, Any], *, where: str) -> ExecutionTrace:
         )
         for n, name in colls
     )
-    comm_tops = {a for n, _ in colls for a in [n["id"], *_ancestors(n, by_id)]}
-    threads = {n["id"] for n in nodes if n.get("name") == _THREAD}
     return ExecutionTrace(
         format="pytorch-et",
         schema=str(doc.get("schema")),
         source=where,
-        compute_nodes=_compute_count(nodes, threads, comm_tops),
+        compute_nodes=_compute_count(nodes, {n["id"] for n, _ in colls}),
         collectives=collectives,
     )
