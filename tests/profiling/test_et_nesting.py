@@ -90,3 +90,20 @@ def test_a_lost_backend_collective_is_read_from_its_dispatcher(
     et = read_execution_trace(_write(doc, tmp_path / "lost.json"))
     assert sorted(c.size_bytes for c in et.collectives) == sorted(buckets)
     assert {(c.name, c.group, c.kind) for c in et.collectives} == {("gloo:all_reduce", "0", "all_reduce")}
+
+
+def test_a_lost_backend_event_in_a_kineto_trace_is_read_from_its_dispatcher(
+    gloo_job: dict[str, Any], tmp_path: Path
+) -> None:
+    """The profiler loses a backend's collective the same way (recorded when the work ends, on the
+    backend's thread): the ``c10d::allreduce_`` event left without one stands for it."""
+    from commsched.workload.profiling import read_kineto
+
+    buckets = gloo_job["job"]["buckets"]
+    doc = json.loads((Path(gloo_job["dir"]) / "kineto0.json").read_text())
+    ours = [e for e in doc["traceEvents"] if e.get("name") == "gloo:all_reduce"]
+    last = max(ours, key=lambda e: e["ts"])
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e is not last]
+    p = read_kineto(_write(doc, tmp_path / "lost-kineto.json"))
+    assert sorted(c.size_bytes for c in p.collectives) == sorted(buckets)
+    assert {c.name for c in p.collectives} == {"gloo:all_reduce"}

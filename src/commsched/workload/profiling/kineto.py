@@ -36,6 +36,7 @@ from typing import Any
 from commsched.errors import InputError
 from commsched.workload.profiling.kineto_events import (
     ACCUMULATE,
+    C10D_OPS,
     COLLECTIVE_RE,
     CpuEvent,
     EventTable,
@@ -137,17 +138,54 @@ def _group_name(table: EventTable, e: CpuEvent) -> str:
     return ""
 
 
+def _nested_bytes(e: CpuEvent, dtype: str) -> float:
+    """Bytes of the tensors of a ``c10d::*`` event's first input (a list of tensors, recorded as a
+    ``TensorList`` without its element type: ``dtype`` is the backend events' own)."""
+    dims = e.args.get("Input Dims")
+    if not (isinstance(dims, list) and dims and isinstance(dims[0], list)):
+        return math.nan
+    shapes = dims[0] if all(isinstance(d, list) for d in dims[0]) else [dims[0]]
+    try:
+        return float(sum(math.prod(int(d) for d in s) for s in shapes) * element_size(dtype))
+    except (InputError, TypeError, ValueError):
+        return math.nan
+
+
+def _collective_events(table: EventTable, window: tuple[float, float]) -> list[tuple[CpuEvent, str]]:
+    """The backend's collectives (in the order they started, over all threads), and each ``c10d::*``
+    operation that no backend event pairs (the first unpaired one starting after it): the profiler records
+    a backend's event when its work ends, on the backend's thread, and loses it when that comes after it
+    stopped (the last bucket of a step, on a busy machine)."""
+    events = sorted((e for e in table.cpu if _in(window, e.ts)), key=lambda e: e.ts)
+    backend = [e for e in events if COLLECTIVE_RE.match(e.name)]
+    prefixes = {e.name.split(":")[0] for e in backend}
+    prefix = prefixes.pop() if len(prefixes) == 1 else ""
+    out = [(e, e.name) for e in backend]
+    free = list(backend)
+    for e in events:
+        op = e.name.removeprefix("c10d::")
+        if not (e.name.startswith("c10d::") and op in C10D_OPS and prefix):
+            continue
+        pair = next((b for b in free if b.ts >= e.ts), None)
+        if pair is not None:
+            free.remove(pair)
+        else:
+            out.append((e, f"{prefix}:{C10D_OPS[op]}"))
+    return sorted(out, key=lambda c: c[0].ts)
+
+
 def _collectives(table: EventTable, window: tuple[float, float]) -> tuple[Collective, ...]:
     out = []
-    for e in sorted(table.cpu, key=lambda e: e.ts):  # in the order they started, over all threads
-        if not (COLLECTIVE_RE.match(e.name) and _in(window, e.ts)):
-            continue
-        size = first_input_bytes(e)
+    events = _collective_events(table, window)
+    types = [e.args.get("Input type") for e, name in events if name == e.name]
+    seen_type = next((str(t[0]) for t in types if isinstance(t, list) and t), "")
+    for e, name in events:
+        size = first_input_bytes(e) if name == e.name else _nested_bytes(e, seen_type)
         if math.isnan(size):
             nelems, dtype = e.args.get("In msg nelems"), e.args.get("dtype")
             size = float(nelems) * element_size(str(dtype)) if isinstance(nelems, int | float) else math.nan
         out.append(
-            Collective(name=e.name, size_bytes=size, group=_group_name(table, e), kind=e.name.split(":")[-1])
+            Collective(name=name, size_bytes=size, group=_group_name(table, e), kind=name.split(":")[-1])
         )
     return tuple(c for c in out if not math.isnan(c.size_bytes))
 

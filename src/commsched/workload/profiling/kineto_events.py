@@ -43,6 +43,15 @@ _GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 _LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 #: a process-group backend's collective: ``nccl:all_reduce``, ``gloo:broadcast`` (one colon, no spaces)
 COLLECTIVE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*:[A-Za-z][A-Za-z0-9_]*$")
+#: the backend operation a ``c10d::`` dispatcher operation becomes (``c10d::allreduce_`` -> ``all_reduce``)
+C10D_OPS = {
+    "allreduce_": "all_reduce", "allreduce_coalesced_": "all_reduce", "allgather_": "all_gather",
+    "_allgather_base_": "all_gather", "allgather_into_tensor_coalesced_": "all_gather",
+    "broadcast_": "broadcast",
+    "reduce_scatter_": "reduce_scatter", "_reduce_scatter_base_": "reduce_scatter", "reduce_": "reduce",
+    "alltoall_": "all_to_all", "alltoall_base_": "all_to_all", "gather_": "gather", "scatter_": "scatter",
+    "barrier": "barrier",
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -35,7 +35,7 @@ import math
 from typing import Any
 
 from commsched.errors import InputError
-from commsched.workload.profiling.kineto_events import COLLECTIVE_RE
+from commsched.workload.profiling.kineto_events import C10D_OPS, COLLECTIVE_RE
 from commsched.workload.profiling.records import Collective, ExecutionTrace
 from commsched.workload.profiling.types import element_size
 
@@ -108,17 +108,6 @@ def _group_of(node: dict[str, Any], by_id: dict[Any, dict[str, Any]], groups: li
     return str(groups[0].get("pg_name", "")) if len(groups) == 1 else ""
 
 
-#: the backend operation a ``c10d::`` dispatcher operation becomes (``c10d::allreduce_`` -> ``all_reduce``)
-_C10D_OPS = {
-    "allreduce_": "all_reduce", "allreduce_coalesced_": "all_reduce", "allgather_": "all_gather",
-    "_allgather_base_": "all_gather", "allgather_into_tensor_coalesced_": "all_gather",
-    "broadcast_": "broadcast",
-    "reduce_scatter_": "reduce_scatter", "_reduce_scatter_base_": "reduce_scatter", "reduce_": "reduce",
-    "alltoall_": "all_to_all", "alltoall_base_": "all_to_all", "gather_": "gather", "scatter_": "scatter",
-    "barrier": "barrier",
-}  # fmt: skip
-
-
 def _collective_nodes(nodes: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
     """The collective nodes in the order they started, each with its name: by node id, which the
     observer gives on entry (a node is written when it ends, and a backend's collectives may end out of
@@ -135,14 +124,14 @@ def _collective_nodes(nodes: list[dict[str, Any]]) -> list[tuple[dict[str, Any],
     for n in sorted(nodes, key=_order):
         name = str(n.get("name", ""))
         op = name.removeprefix("c10d::")
-        if not name.startswith("c10d::") or (backend and op not in _C10D_OPS):
+        if not name.startswith("c10d::") or (backend and op not in C10D_OPS):
             continue
         mine = _tensor_ids((n.get("inputs") or {}).get("values", []))
         pair = next((b for b in free if _order(b) > _order(n) and _pairs(b, mine)), None)
         if pair is not None:
             free.remove(pair)
         else:
-            chosen.append((n, f"{prefix}:{_C10D_OPS[op]}" if prefix and op in _C10D_OPS else name))
+            chosen.append((n, f"{prefix}:{C10D_OPS[op]}" if prefix and op in C10D_OPS else name))
     if all(isinstance(n["id"], int) for n, _ in chosen):
         chosen.sort(key=lambda c: c[0]["id"])
     return chosen
