@@ -8,36 +8,16 @@ the iteration period to the daemon (``PUT /v1/jobs/{id}/profile``) over the daem
 
 from __future__ import annotations
 
-import http.client
-import json
-import socket
 import threading
 import time
 import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from commsched.runtime.localhttp import LocalClient
 from commsched.runtime.profiler import Profiler
 
-__all__ = ["ProfilePoster", "UnixHTTPConnection", "fundamental"]
-
-
-class UnixHTTPConnection(http.client.HTTPConnection):
-    """HTTP over a Unix socket (the daemon's and the agents' local sockets)."""
-
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("agent", timeout=timeout)
-        self._path = path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.settimeout(self.timeout)
-            sock.connect(self._path)
-        except OSError:
-            sock.close()
-            raise
-        self.sock = sock
+__all__ = ["ProfilePoster", "fundamental"]
 
 
 def fundamental(period_s: float, ends: list[float]) -> tuple[float, float]:
@@ -163,19 +143,10 @@ class ProfilePoster:
             rep["posted"] = body
             if sp.get("daemon") and sp.get("token_file"):
                 token = Path(str(sp["token_file"])).read_text().strip()
-                conn = UnixHTTPConnection(str(sp["daemon"]), timeout=10.0)
-                try:
-                    conn.request(
-                        "PUT",
-                        f"/v1/jobs/{urllib.parse.quote(self.job)}/profile",
-                        body=json.dumps(body),
-                        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
-                    )
-                    resp = conn.getresponse()
-                    rep["status"] = resp.status
-                    rep["answer"] = json.loads(resp.read() or b"{}")
-                finally:
-                    conn.close()
+                daemon = LocalClient(f"unix:{sp['daemon']}", token=token, timeout=10.0)
+                resp = daemon.put(f"/v1/jobs/{urllib.parse.quote(self.job)}/profile", json=body)
+                rep["status"] = resp.status_code
+                rep["answer"] = resp.json() if resp.content else {}
         except Exception as exc:  # reported in the result; the job goes on with the declared profile
             rep["error"] = f"{type(exc).__name__}: {exc}"
         self.report = rep

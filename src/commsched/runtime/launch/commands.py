@@ -13,6 +13,7 @@ from typing import Any
 
 from commsched.errors import TestbedError
 from commsched.runtime.launch.jobs import CommandJob
+from commsched.runtime.localhttp import LocalClient
 
 __all__ = [
     "collect",
@@ -26,15 +27,8 @@ __all__ = [
 ]
 
 
-def _client(sock: Path, token: str) -> Any:
-    import httpx
-
-    return httpx.Client(
-        transport=httpx.HTTPTransport(uds=str(sock)),
-        base_url="http://agent",
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=30.0,
-    )
+def _client(sock: Path, token: str) -> LocalClient:
+    return LocalClient(f"unix:{sock}", token=token, timeout=30.0)
 
 
 def _ok(r: Any, what: str) -> Any:
