@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from commsched.runtime.localhttp import LocalClient
+from commsched.runtime.profilebody import MeasuredProfile, profile_body
 from commsched.runtime.profiler import Profiler
 
 __all__ = ["ProfilePoster", "fundamental"]
@@ -132,13 +133,15 @@ class ProfilePoster:
             period = self._period(rep)
             work = [w for _, w in self._reports]
             t_scale = float(sp.get("time_scale", 1.0))
-            body = {
-                # W_j: the compute the job reported per iteration (one report per iteration)
-                "compute_s": sum(work) / len(work) * float(sp.get("compute_scale", 1.0)),
-                # t_j: bytes sent in the window per iteration of the period
-                "comm_bytes": sent * period / window * float(sp.get("bytes_scale", 1.0)),
-                "period_s": period * t_scale,
-            }
+            body = profile_body(
+                MeasuredProfile(
+                    # W_j: the compute the job reported per iteration (one report per iteration)
+                    compute_s=sum(work) / len(work) * float(sp.get("compute_scale", 1.0)),
+                    # t_j: bytes sent in the window per iteration of the period
+                    comm_bytes=sent * period / window * float(sp.get("bytes_scale", 1.0)),
+                    period_s=period * t_scale,
+                )
+            )
             rep["window_s"] = window
             rep["posted"] = body
             if sp.get("daemon") and sp.get("token_file"):
