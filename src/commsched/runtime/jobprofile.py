@@ -16,40 +16,9 @@ from typing import Any
 
 from commsched.runtime.localhttp import LocalClient
 from commsched.runtime.profilebody import MeasuredProfile, profile_body
-from commsched.runtime.profiler import Profiler
+from commsched.runtime.profiler import Profiler, job_period
 
-__all__ = ["ProfilePoster", "fundamental"]
-
-
-def fundamental(period_s: float, ends: list[float]) -> tuple[float, float]:
-    """The FFT's period, or the multiple or part of it that is the job's own iteration.
-
-    Another job's traffic on a shared link can make the series periodic at a common multiple of
-    both jobs' periods (GPT's 3 iterations beside BERT's 1), and a job whose bursts within an
-    iteration are regular can show its strongest line at a harmonic; the job knows when its
-    iterations end (``ends``, one per iteration), so a period within 10 % of ``k`` times or a
-    ``k``-th of their mean spacing (``k >= 2``) is divided or multiplied by ``k``. Returns the
-    period and the factor applied (1: kept).
-
-    Examples
-    --------
-    >>> fundamental(3.0, [0.0, 1.0, 2.0, 3.0, 4.0])
-    (1.0, 0.3333333333333333)
-    >>> fundamental(0.25, [0.0, 1.0, 2.0])
-    (1.0, 4.0)
-    >>> fundamental(1.0, [0.0, 1.0, 2.0])
-    (1.0, 1.0)
-    """
-    if len(ends) < 2 or period_s <= 0:
-        return period_s, 1.0
-    spacing = (ends[-1] - ends[0]) / (len(ends) - 1)
-    if spacing <= 0:
-        return period_s, 1.0
-    k = round(period_s / spacing) if period_s >= spacing else round(spacing / period_s)
-    factor = 1.0 / k if period_s >= spacing else float(k)
-    if k >= 2 and abs(period_s * factor - spacing) <= 0.1 * spacing:
-        return period_s * factor, factor
-    return period_s, 1.0
+__all__ = ["ProfilePoster"]
 
 
 class ProfilePoster:
@@ -62,9 +31,8 @@ class ProfilePoster:
     thread so that the data path never waits for it; :attr:`report` holds what was measured and the
     daemon's answer.
 
-    The period is the FFT's (:meth:`Profiler.profile`), reduced to the job's own iteration by
-    :func:`fundamental`; where the FFT finds none, or one that matches no multiple or part of the
-    spacing of the job's iteration ends, the spacing is taken (``period_from`` in the report).
+    The period is :func:`commsched.runtime.profiler.job_period` of the FFT's (:meth:`Profiler.profile`)
+    and the job's iteration ends (``period_from`` in the report says which it took).
     """
 
     def __init__(self, job: str, spec: dict[str, Any]) -> None:
@@ -107,21 +75,18 @@ class ProfilePoster:
 
     def _period(self, rep: dict[str, Any]) -> float:
         ends = [t for t, _ in self._reports]
-        spacing = (ends[-1] - ends[0]) / (len(ends) - 1)
+        fft: float | None = None
         try:
             prof = self.profiler.profile()
+            rep["measured"] = prof.to_json()
+            fft = prof.period_s
         except Exception as exc:  # no period in the series: the job's own iterations
             rep["fft_error"] = f"{type(exc).__name__}: {exc}"
-            rep["period_from"] = "iterations"
-            return spacing
-        rep["measured"] = prof.to_json()
-        period, factor = fundamental(prof.period_s, ends)
-        rep["period_factor"] = factor
-        if abs(period - spacing) <= 0.1 * spacing:
-            rep["period_from"] = "fft"
-            return period
-        rep["period_from"] = "iterations"
-        return spacing
+        est = job_period(fft, ends)
+        if fft is not None:
+            rep["period_factor"] = est.factor
+        rep["period_from"] = est.method
+        return est.period_s
 
     def _post(self) -> None:
         sp = self.spec
