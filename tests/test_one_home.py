@@ -17,7 +17,7 @@ def _modules() -> list[tuple[Path, ast.Module]]:
 
 def test_the_profile_body_is_built_in_one_module() -> None:
     """A dict literal with the body's keys (or a call building one with them) lives only in
-    ``runtime/profilebody.py``."""
+    ``runtime/profiling/body.py``."""
     found = []
     for path, tree in _modules():
         for node in ast.walk(tree):
@@ -30,11 +30,11 @@ def test_the_profile_body_is_built_in_one_module() -> None:
                 keys = {k.arg for k in node.keywords if k.arg}
             if keys >= BODY_KEYS:
                 found.append(f"{path.relative_to(SRC)}:{node.lineno}")
-    assert len(found) == 1 and found[0].startswith("runtime/profilebody.py:"), found
+    assert len(found) == 1 and found[0].startswith("runtime/profiling/body.py:"), found
 
 
 def test_the_period_is_estimated_and_corrected_in_one_module() -> None:
-    """The spectrum (``np.fft``) and the harmonic correction live only in ``runtime/profiler.py``."""
+    """The spectrum (``np.fft``) and the harmonic correction live only in the runtime's profiler."""
     fft, defs = [], []
     for path, tree in _modules():
         rel = str(path.relative_to(SRC))
@@ -47,5 +47,5 @@ def test_the_period_is_estimated_and_corrected_in_one_module() -> None:
                 "iteration_period",
             }:
                 defs.append(rel)
-    assert set(fft) == {"runtime/profiler.py"}
-    assert set(defs) == {"runtime/profiler.py"}
+    assert set(fft) == {"runtime/profiling/profiler.py"}
+    assert set(defs) == {"runtime/profiling/profiler.py"}

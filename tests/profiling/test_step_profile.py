@@ -226,7 +226,7 @@ def test_the_cuda_path_runs_with_events_where_cpu_allows(
     """``--device cuda`` marks with CUDA events and reads them after a synchronisation. Without a GPU the
     events are replaced by host-clock stand-ins, so that the code path (marks in the hooks, one
     synchronisation per iteration, milliseconds to seconds) runs; the model stays on the CPU."""
-    from commsched.runtime.stepprofile import StepSpec, profile_step
+    from commsched.runtime.profiling.step import StepSpec, profile_step
 
     syncs: list[int] = []
     monkeypatch.setattr(torch.cuda, "Event", _FakeEvent)

@@ -15,7 +15,7 @@ from commsched.cli.app import app
 from tests.paths import SHARED_DATA
 
 torch = pytest.importorskip("torch")
-from commsched.runtime.stepprofile import StepSpec, profile_step  # noqa: E402
+from commsched.runtime.profiling.step import StepSpec, profile_step  # noqa: E402
 
 D = 32  # model width of the attention model
 

@@ -1,7 +1,7 @@
 """``commsched profile``: a model profile from your own PyTorch step, a Kineto trace or an execution trace.
 
 * ``commsched profile FILE.py:FUNCTION --device cpu|cuda --precision fp32|bf16`` measures the step
-  (:mod:`commsched.runtime.stepprofile`; needs the ``torch`` extra);
+  (:mod:`commsched.runtime.profiling.step`; needs the ``torch`` extra);
 * ``commsched profile --kineto TRACE.json[.gz]`` reads a ``torch.profiler`` trace;
 * ``commsched profile --et FILE`` reads a PyTorch execution trace (JSON) or a Chakra ET (protobuf).
 
@@ -46,8 +46,8 @@ def _write(out: Path, text: str) -> None:
 
 def _measure(target: str, opts: dict[str, Any]) -> dict[str, Any]:
     try:
-        from commsched.runtime.stepprofile import StepSpec
-        from commsched.runtime.stepprofile.child import profile_in_child
+        from commsched.runtime.profiling.step import StepSpec
+        from commsched.runtime.profiling.step.child import profile_in_child
     except ImportError as exc:  # torch is an optional extra
         raise InputError(
             f"PyTorch is not installed ({exc})", where="TARGET", expected="pip install 'commsched[torch]'"

@@ -25,9 +25,9 @@ from commsched.runtime.enforce.conns import SYN_SENT, read_sockets, socket_inode
 from commsched.runtime.enforce.host import EnforcerView, JobState
 from commsched.runtime.enforce.nflink import CounterReader
 from commsched.runtime.enforce.pins import Pinning
-from commsched.runtime.enforce.traffic import outside_profile, series, steady, window_iterations
-from commsched.runtime.profilebody import from_host
-from commsched.runtime.profilebody import profile_body as build_body
+from commsched.runtime.profiling.body import from_host
+from commsched.runtime.profiling.body import profile_body as build_body
+from commsched.runtime.profiling.traffic import outside_profile, series, steady, window_iterations
 
 __all__ = ["LoopHost", "Loops", "profile_body", "profile_now"]
 
@@ -232,8 +232,8 @@ def profile_now(e: LoopHost, job: JobState, start: float, end: float) -> dict[st
 
 def profile_body(prof: dict[str, Any], view: dict[str, Any], job: str) -> dict[str, Any]:
     """``PUT /v1/jobs/{job}/profile`` from a host's measured profile (built by
-    :func:`commsched.runtime.profilebody.profile_body`; the host's share of the job's bytes as
-    :func:`commsched.runtime.profilebody.from_host` takes it).
+    :func:`commsched.runtime.profiling.body.profile_body`; the host's share of the job's bytes as
+    :func:`commsched.runtime.profiling.body.from_host` takes it).
 
     Examples
     --------

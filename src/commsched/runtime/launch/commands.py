@@ -73,7 +73,7 @@ def status(job: CommandJob, agents: dict[str, Path], token: str) -> dict[str, An
 def _iterating(job: CommandJob, agents: dict[str, Path], token: str, work: Path) -> bool:
     """Whether ``job`` is in its training loop: two lines of its own log, or regular bursts (at least
     three spacings) in its last ten seconds of traffic."""
-    from commsched.runtime.enforce.traffic import steady, window_iterations
+    from commsched.runtime.profiling.traffic import steady, window_iterations
 
     if job.iteration_log is not None:
         import re
@@ -132,7 +132,7 @@ def progress_line(job: CommandJob, agents: dict[str, Path], token: str, work: Pa
     """How far ``job`` is: iterations in its own log (or its recent period), bytes sent, profile."""
     import re
 
-    from commsched.runtime.enforce.traffic import window_iterations
+    from commsched.runtime.profiling.traffic import window_iterations
 
     rep = status(job, agents, token)
     sent = sum(body["data_bytes"] for body in rep.values()) / 1e6

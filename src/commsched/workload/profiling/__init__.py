@@ -7,7 +7,7 @@
 * :func:`profile_document`, :func:`read_profile_document` — the JSON profile ``commsched profile`` writes
   and scenarios read.
 
-Measuring a step with PyTorch lives in :mod:`commsched.runtime.stepprofile` (``torch`` is optional).
+Measuring a step with PyTorch lives in :mod:`commsched.runtime.profiling.step` (``torch`` is optional).
 """
 
 from __future__ import annotations

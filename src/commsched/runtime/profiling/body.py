@@ -1,8 +1,8 @@
 """The one builder of the daemon's profile body (``PUT /v1/jobs/{id}/profile``).
 
-A job's profile reaches the daemon from inside the job (:mod:`commsched.runtime.jobprofile`: the
+A job's profile reaches the daemon from inside the job (:mod:`commsched.runtime.profiling.jobprofile`: the
 compute it reports, the bytes its transport sent, the period) or from outside it (the agent's counters,
-:mod:`commsched.runtime.enforce.traffic`); both end here, in :func:`profile_body`, so that the body has
+:mod:`commsched.runtime.profiling.traffic`); both end here, in :func:`profile_body`, so that the body has
 one shape: ``compute_s`` (``W_j``, seconds of compute per iteration, at least 1 us), ``comm_bytes``
 (``t_j``, bytes the job synchronises per iteration), ``period_s`` (the iteration period) and, where it
 was measured, ``overlap``.

@@ -1,6 +1,6 @@
 """A job process's profile as Crux measures it, posted to the daemon at the end of its window.
 
-:class:`ProfilePoster` wraps :class:`commsched.runtime.profiler.Profiler` for a job process
+:class:`ProfilePoster` wraps :class:`commsched.runtime.profiling.profiler.Profiler` for a job process
 (:mod:`commsched.runtime.jobproc`): the transport's observer feeds it every chunk sent, the job
 reports the compute of every iteration, and once the window is full it posts ``W_j``, ``t_j`` and
 the iteration period to the daemon (``PUT /v1/jobs/{id}/profile``) over the daemon's Unix socket.
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from commsched.runtime.localhttp import LocalClient
-from commsched.runtime.profilebody import MeasuredProfile, profile_body
-from commsched.runtime.profiler import Profiler, job_period
+from commsched.runtime.profiling.body import MeasuredProfile, profile_body
+from commsched.runtime.profiling.profiler import Profiler, job_period
 
 __all__ = ["ProfilePoster"]
 
@@ -31,8 +31,8 @@ class ProfilePoster:
     thread so that the data path never waits for it; :attr:`report` holds what was measured and the
     daemon's answer.
 
-    The period is :func:`commsched.runtime.profiler.job_period` of the FFT's (:meth:`Profiler.profile`)
-    and the job's iteration ends (``period_from`` in the report says which it took).
+    The period is :func:`commsched.runtime.profiling.profiler.job_period` of the FFT's
+    (:meth:`Profiler.profile`) and the job's iteration ends (``period_from`` in the report says which).
     """
 
     def __init__(self, job: str, spec: dict[str, Any]) -> None:

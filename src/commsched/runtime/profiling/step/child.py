@@ -1,7 +1,7 @@
 """Running the user's step in a child process: its own standard output and its own exit status.
 
 ``commsched profile SCRIPT.py:FUNCTION`` runs the user's code (importing the script, building the job,
-the steps) in a child Python process, ``python -m commsched.runtime.stepprofile.child SPEC RESULT``, whose
+the steps) in a child Python process, ``python -m commsched.runtime.profiling.step.child SPEC RESULT``, whose
 standard output is the parent's standard error: a ``print()`` in the user's code cannot break ``--json``,
 and a ``sys.exit()`` or ``os._exit()`` there ends the child, not the command. The child writes its
 result, the profile document or the :class:`~commsched.errors.InputError` it met, to the file ``RESULT``;
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from commsched.errors import InputError
-from commsched.runtime.stepprofile import StepSpec, profile_step
-from commsched.runtime.stepprofile.target import script_folder
+from commsched.runtime.profiling.step import StepSpec, profile_step
+from commsched.runtime.profiling.step.target import script_folder
 from commsched.workload.profiling import profile_document
 
 _EXPECTED = "a function that returns the job and a step that returns, without ending the process"
@@ -65,7 +65,7 @@ def profile_in_child(spec: StepSpec) -> dict[str, Any]:
         cmd = [
             sys.executable,
             "-m",
-            "commsched.runtime.stepprofile.child",
+            "commsched.runtime.profiling.step.child",
             json.dumps(asdict(spec)),
             str(out),
         ]

@@ -1,7 +1,7 @@
 """``commsched profile SCRIPT.py:FUNCTION``: measure a user's PyTorch training step.
 
-:func:`profile_step` loads the step (:mod:`~commsched.runtime.stepprofile.target`), runs warm-up and
-timed iterations (:mod:`~commsched.runtime.stepprofile.measure`) and returns a
+:func:`profile_step` loads the step (:mod:`~commsched.runtime.profiling.step.target`), runs warm-up and
+timed iterations (:mod:`~commsched.runtime.profiling.step.measure`) and returns a
 :class:`~commsched.workload.profiling.StepProfile`: the medians of forward and backward time, gradient
 bytes, the gradient-ready timeline, per-layer times and the provenance (device, torch version, batch,
 precision, date). ``torch`` is an optional extra, imported only when a step is measured.
@@ -16,14 +16,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from commsched.errors import InputError
-from commsched.runtime.stepprofile.measure import (
+from commsched.runtime.profiling.step.measure import (
     frozen_parameters,
     median_iteration,
     parameters,
     run_iteration,
     timeline,
 )
-from commsched.runtime.stepprofile.target import batch_size, build_job, load_function
+from commsched.runtime.profiling.step.target import batch_size, build_job, load_function
 from commsched.workload.profiling.quality import left_out_warnings, spread, spread_warnings
 from commsched.workload.profiling.records import GradientReady, Provenance, StepProfile
 from commsched.workload.profiling.timeline import layers_from_timeline
@@ -42,7 +42,7 @@ class StepSpec:
     ----------
     target
         ``FILE.py:FUNCTION`` or ``package.module:FUNCTION`` (see
-        :mod:`~commsched.runtime.stepprofile.target`).
+        :mod:`~commsched.runtime.profiling.step.target`).
     device
         ``cpu`` or ``cuda`` (``cuda:N`` for another GPU).
     precision

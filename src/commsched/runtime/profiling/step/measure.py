@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from commsched.errors import InputError
-from commsched.runtime.stepprofile.target import Job, user_failure
+from commsched.runtime.profiling.step.target import Job, user_failure
 from commsched.workload.profiling.records import GradientReady
 from commsched.workload.profiling.timeline import ModuleTime
 
