@@ -6,8 +6,11 @@
 * :func:`layers_from_timeline` — the per-layer profile of a measured step;
 * :func:`profile_document`, :func:`read_profile_document` — the JSON profile ``commsched profile`` writes
   and scenarios read.
+* :mod:`.profiles_io` — third-party profile files (PipeDream, Tiresias, ASTRA-sim workloads) and the
+  shipped zoo's JSON.
 
-Measuring a step with PyTorch lives in :mod:`commsched.runtime.profiling.step` (``torch`` is optional).
+What measures (a step with PyTorch, the in-job profiler, traffic from outside) is the runtime side,
+:mod:`commsched.runtime.profiling` (``torch`` is optional).
 """
 
 from __future__ import annotations
