@@ -57,9 +57,12 @@ def _misparented(doc: dict[str, Any]) -> dict[str, Any]:
     """The trace with the first backend collective written under the next top-level operator instead of
     its ``c10d::allreduce_`` (as the observer wrote it once, the backend's work ending late)."""
     nodes = [dict(n) for n in doc["nodes"]]
-    thread = next(n["id"] for n in nodes if n["name"].startswith("[pytorch|profiler|execution_trace|thread]"))
     coll = min((n for n in nodes if n["name"] == "gloo:all_reduce"), key=lambda n: n["id"])
-    later = min(n["id"] for n in nodes if n.get("ctrl_deps") == thread and n["id"] > coll["id"])
+    later = min(  # the next backward function, wherever the observer nested it
+        n["id"]
+        for n in nodes
+        if n["id"] > coll["id"] and n["name"].startswith("autograd::engine::evaluate_function")
+    )
     coll["ctrl_deps"] = later
     return {**doc, "nodes": nodes}
 
