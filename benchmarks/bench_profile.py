@@ -22,8 +22,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from commsched.runtime.stepprofile import StepSpec, profile_step
-from commsched.runtime.stepprofile.target import build_job, load_function
+from commsched.runtime.profiling.step import StepSpec, profile_step
+from commsched.runtime.profiling.step.target import build_job, load_function
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "tiny_mlp.py"
 

@@ -70,7 +70,7 @@ def test_example_provenance(example: tuple[dict[str, Any], Path]) -> None:
     )
     assert (v["warmup"], v["iterations"]) == (1, 3)
     assert abs(dt.datetime.fromisoformat(v["date"]) - dt.datetime.now(dt.UTC)) < dt.timedelta(hours=1)
-    assert example[0]["gpu"].startswith("CPU") and example[0]["name"] == "tiny_mlp"
+    assert example[0]["gpu"].startswith("CPU") and example[0]["name"] == "tiny_mlp.build"
 
 
 def test_example_profile_file_simulates_in_a_scenario(example: tuple[dict[str, Any], Path]) -> None:
@@ -124,7 +124,8 @@ def test_tied_weights_count_once(tmp_path: Path) -> None:
     (tmp_path / "tied.py").write_text(TIED)
     doc = _profile(f"{tmp_path / 'tied.py'}:build")
     assert [g["name"] for g in doc["gradients"]] == ["emb.weight"] and doc["sync_bytes"] == 4 * 100 * 16
-    assert [(ly["name"], ly["param_bytes"]) for ly in doc["layers"]] == [("emb", 6400.0), ("out", 0.0)]
+    # the output layer uses the embedding's weight: no parameter of its own, its time joins the embedding's
+    assert [(ly["name"], ly["param_bytes"]) for ly in doc["layers"]] == [("emb", 6400.0)]
 
 
 BAD = {
@@ -225,7 +226,7 @@ def test_the_cuda_path_runs_with_events_where_cpu_allows(
     """``--device cuda`` marks with CUDA events and reads them after a synchronisation. Without a GPU the
     events are replaced by host-clock stand-ins, so that the code path (marks in the hooks, one
     synchronisation per iteration, milliseconds to seconds) runs; the model stays on the CPU."""
-    from commsched.runtime.stepprofile import StepSpec, profile_step
+    from commsched.runtime.profiling.step import StepSpec, profile_step
 
     syncs: list[int] = []
     monkeypatch.setattr(torch.cuda, "Event", _FakeEvent)
@@ -238,8 +239,8 @@ def test_the_cuda_path_runs_with_events_where_cpu_allows(
         StepSpec(target=f"{tmp_path / 'cpu_step.py'}:build", device="cuda", warmup=1, iterations=3)
     )
     assert (p.provenance.device, p.provenance.device_name) == ("cuda", "Stand-in GPU")
-    assert len(syncs) == 1 + 3 + 1  # one per iteration: warm-up, timed, instrumented
-    # per iteration: start, forward end, 4 gradients; the instrumented one adds 2 marks per leaf module
-    assert _FakeEvent.recorded == 5 * 6 + 2 * 2
+    assert len(syncs) == 1 + 3 + 3  # one per iteration: warm-up, timed, instrumented (3)
+    # per iteration: start, forward end, 4 gradients; an instrumented one adds a mark per layer's first use
+    assert _FakeEvent.recorded == 7 * 6 + 3 * 2
     assert p.forward_s > 0 and p.backward_s > 0 and p.sync_bytes == 4 * (8 * 16 + 16 + 16 * 4 + 4)
     assert [ly.name for ly in p.layers] == ["0", "2"]

@@ -1,4 +1,4 @@
-"""Iterations and profiles of a job from its byte counters alone (``commsched.runtime.enforce.traffic``)."""
+"""Iterations and profiles of a job from its byte counters alone (``commsched.runtime.profiling.traffic``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from commsched.errors import InputError
 from commsched.runtime.enforce.loops import profile_body
-from commsched.runtime.enforce.traffic import iterations, outside_profile, series, steady, window_iterations
+from commsched.runtime.profiling.traffic import iterations, outside_profile, series, steady, window_iterations
 
 
 def _job(period_s: float, burst_s: float, n: int, *, dt: float, jitter: float = 0.0, seed: int = 0) -> tuple:

@@ -9,7 +9,7 @@ import pytest
 
 from commsched.errors import InputError
 from commsched.runtime import Communicator, Profiler, iteration_period
-from commsched.runtime.profiler import traffic_series
+from commsched.runtime.profiling.profiler import traffic_series
 
 from .helpers import run_ranks
 

@@ -20,7 +20,7 @@ from commsched.workload import (
     list_models,
     model_names,
 )
-from commsched.workload.profiles_io import read_zoo_json, write_zoo_json
+from commsched.workload.profiling.profiles_io import read_zoo_json, write_zoo_json
 from commsched.workload.records import ModelProfile
 from tests.paths import SHARED_DATA
 
@@ -107,7 +107,7 @@ def test_shipped_zoo_equals_rebuild_from_data() -> None:
 
 @pytest.mark.skipif(not DATA.exists(), reason="shared data folder not present")
 def test_cross_checks_against_other_sources() -> None:
-    from commsched.workload.profiles_io import read_tiresias_tensors, read_workload
+    from commsched.workload.profiling.profiles_io import read_tiresias_tensors, read_workload
 
     tiresias = DATA / "tiresias" / "model_tensor_sizes_mb.csv"
     for name, model in (("vgg19", "vgg19"), ("vgg16", "vgg16")):

@@ -20,7 +20,6 @@ from commsched.errors import InputError
 def _need_runtime() -> None:
     try:
         import fastapi  # noqa: F401
-        import httpx  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError as exc:
         raise InputError(

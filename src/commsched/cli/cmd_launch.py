@@ -24,25 +24,23 @@ DEFAULT_AGENT = "unix:/run/commsched/agent.sock"
 
 
 def _client(url: str, token: str | None) -> Any:
-    import httpx
+    from commsched.runtime.localhttp import LocalClient
 
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    if url.startswith("unix:"):
-        return httpx.Client(
-            transport=httpx.HTTPTransport(uds=url[5:]), base_url="http://agent", headers=headers, timeout=30.0
-        )
-    if not url.startswith(("http://", "https://")):
-        raise InputError(f"bad agent URL {url!r}", where="--agent", expected="unix:PATH or http://HOST:PORT")
-    return httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=30.0)
+    try:
+        return LocalClient(url.rstrip("/"), token=token, timeout=30.0)
+    except ValueError:
+        raise InputError(
+            f"bad agent URL {url!r}", where="--agent", expected="unix:PATH or http://HOST:PORT"
+        ) from None
 
 
 def _ask(url: str, token: str | None, method: str, path: str, body: Any = None) -> dict[str, Any]:
-    import httpx
+    from commsched.runtime.localhttp import LocalHTTPError
 
     try:
         with _client(url, token) as c:
             r = c.request(method, path, json=body)
-    except httpx.HTTPError as exc:
+    except LocalHTTPError as exc:
         raise InputError(
             f"no agent answers at {url}: {exc}", where="--agent", expected="a running agent"
         ) from None

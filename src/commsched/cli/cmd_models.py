@@ -60,7 +60,9 @@ def models_command(
     table = Table(title="commsched model zoo")
     for col in ("name", "gpu", "precision", "compute_s", "sync MB", "overlap", "layers", "aliases"):
         table.add_column(
-            col, justify="right" if col in ("compute_s", "sync MB", "overlap", "layers") else "left"
+            col,
+            justify="right" if col in ("compute_s", "sync MB", "overlap", "layers") else "left",
+            overflow="fold" if col == "name" else "ellipsis",  # a name is never cut short
         )
     for p in profiles:
         table.add_row(

@@ -1,7 +1,7 @@
 """``commsched profile``: a model profile from your own PyTorch step, a Kineto trace or an execution trace.
 
 * ``commsched profile FILE.py:FUNCTION --device cpu|cuda --precision fp32|bf16`` measures the step
-  (:mod:`commsched.runtime.stepprofile`; needs the ``torch`` extra);
+  (:mod:`commsched.runtime.profiling.step`; needs the ``torch`` extra);
 * ``commsched profile --kineto TRACE.json[.gz]`` reads a ``torch.profiler`` trace;
 * ``commsched profile --et FILE`` reads a PyTorch execution trace (JSON) or a Chakra ET (protobuf).
 
@@ -14,13 +14,14 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import typer
 from rich.table import Table
 
-from commsched.cli.common import check_count, print_json, stdout_console, user_errors
+from commsched.cli.common import check_count, print_json, stderr_console, stdout_console, user_errors
 from commsched.errors import InputError
+from commsched.io.numbers import tidy
 
 
 def _check_out(out: Path | None) -> None:
@@ -45,21 +46,27 @@ def _write(out: Path, text: str) -> None:
 
 def _measure(target: str, opts: dict[str, Any]) -> dict[str, Any]:
     try:
-        from commsched.runtime.stepprofile import StepSpec, profile_step
+        from commsched.runtime.profiling.step import StepSpec
+        from commsched.runtime.profiling.step.child import profile_in_child
     except ImportError as exc:  # torch is an optional extra
         raise InputError(
             f"PyTorch is not installed ({exc})", where="TARGET", expected="pip install 'commsched[torch]'"
         ) from None
-    from commsched.workload.profiling import profile_document
 
-    spec = StepSpec(target=target, **opts)
-    return profile_document(profile_step(spec))
+    return profile_in_child(StepSpec(target=target, **opts))
 
 
 def _kineto(path: Path, max_bytes: int, opts: dict[str, Any]) -> dict[str, Any]:
     from commsched.workload.profiling import profile_document, read_kineto
 
     prof = read_kineto(path, max_bytes=max_bytes, name=opts["name"])
+    traced = prof.provenance.precision
+    if opts["precision"] is not None and traced and opts["precision"] != traced:
+        raise InputError(
+            f"--precision {opts['precision']}, but the trace's matrix products ran in {traced}",
+            where="--precision",
+            expected="the trace's own precision, or no --precision",
+        )
     recorded = {k: opts[k] for k in ("precision", "batch_size") if opts[k] is not None}
     if recorded:
         prof = replace(prof, provenance=replace(prof.provenance, **recorded))
@@ -104,7 +111,9 @@ def profile_command(
     ),
     warmup: int = typer.Option(3, "--warmup", help="Untimed warm-up iterations."),
     iterations: int = typer.Option(10, "--iterations", help="Timed iterations (the medians are reported)."),
-    name: str = typer.Option("", "--name", help="Name of the profile (default: the file or module name)."),
+    name: str | None = typer.Option(
+        None, "--name", help="Name of the profile (default: FILE.FUNCTION, or the trace file's name)."
+    ),
     batch_size: int | None = typer.Option(
         None, "--batch-size", help="Samples per iteration, for the provenance."
     ),
@@ -124,10 +133,12 @@ def profile_command(
         raise InputError(
             f"{len(given)} inputs given", where="TARGET/--kineto/--et", expected="exactly one of them"
         )
+    if name is not None and not name.strip():
+        raise InputError("an empty name", where="--name", expected="a non-empty name, or no --name")
     limit = parse_size(max_bytes)
     check_count(batch_size, "--batch-size", hi=10**9)
     _check_out(out)
-    opts = {"name": name, "precision": precision, "batch_size": batch_size}
+    opts = {"name": name or "", "precision": precision, "batch_size": batch_size}
     if kineto is not None:
         doc = _kineto(kineto, limit, opts)
     elif et is not None:
@@ -140,8 +151,10 @@ def profile_command(
             "iterations": iterations,
         }
         doc = _measure(str(target), opts)
+    for line in doc.get("warnings") or ():
+        stderr_console().print(f"warning: {line}", markup=False)
     if out is not None:
-        _write(out, dumps(doc))
+        _write(out, dumps(cast("dict[str, Any]", tidy(doc))))  # 12 significant digits, as on stdout
     if as_json:
         print_json(doc)
     else:

@@ -25,7 +25,7 @@ rewrites with the number of iterations done),
 path or ``null``), ``ready`` (file to create once listening), ``go`` (file the launcher writes when
 all processes are ready: ``{"start": T0, "end_at": T1}``, wall-clock seconds: start at ``T0``, stop
 after ``T1``), ``out`` (result JSON), ``refresh_s``, ``timeout_s``, and optionally ``profile``: the
-job's profiler (:mod:`commsched.runtime.profiler`) records every chunk this process sends and the
+job's profiler (:mod:`commsched.runtime.profiling.profiler`) records every chunk this process sends and the
 compute of every iteration; after ``profile.window_s`` it recovers the iteration period from the
 traffic series by FFT and, when ``profile.daemon`` (Unix socket) and ``profile.token_file`` are
 given, posts ``W_j``, ``t_j`` and the period to the daemon (``PUT /v1/jobs/{job}/profile``, Crux's
@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from commsched.runtime.agent.client import AgentPolicy
-from commsched.runtime.jobprofile import ProfilePoster
+from commsched.runtime.profiling.jobprofile import ProfilePoster
 from commsched.runtime.transport import Options, init
 
 __all__ = ["main", "run"]

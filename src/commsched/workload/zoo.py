@@ -23,7 +23,7 @@ from functools import cache
 from importlib import resources
 
 from commsched.errors import UnknownNameError
-from commsched.workload.profiles_io import zoo_from_json_doc
+from commsched.workload.profiling.profiles_io import zoo_from_json_doc
 from commsched.workload.records import LayerProfile, ModelProfile
 
 ZOO_RESOURCE = "model_zoo.json"

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from commsched.workload.profiles_io import (
+from commsched.workload.profiling.profiles_io import (
     Workload,
     pipedream_layers,
     read_pipedream_graph,

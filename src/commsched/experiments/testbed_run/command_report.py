@@ -1,7 +1,7 @@
 """What a command job did on the testbed, measured from outside the program.
 
 * **Iteration time from traffic**: the rank's host agent samples the job's bytes out
-  (:mod:`commsched.runtime.enforce.traffic`); the bursts in the measuring window give the mean
+  (:mod:`commsched.runtime.profiling.traffic`); the bursts in the measuring window give the mean
   iteration time, per host, averaged over the job's hosts.
 * **The program's own log** (optional ``iteration_log`` regex whose group is a time in seconds): the
   mean spacing of the times rank 0 printed for the iterations whose lines arrived in the window.
@@ -25,8 +25,8 @@ from typing import Any
 
 from commsched.experiments.testbed_run.twin import MeasuredJob
 from commsched.runtime.enforce.loops import profile_body
-from commsched.runtime.enforce.traffic import IterationStats, outside_profile, window_iterations
 from commsched.runtime.launch.jobs import CommandJob
+from commsched.runtime.profiling.traffic import IterationStats, outside_profile, window_iterations
 from commsched.testbed import Testbed
 from commsched.testbed.probe import trace_tuples
 

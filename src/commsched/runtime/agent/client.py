@@ -15,15 +15,13 @@ Marking(source_port=None, dscp=0)
 
 from __future__ import annotations
 
-import http.client
-import json
 import threading
 import urllib.parse
 from collections.abc import Sequence
 from typing import Any
 
 from commsched.errors import InputError
-from commsched.runtime.jobprofile import UnixHTTPConnection
+from commsched.runtime.localhttp import LocalClient, LocalHTTPError
 from commsched.runtime.transport.policy import Marking
 from commsched.runtime.wire import PortAnswer
 
@@ -127,17 +125,13 @@ class AgentPolicy:
     def _ask(self, key: tuple[int, int]) -> None:
         if self.socket_path is None:
             return
-        conn = UnixHTTPConnection(self.socket_path, timeout=5.0)
         try:
-            conn.request("GET", self.query(*key))
-            resp = conn.getresponse()
-            body = json.loads(resp.read() or b"{}")
-            if resp.status == 200:
+            resp = LocalClient(f"unix:{self.socket_path}", timeout=5.0).get(self.query(*key))
+            body = resp.json() if resp.content else {}
+            if resp.status_code == 200:
                 ans = PortAnswer.from_json(body, where="agent answer")
                 with self._lock:
                     self._last[key] = Marking(source_port=ans.src_port, dscp=ans.mark.dscp)
                     self.answers[key] = body
-        except (OSError, ValueError, InputError, http.client.HTTPException):
+        except (LocalHTTPError, ValueError, InputError):
             pass
-        finally:
-            conn.close()

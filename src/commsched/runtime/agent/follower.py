@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from commsched.errors import InputError
+from commsched.runtime.localhttp import LocalClient, LocalHTTPError
 from commsched.runtime.wire import HostView
 
 __all__ = ["Follower", "read_state", "write_state"]
@@ -71,20 +72,13 @@ class Follower:
         registration: dict[str, Any],
         wait_s: float = 20.0,
     ) -> None:
-        import httpx
-
         self.daemon = daemon.rstrip("/")
         # ``unix:PATH``: a daemon on a Unix socket (reachable from any network namespace)
-        transport = httpx.HTTPTransport(uds=daemon[5:]) if daemon.startswith("unix:") else None
-        base = "http://daemon" if transport is not None else self.daemon
         self.host = host
         self.state_path = state_path
         self.registration = registration
         self.wait_s = wait_s
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._client = httpx.Client(
-            base_url=base, headers=headers, timeout=wait_s + 10.0, transport=transport
-        )
+        self._client = LocalClient(self.daemon, token=token, timeout=wait_s + 10.0)
         self._token = token
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -123,13 +117,11 @@ class Follower:
 
     def report_counters(self, counters: dict[str, float]) -> bool:
         """Send link counters to the daemon; ``False`` when it is away or refuses."""
-        import httpx
-
         if not self._token:
             return False
         try:
             r = self._client.post(f"/v1/hosts/{self.host}/counters", json={"counters": counters}, timeout=5.0)
-        except httpx.HTTPError:
+        except LocalHTTPError:
             return False
         return r.status_code == 200
 
@@ -170,8 +162,6 @@ class Follower:
                 fn(view)
 
     def _run(self) -> None:
-        import httpx
-
         backoff = 0.1
         while not self._stop.is_set():
             try:
@@ -179,7 +169,7 @@ class Follower:
                     self._register()
                 self._poll()
                 backoff = 0.1
-            except (httpx.HTTPError, ValueError, InputError) as exc:
+            except (LocalHTTPError, ValueError, InputError) as exc:
                 self.connected = False
                 self.registered = False  # a restarted daemon gets the host again
                 self.last_error = f"{type(exc).__name__}: {exc}"

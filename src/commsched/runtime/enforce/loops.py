@@ -25,7 +25,9 @@ from commsched.runtime.enforce.conns import SYN_SENT, read_sockets, socket_inode
 from commsched.runtime.enforce.host import EnforcerView, JobState
 from commsched.runtime.enforce.nflink import CounterReader
 from commsched.runtime.enforce.pins import Pinning
-from commsched.runtime.enforce.traffic import outside_profile, series, steady, window_iterations
+from commsched.runtime.profiling.body import from_host
+from commsched.runtime.profiling.body import profile_body as build_body
+from commsched.runtime.profiling.traffic import outside_profile, series, steady, window_iterations
 
 __all__ = ["LoopHost", "Loops", "profile_body", "profile_now"]
 
@@ -229,10 +231,9 @@ def profile_now(e: LoopHost, job: JobState, start: float, end: float) -> dict[st
 
 
 def profile_body(prof: dict[str, Any], view: dict[str, Any], job: str) -> dict[str, Any]:
-    """``PUT /v1/jobs/{job}/profile`` from a host's measured profile.
-
-    The host sends the share of the job's bytes its decided connections carry (``share``, from the
-    decision); the bytes synchronised per iteration are the host's bytes over that share.
+    """``PUT /v1/jobs/{job}/profile`` from a host's measured profile (built by
+    :func:`commsched.runtime.profiling.body.profile_body`; the host's share of the job's bytes as
+    :func:`commsched.runtime.profiling.body.from_host` takes it).
 
     Examples
     --------
@@ -240,11 +241,4 @@ def profile_body(prof: dict[str, Any], view: dict[str, Any], job: str) -> dict[s
     >>> profile_body({"compute_s": 0.3, "bytes_per_iteration": 3e6, "period_s": 0.4}, view, "a")
     {'compute_s': 0.3, 'comm_bytes': 2000000.0, 'period_s': 0.4, 'overlap': 1.0}
     """
-    share = sum(float(c.get("share", 0.0)) for c in view.get("connections", []) if c["job"] == job)
-    per = float(prof["bytes_per_iteration"])
-    return {
-        "compute_s": max(float(prof["compute_s"]), 1e-6),
-        "comm_bytes": per / share if share > 0 else per,
-        "period_s": float(prof["period_s"]),
-        "overlap": float(prof.get("overlap", 1.0)),
-    }
+    return dict(build_body(from_host(prof, view, job)))

@@ -13,6 +13,7 @@ from typing import Any
 
 from commsched.errors import TestbedError
 from commsched.runtime.launch.jobs import CommandJob
+from commsched.runtime.localhttp import LocalClient
 
 __all__ = [
     "collect",
@@ -26,15 +27,8 @@ __all__ = [
 ]
 
 
-def _client(sock: Path, token: str) -> Any:
-    import httpx
-
-    return httpx.Client(
-        transport=httpx.HTTPTransport(uds=str(sock)),
-        base_url="http://agent",
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=30.0,
-    )
+def _client(sock: Path, token: str) -> LocalClient:
+    return LocalClient(f"unix:{sock}", token=token, timeout=30.0)
 
 
 def _ok(r: Any, what: str) -> Any:
@@ -79,7 +73,7 @@ def status(job: CommandJob, agents: dict[str, Path], token: str) -> dict[str, An
 def _iterating(job: CommandJob, agents: dict[str, Path], token: str, work: Path) -> bool:
     """Whether ``job`` is in its training loop: two lines of its own log, or regular bursts (at least
     three spacings) in its last ten seconds of traffic."""
-    from commsched.runtime.enforce.traffic import steady, window_iterations
+    from commsched.runtime.profiling.traffic import steady, window_iterations
 
     if job.iteration_log is not None:
         import re
@@ -138,7 +132,7 @@ def progress_line(job: CommandJob, agents: dict[str, Path], token: str, work: Pa
     """How far ``job`` is: iterations in its own log (or its recent period), bytes sent, profile."""
     import re
 
-    from commsched.runtime.enforce.traffic import window_iterations
+    from commsched.runtime.profiling.traffic import window_iterations
 
     rep = status(job, agents, token)
     sent = sum(body["data_bytes"] for body in rep.values()) / 1e6

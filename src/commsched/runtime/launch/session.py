@@ -26,6 +26,7 @@ from commsched.runtime.launch.jobs import CommandJob, JobLayout
 from commsched.runtime.launch.procs import Processes, cli_argv
 from commsched.runtime.launch.settings import RunSettings
 from commsched.runtime.launch.waiting import collect_outputs, wait_run
+from commsched.runtime.localhttp import LocalClient
 from commsched.testbed import Testbed
 from commsched.testbed.probe import trace_ports
 from commsched.topology import NodeId
@@ -52,13 +53,8 @@ class PolicyRun:
     link_bytes: dict[int, int] = field(default_factory=dict)
 
 
-def _http(sock: Path, token: str | None = None) -> Any:
-    import httpx
-
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx.Client(
-        transport=httpx.HTTPTransport(uds=str(sock)), base_url="http://local", headers=headers, timeout=30.0
-    )
+def _http(sock: Path, token: str | None = None) -> LocalClient:
+    return LocalClient(f"unix:{sock}", token=token, timeout=30.0)
 
 
 def _uses_hash(policy: str) -> bool:

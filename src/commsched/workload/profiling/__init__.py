@@ -6,15 +6,18 @@
 * :func:`layers_from_timeline` — the per-layer profile of a measured step;
 * :func:`profile_document`, :func:`read_profile_document` — the JSON profile ``commsched profile`` writes
   and scenarios read.
+* :mod:`.profiles_io` — third-party profile files (PipeDream, Tiresias, ASTRA-sim workloads) and the
+  shipped zoo's JSON.
 
-Measuring a step with PyTorch lives in :mod:`commsched.runtime.stepprofile` (``torch`` is optional).
+What measures (a step with PyTorch, the in-job profiler, traffic from outside) is the runtime side,
+:mod:`commsched.runtime.profiling` (``torch`` is optional).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from commsched.workload.profiling.chakra import read_chakra_et
+from commsched.workload.profiling.chakra import read_chakra_et, read_chakra_stream
 from commsched.workload.profiling.document import (
     model_profile,
     model_profile_from_document,
@@ -32,7 +35,9 @@ from commsched.workload.profiling.records import (
     StepProfile,
 )
 from commsched.workload.profiling.timeline import ModuleTime, layers_from_timeline
-from commsched.workload.profiling.tracefile import DEFAULT_MAX_BYTES, looks_like_json, parse_json, read_bytes
+from commsched.workload.profiling.tracefile import DEFAULT_MAX_BYTES, looks_like_json, open_trace, parse_json
+
+_SNIFF_BYTES = 4096  # white space, then the first character of a JSON document
 
 
 def read_execution_trace(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ExecutionTrace:
@@ -43,12 +48,12 @@ def read_execution_trace(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES
     InputError
         Missing, empty, oversized, truncated or malformed file, or one of another format.
     """
-    data = read_bytes(path, max_bytes=max_bytes)
     where = str(path)
-    if looks_like_json(data):
-        doc = parse_json(data, where=where, expected="a PyTorch execution trace")
-        return read_pytorch_et(doc, where=where)
-    return read_chakra_et(data, where=where)
+    with open_trace(path, max_bytes=max_bytes) as stream:
+        if looks_like_json(stream.head(_SNIFF_BYTES)):
+            doc = parse_json(stream.read_all(), where=where, expected="a PyTorch execution trace")
+            return read_pytorch_et(doc, where=where)
+        return read_chakra_stream(stream, where=where)
 
 
 __all__ = [

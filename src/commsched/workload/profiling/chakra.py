@@ -27,14 +27,17 @@ References
 from __future__ import annotations
 
 import ast
+import io
 import json
 import math
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from commsched.errors import InputError
 from commsched.workload.profiling.records import Collective, ExecutionTrace
+from commsched.workload.profiling.tracefile import TraceStream
 from commsched.workload.profiling.types import element_size
 
 COMP_NODE = 4
@@ -43,6 +46,11 @@ _VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
 _INT_VALUES = {7, 9, 11, 13, 27}  # int32, int64, uint32, uint64, bool
 _ZIGZAG_VALUES = {15, 17}  # sint32, sint64
 _STRING_VALUE = 29
+#: the largest message read (a Chakra node is a few hundred bytes; the bound keeps a hostile length
+#: from allocating the whole --max-bytes at once)
+MAX_MESSAGE_BYTES = 64 * 10**6
+#: the most collective nodes kept (each becomes a record of the result)
+MAX_COLLECTIVES = 1_000_000
 #: the enum of collective kinds, as the schema numbers it
 COMM_TYPES = (
     "ALL_REDUCE", "REDUCE", "ALL_GATHER", "GATHER", "SCATTER", "BROADCAST", "ALL_TO_ALL", "REDUCE_SCATTER",
@@ -142,25 +150,52 @@ def _node(buf: bytes) -> _Node:
     return n
 
 
-def _messages(data: bytes, where: str) -> list[bytes]:
-    out: list[bytes] = []
-    i = 0
-    while i < len(data):
+def _stream_varint(stream: TraceStream) -> int | None:
+    """A message length from the stream, ``None`` at a clean end of the data."""
+    value, shift = 0, 0
+    while True:
+        b = stream.read(1)
+        if not b:
+            if shift == 0:
+                return None
+            raise _TruncatedError
+        value |= (b[0] & 0x7F) << shift
+        shift += 7
+        if b[0] < 0x80:
+            return value
+        if shift > 63:
+            raise ValueError("varint longer than 10 bytes")
+
+
+def _messages(stream: TraceStream, where: str) -> Iterator[bytes]:
+    """The length-delimited messages of the stream, one at a time (memory: one message)."""
+    k = 0
+    while True:
+        at = stream.offset
         try:
-            n, j = _varint(data, i)
-        except _TruncatedError:
+            n = _stream_varint(stream)
+        except (_TruncatedError, ValueError):
             raise InputError(
-                "truncated message length", where=f"{where}: byte {i}", expected="a Chakra ET"
+                "truncated or malformed message length", where=f"{where}: byte {at}", expected="a Chakra ET"
             ) from None
-        if j + n > len(data):
+        if n is None:
+            return
+        if n == 0 or n > MAX_MESSAGE_BYTES:
+            what = "an empty message" if n == 0 else f"a message of {n:,} bytes announced"
             raise InputError(
-                f"message {len(out)} is cut off ({n:,} bytes announced, {len(data) - j:,} left)",
+                f"message {k} is {what}",
+                where=f"{where}: byte {at}",
+                expected=f"a Chakra ET protobuf stream (messages of 1 .. {MAX_MESSAGE_BYTES:,} bytes)",
+            )
+        body = stream.read(n)
+        if len(body) < n:
+            raise InputError(
+                f"message {k} is cut off ({n:,} bytes announced, {len(body):,} left)",
                 where=where,
                 expected="a complete Chakra ET file",
             )
-        out.append(data[j : j + n])
-        i = j + n
-    return out
+        yield body
+        k += 1
 
 
 def _input_bytes(node: _Node) -> float:
@@ -197,13 +232,68 @@ def _collective(node: _Node) -> Collective:
     )
 
 
-def read_chakra_et(data: bytes, *, where: str) -> ExecutionTrace:
-    """The compute and collective nodes of a Chakra ET (protobuf bytes).
+@dataclass(slots=True)
+class _Tally:
+    """What is kept of the nodes while they stream by: counts, GPU time and the collectives."""
+
+    nodes: int = 0
+    compute: int = 0
+    gpu_us: list[int] = field(default_factory=list)
+    collectives: list[Collective] = field(default_factory=list)
+
+    def add(self, n: _Node, where: str) -> None:
+        self.nodes += 1
+        if n.type == COMP_NODE:
+            self.compute += 1
+            if n.attrs.get("is_cpu_op") == 0:
+                self.gpu_us.append(n.duration_us)
+        elif n.type == COMM_COLL_NODE:
+            if len(self.collectives) >= MAX_COLLECTIVES:
+                raise InputError(
+                    f"more than {MAX_COLLECTIVES:,} collective nodes",
+                    where=where,
+                    expected="a Chakra ET of one rank",
+                )
+            self.collectives.append(_collective(n))
+
+
+def read_chakra_stream(stream: TraceStream, *, where: str) -> ExecutionTrace:
+    """The compute and collective nodes of a Chakra ET read from ``stream``, one message at a time.
+
+    Memory stays bounded by the largest message and what is kept of the nodes (counts, the collectives),
+    whatever the file holds.
 
     Raises
     ------
     InputError
-        A truncated stream, a message that is not protobuf, or no nodes.
+        A truncated stream, an empty or oversized message, a message that is not protobuf, or no nodes.
+    """
+    tally, version = _Tally(), ""
+    for k, m in enumerate(_messages(stream, where)):
+        try:
+            if k == 0:
+                version = _metadata_version(m)
+                continue
+            node = _node(m)
+        except (_TruncatedError, ValueError, UnicodeDecodeError):
+            raise InputError(
+                f"message {k} is not a protobuf message", where=where, expected="a Chakra ET protobuf stream"
+            ) from None
+        tally.add(node, where)
+    if not tally.compute and not tally.collectives:
+        raise InputError("no compute or communication nodes", where=where, expected="a Chakra ET of one rank")
+    return ExecutionTrace(
+        format="chakra-et",
+        schema=version,
+        source=where,
+        compute_nodes=tally.compute,
+        collectives=tuple(tally.collectives),
+        compute_s=sum(tally.gpu_us) * 1e-6 if tally.gpu_us else None,  # us -> s
+    )
+
+
+def read_chakra_et(data: bytes, *, where: str) -> ExecutionTrace:
+    """The compute and collective nodes of a Chakra ET given as bytes (see :func:`read_chakra_stream`).
 
     Examples
     --------
@@ -213,29 +303,8 @@ def read_chakra_et(data: bytes, *, where: str) -> ExecutionTrace:
     >>> (et.compute_nodes, len(et.collectives)) if et else (3643, 21)
     (3643, 21)
     """
-    messages = _messages(data, where)
-    nodes, version = [], ""
-    for k, m in enumerate(messages):
-        try:
-            if k == 0:
-                version = _metadata_version(m)
-                continue
-            nodes.append(_node(m))
-        except (_TruncatedError, ValueError, UnicodeDecodeError):
-            raise InputError(
-                f"message {k} is not a protobuf message", where=where, expected="a Chakra ET protobuf stream"
-            ) from None
-    if not nodes or not any(n.type in (COMP_NODE, COMM_COLL_NODE) for n in nodes):
-        raise InputError("no compute or communication nodes", where=where, expected="a Chakra ET of one rank")
-    gpu = [n.duration_us for n in nodes if n.type == COMP_NODE and n.attrs.get("is_cpu_op") == 0]
-    return ExecutionTrace(
-        format="chakra-et",
-        schema=version,
-        source=where,
-        compute_nodes=sum(1 for n in nodes if n.type == COMP_NODE),
-        collectives=tuple(_collective(n) for n in nodes if n.type == COMM_COLL_NODE),
-        compute_s=sum(gpu) * 1e-6 if gpu else None,  # us -> s
-    )
+    stream = TraceStream(io.BytesIO(data), where=where, max_bytes=len(data))
+    return read_chakra_stream(stream, where=where)
 
 
 def _metadata_version(buf: bytes) -> str:

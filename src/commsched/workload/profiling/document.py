@@ -10,8 +10,10 @@ compute after which gradients start to be ready), ``sync_bytes`` (gradient bytes
 ``precision``, ``torch``, ``date``, ``batch_size``, ``warmup``, ``iterations``), ``iterations``
 (``forward_s``/``backward_s`` of every timed iteration), ``layers`` (forward order: ``name``,
 ``forward_s``, ``backward_s``, ``param_bytes``), ``gradients`` (the gradient-ready timeline: ``name``,
-``bytes``, ``ready_s`` from the start of backward) and ``collectives`` (``name``, ``bytes``, ``group``,
-``kind``).
+``bytes``, ``ready_s`` from the start of backward, scaled like the layers so that the last one is
+``backward_s``), ``collectives`` (``name``, ``bytes``, ``group``, ``kind``), ``spread`` (``(max - min) /
+median`` of the timed iterations' compute, or ``null``), ``unused_params`` and ``frozen_params`` (parameters
+left out of ``sync_bytes``) and ``warnings`` (one line each).
 
 An *execution-trace document* (``"format": "commsched-execution-trace"``) holds ``trace_format``
 (``pytorch-et`` or ``chakra-et``), ``schema``, ``compute_nodes``, ``compute_s`` (or ``null``) and
@@ -73,6 +75,10 @@ def profile_document(p: StepProfile) -> dict[str, Any]:
         "layers": [asdict(ly) for ly in p.layers],
         "gradients": [{"name": g.name, "bytes": g.size_bytes, "ready_s": g.ready_s} for g in p.gradients],
         "collectives": _collectives(p.collectives),
+        "spread": p.spread,
+        "unused_params": list(p.unused_params),
+        "frozen_params": list(p.frozen_params),
+        "warnings": list(p.warnings),
     }
 
 

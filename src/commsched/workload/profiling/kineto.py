@@ -36,6 +36,7 @@ from typing import Any
 from commsched.errors import InputError
 from commsched.workload.profiling.kineto_events import (
     ACCUMULATE,
+    C10D_OPS,
     COLLECTIVE_RE,
     CpuEvent,
     EventTable,
@@ -43,6 +44,7 @@ from commsched.workload.profiling.kineto_events import (
     first_input_bytes,
     union_s,
 )
+from commsched.workload.profiling.quality import spread, spread_warnings
 from commsched.workload.profiling.records import Collective, GradientReady, Provenance, StepProfile
 from commsched.workload.profiling.tracefile import DEFAULT_MAX_BYTES, parse_json, read_bytes
 from commsched.workload.profiling.tracelayers import kineto_layers
@@ -136,19 +138,95 @@ def _group_name(table: EventTable, e: CpuEvent) -> str:
     return ""
 
 
+def _nested_bytes(e: CpuEvent, dtype: str) -> float:
+    """Bytes of the tensors of a ``c10d::*`` event's first input (a list of tensors, recorded as a
+    ``TensorList`` without its element type: ``dtype`` is the backend events' own)."""
+    dims = e.args.get("Input Dims")
+    if not (isinstance(dims, list) and dims and isinstance(dims[0], list)):
+        return math.nan
+    shapes = dims[0] if all(isinstance(d, list) for d in dims[0]) else [dims[0]]
+    try:
+        return float(sum(math.prod(int(d) for d in s) for s in shapes) * element_size(dtype))
+    except (InputError, TypeError, ValueError):
+        return math.nan
+
+
+def _collective_events(table: EventTable, window: tuple[float, float]) -> list[tuple[CpuEvent, str]]:
+    """The backend's collectives (in the order they started, over all threads), and each ``c10d::*``
+    operation that no backend event pairs (the first unpaired one starting after it): the profiler records
+    a backend's event when its work ends, on the backend's thread, and loses it when that comes after it
+    stopped (the last bucket of a step, on a busy machine)."""
+    events = sorted((e for e in table.cpu if _in(window, e.ts)), key=lambda e: e.ts)
+    backend = [e for e in events if COLLECTIVE_RE.match(e.name)]
+    prefixes = {e.name.split(":")[0] for e in backend}
+    prefix = prefixes.pop() if len(prefixes) == 1 else ""
+    out = [(e, e.name) for e in backend]
+    free = list(backend)
+    for e in events:
+        op = e.name.removeprefix("c10d::")
+        if not (e.name.startswith("c10d::") and op in C10D_OPS and prefix):
+            continue
+        pair = next((b for b in free if b.ts >= e.ts), None)
+        if pair is not None:
+            free.remove(pair)
+        else:
+            out.append((e, f"{prefix}:{C10D_OPS[op]}"))
+    return sorted(out, key=lambda c: c[0].ts)
+
+
 def _collectives(table: EventTable, window: tuple[float, float]) -> tuple[Collective, ...]:
     out = []
-    for e in sorted(table.cpu, key=lambda e: e.ts):  # in the order they started, over all threads
-        if not (COLLECTIVE_RE.match(e.name) and _in(window, e.ts)):
-            continue
-        size = first_input_bytes(e)
+    events = _collective_events(table, window)
+    types = [e.args.get("Input type") for e, name in events if name == e.name]
+    seen_type = next((str(t[0]) for t in types if isinstance(t, list) and t), "")
+    for e, name in events:
+        size = first_input_bytes(e) if name == e.name else _nested_bytes(e, seen_type)
         if math.isnan(size):
             nelems, dtype = e.args.get("In msg nelems"), e.args.get("dtype")
             size = float(nelems) * element_size(str(dtype)) if isinstance(nelems, int | float) else math.nan
         out.append(
-            Collective(name=e.name, size_bytes=size, group=_group_name(table, e), kind=e.name.split(":")[-1])
+            Collective(name=name, size_bytes=size, group=_group_name(table, e), kind=name.split(":")[-1])
         )
     return tuple(c for c in out if not math.isnan(c.size_bytes))
+
+
+_MATMULS = (
+    "aten::mm",
+    "aten::addmm",
+    "aten::bmm",
+    "aten::baddbmm",
+    "aten::convolution",
+    "aten::_convolution",
+)
+_PRECISIONS = {"c10::bfloat16": "bf16", "c10::half": "fp16", "float": "fp32", "double": "fp64"}
+
+
+def _precision(table: EventTable, window: tuple[float, float]) -> str:
+    """The precision of the forward pass's matrix products and convolutions (their first input's type):
+    ``bf16`` or ``fp16`` where any ran in it (autocast), else ``fp32``; ``""`` where none is recorded."""
+    seen = set()
+    for e in table.cpu:
+        types = e.args.get("Input type")
+        if (
+            e.name in _MATMULS
+            and e.phase == "forward"
+            and _in(window, e.ts)
+            and isinstance(types, list)
+            and types
+        ):
+            seen.add(_PRECISIONS.get(str(types[0]).lower(), ""))
+    return next((p for p in ("bf16", "fp16", "fp32", "fp64") if p in seen), "")
+
+
+def _elements(table: EventTable, window: tuple[float, float]) -> int | None:
+    """Elements of the gradients accumulated (the parameters that get one), where the shapes are recorded."""
+    total = 0
+    for e in _accumulations(table, window):
+        dims = e.args.get("Input Dims")
+        if not (isinstance(dims, list) and dims and isinstance(dims[0], list)):
+            return None
+        total += math.prod(int(d) for d in dims[0])
+    return total or None
 
 
 def _date(table: EventTable) -> str:
@@ -185,6 +263,7 @@ def profile_from_kineto(doc: dict[str, Any], *, where: str, name: str = "") -> S
     grads = _gradients(table, last)
     forward_s, backward_s = statistics.median(fwd), statistics.median(bwd)
     gpu = bool(table.gpu)
+    cpu_name = "CPU: model not recorded in the trace"
     return StepProfile(
         name=name or Path(where).name.split(".")[0],
         forward_s=forward_s,
@@ -195,10 +274,14 @@ def profile_from_kineto(doc: dict[str, Any], *, where: str, name: str = "") -> S
         forward_all=tuple(fwd),
         backward_all=tuple(bwd),
         collectives=_collectives(table, last),
+        params=_elements(table, last) if grads else None,
+        spread=spread(fwd, bwd),
+        warnings=spread_warnings(fwd, bwd),
         provenance=Provenance(
             source=f"Kineto trace {where} ({'busy GPU' if gpu else 'CPU'} time, {len(times)} iteration(s))",
             device="cuda" if gpu else "cpu",
-            device_name=table.device_name,
+            device_name=table.device_name or ("" if gpu else cpu_name),
+            precision=_precision(table, last),
             date=_date(table),
             iterations=len(times),
         ),

@@ -11,7 +11,12 @@ call. Every CPU event gets a *phase*:
 * ``comm`` for a collective of a process-group backend (``gloo:all_reduce``, ``nccl:all_gather``, ...);
 * else ``forward`` when it starts before the first backward event of its iteration, ``other`` after it.
 
-Iterations are the ``ProfilerStep#N`` annotations where the trace has them, else the whole trace.
+Iterations are the ``ProfilerStep#N`` annotations where the trace has them. A trace without them is cut
+by its own structure (:func:`structural_windows`): a *backward pass* is a run of autograd backward
+functions with no forward operator between them; each pass after the first begins a new iteration at the
+first forward operator after the previous pass (and after the optimizer step that follows it, where there
+is one). A trace whose optimizer steps do not match its backward passes one for one (gradient
+accumulation, say) cannot be cut so and is refused; a trace with one backward pass is one iteration.
 
 References
 ----------
@@ -21,6 +26,7 @@ References
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -37,6 +43,15 @@ _GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 _LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 #: a process-group backend's collective: ``nccl:all_reduce``, ``gloo:broadcast`` (one colon, no spaces)
 COLLECTIVE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*:[A-Za-z][A-Za-z0-9_]*$")
+#: the backend operation a ``c10d::`` dispatcher operation becomes (``c10d::allreduce_`` -> ``all_reduce``)
+C10D_OPS = {
+    "allreduce_": "all_reduce", "allreduce_coalesced_": "all_reduce", "allgather_": "all_gather",
+    "_allgather_base_": "all_gather", "allgather_into_tensor_coalesced_": "all_gather",
+    "broadcast_": "broadcast",
+    "reduce_scatter_": "reduce_scatter", "_reduce_scatter_base_": "reduce_scatter", "reduce_": "reduce",
+    "alltoall_": "all_to_all", "alltoall_base_": "all_to_all", "gather_": "gather", "scatter_": "scatter",
+    "barrier": "barrier",
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -141,6 +156,67 @@ def _windows(rows: list[dict[str, Any]]) -> tuple[tuple[float, float], ...]:
     return tuple(steps) if steps else ((-math.inf, math.inf),)
 
 
+def _marks(nested: list[tuple[dict[str, Any], int | None, str | None]]) -> list[tuple[float, str, float]]:
+    """(start, kind, end) in time order: ``b`` backward function, ``o`` optimizer step, ``f`` top-level
+    forward operator (a ``cpu_op`` outside backward, optimizer and collectives)."""
+    out = []
+    for r, parent, phase in nested:
+        if phase == "backward" and r["name"].startswith(BACKWARD_PREFIX):
+            kind = "b"
+        elif r["name"].startswith("Optimizer.step#"):
+            kind = "o"
+        elif phase is None and parent is None and r["cat"] == "cpu_op":
+            kind = "f"
+        else:
+            continue
+        out.append((r["ts"], kind, r["ts"] + r["dur"]))
+    out.sort()
+    return out
+
+
+def structural_windows(
+    nested: list[tuple[dict[str, Any], int | None, str | None]], *, where: str
+) -> tuple[tuple[float, float], ...]:
+    """Iteration windows of a trace without ``ProfilerStep#`` marks, from its backward passes and
+    optimizer steps (see the module's documentation).
+
+    Raises
+    ------
+    InputError
+        Several backward passes whose number differs from that of the optimizer steps.
+    """
+    passes: list[list[float]] = []  # [first start, last end] of each backward pass
+    boundaries: list[float] = []
+    steps, seen_forward, after = 0, True, -math.inf  # ``after``: when the previous pass (and step) ended
+    first_forward: float | None = None
+    for ts, kind, end in _marks(nested):
+        if kind == "o":
+            steps += 1
+            after = max(after, end)
+        elif kind == "f":
+            if first_forward is None and ts >= after:
+                first_forward = ts
+            seen_forward = True
+        elif seen_forward or not passes:
+            if passes:
+                boundaries.append(first_forward if first_forward is not None else ts)
+            passes.append([ts, end])
+            seen_forward, first_forward = False, None
+        else:
+            passes[-1][1] = max(passes[-1][1], end)
+        if kind == "b":
+            after = max(after, end)
+    if len(passes) > 1 and steps and steps != len(passes):
+        raise InputError(
+            f"no ProfilerStep# marks, and {len(passes)} backward passes for {steps} optimizer steps: "
+            "the iterations cannot be told apart",
+            where=where,
+            expected="a trace recorded with prof.step() after each iteration (ProfilerStep# marks)",
+        )
+    edges = [-math.inf, *boundaries, math.inf]
+    return tuple((a, math.nextafter(b, -math.inf)) for a, b in itertools.pairwise(edges))
+
+
 def _resolve(
     nested: list[tuple[dict[str, Any], int | None, str | None]], windows: Sequence[tuple[float, float]]
 ) -> list[CpuEvent]:
@@ -208,7 +284,10 @@ def event_table(doc: dict[str, Any], *, where: str) -> EventTable:
             expected="a torch.profiler trace of a training step",
         )
     windows = _windows(cpu_rows)
-    cpu = _resolve(_nest(cpu_rows), windows)
+    nested = _nest(cpu_rows)
+    if windows == ((-math.inf, math.inf),):
+        windows = structural_windows(nested, where=where)
+    cpu = _resolve(nested, windows)
     props = doc.get("deviceProperties")
     name = (
         str(props[0].get("name", ""))

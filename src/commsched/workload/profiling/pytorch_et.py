@@ -13,8 +13,14 @@ What is read:
   tensors (elements x element size summed). The process group is the ``pg_name`` of the
   ``## process_group:init ##`` entry whose ``backend_id`` (or name) the enclosing ``record_param_comms``
   names, or the only group of the trace.
-* **compute nodes**: top-level operators (children of a thread node) with no collective inside them and
-  that are not process-group records (``## ... ##``, ``record_param_comms``).
+  A ``c10d::*`` operation that no backend node pairs (the first after it, in id order, whose tensors
+  are among its own) stands for one the observer lost (it writes a backend's node when the work ends, on the
+  backend's thread, and drops it after it stopped): it is named as the trace's backend names its
+  operations (``gloo:all_reduce``).
+* **compute nodes**: operator nodes at any depth that are not communication (collectives, ``c10d::*``,
+  ``record_param_comms``) nor process-group records (``## ... ##``), the root and thread nodes left out:
+  the observer nests whatever runs while a collective is open under it, depending on timing, and a count
+  of top-level operators would differ between identical ranks.
 
 References
 ----------
@@ -29,11 +35,12 @@ import math
 from typing import Any
 
 from commsched.errors import InputError
-from commsched.workload.profiling.kineto_events import COLLECTIVE_RE
+from commsched.workload.profiling.kineto_events import C10D_OPS, COLLECTIVE_RE
 from commsched.workload.profiling.records import Collective, ExecutionTrace
 from commsched.workload.profiling.types import element_size
 
 _THREAD = "[pytorch|profiler|execution_trace|thread]"
+_ROOT = "[pytorch|profiler|execution_trace|process]"
 _COMM_NAMES = ("record_param_comms",)
 
 
@@ -101,14 +108,62 @@ def _group_of(node: dict[str, Any], by_id: dict[Any, dict[str, Any]], groups: li
     return str(groups[0].get("pg_name", "")) if len(groups) == 1 else ""
 
 
-def _collective_nodes(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The collective nodes in the order they started: by node id, which the observer gives on entry (a node
-    is written when it ends, and a backend's collectives may end out of order)."""
+def _collective_nodes(nodes: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
+    """The collective nodes in the order they started, each with its name: by node id, which the
+    observer gives on entry (a node is written when it ends, and a backend's collectives may end out of
+    order). A backend's node is written when its work ends, on the backend's thread, and the observer
+    drops it when that comes after it stopped (the last bucket of a step, on a busy machine); its nesting
+    depends on timing too. So each ``c10d::*`` operation is paired, in id order, with the first unpaired
+    backend node after it whose tensors are among its own, and one left without a pair stands for its
+    lost node."""
     backend = [n for n in nodes if COLLECTIVE_RE.match(str(n.get("name", "")))]
-    chosen = backend or [n for n in nodes if str(n.get("name", "")).startswith("c10d::")]
-    if all(isinstance(n["id"], int) for n in chosen):
-        chosen.sort(key=lambda n: n["id"])
+    prefixes = {str(n["name"]).split(":")[0] for n in backend}
+    prefix = prefixes.pop() if len(prefixes) == 1 else ""
+    chosen = [(n, str(n["name"])) for n in backend]
+    free = sorted(backend, key=_order)
+    for n in sorted(nodes, key=_order):
+        name = str(n.get("name", ""))
+        op = name.removeprefix("c10d::")
+        if not name.startswith("c10d::") or (backend and op not in C10D_OPS):
+            continue
+        mine = _tensor_ids((n.get("inputs") or {}).get("values", []))
+        pair = next((b for b in free if _order(b) > _order(n) and _pairs(b, mine)), None)
+        if pair is not None:
+            free.remove(pair)
+        else:
+            chosen.append((n, f"{prefix}:{C10D_OPS[op]}" if prefix and op in C10D_OPS else name))
+    if all(isinstance(n["id"], int) for n, _ in chosen):
+        chosen.sort(key=lambda c: c[0]["id"])
     return chosen
+
+
+def _tensor_ids(value: Any) -> set[int]:
+    """Ids of every tensor in a (nested) input value."""
+    if _is_tensor(value):
+        return {value[0]}
+    return set().union(*(_tensor_ids(v) for v in value)) if isinstance(value, list) else set()
+
+
+def _pairs(backend: dict[str, Any], ids: set[int]) -> bool:
+    """Whether a backend node works on tensors of the dispatcher operation with tensor ids ``ids``."""
+    theirs = _tensor_ids((backend.get("inputs") or {}).get("values", []))
+    return bool(theirs) and theirs <= ids
+
+
+def _order(n: dict[str, Any]) -> float:
+    return float(n["id"]) if isinstance(n["id"], int | float) else 0.0
+
+
+def _compute_count(nodes: list[dict[str, Any]], comm: set[Any]) -> int:
+    """Operator nodes at any depth that are not communication nor process-group records: the observer
+    nests what runs while a collective is open under it, more or less depending on timing, so that two
+    identical ranks may differ in nesting but not in this count."""
+    return sum(
+        1 for n in nodes
+        if n["id"] not in comm and n.get("name") not in (_THREAD, _ROOT)
+        and not str(n.get("name", "")).startswith(("##", "c10d::")) and n.get("name") not in _COMM_NAMES
+        and not COLLECTIVE_RE.match(str(n.get("name", "")))
+    )  # fmt: skip
 
 
 def _check(doc: dict[str, Any], where: str) -> list[dict[str, Any]]:
@@ -143,30 +198,17 @@ def read_pytorch_et(doc: dict[str, Any], *, where: str) -> ExecutionTrace:
     colls = _collective_nodes(nodes)
     collectives = tuple(
         Collective(
-            name=str(n.get("name")),
+            name=name,
             size_bytes=_input_bytes(n),
             group=_group_of(n, by_id, groups),
-            kind=str(n.get("name")).split(":")[-1].rstrip("_"),
+            kind=name.split(":")[-1].rstrip("_"),
         )
-        for n in colls
+        for n, name in colls
     )
-    comm_tops: set[Any] = set()
-    for n in colls:
-        cur: dict[str, Any] | None = n
-        seen = 0
-        while cur is not None and seen < 64:
-            comm_tops.add(cur["id"])
-            cur, seen = by_id.get(cur.get("ctrl_deps")), seen + 1
-    threads = {n["id"] for n in nodes if n.get("name") == _THREAD}
-    compute = [
-        n for n in nodes
-        if n.get("ctrl_deps") in threads and n["id"] not in comm_tops
-        and not str(n.get("name", "")).startswith("##") and n.get("name") not in _COMM_NAMES
-    ]  # fmt: skip
     return ExecutionTrace(
         format="pytorch-et",
         schema=str(doc.get("schema")),
         source=where,
-        compute_nodes=len(compute),
+        compute_nodes=_compute_count(nodes, {n["id"] for n, _ in colls}),
         collectives=collectives,
     )

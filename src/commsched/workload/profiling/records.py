@@ -113,7 +113,15 @@ class StepProfile:
     collectives
         Collectives of a distributed trace (empty for a single-process measurement).
     params
-        Parameter count, where known.
+        Parameter count (of the parameters that get a gradient), where known.
+    unused_params, frozen_params
+        Parameters that got no gradient in the step, and frozen ones (``requires_grad=False``): neither
+        is counted in ``sync_bytes`` (data parallelism does not synchronise them).
+    spread
+        ``(max - min) / median`` of the timed iterations' compute times
+        (:func:`commsched.workload.profiling.quality.spread`), ``None`` with one iteration.
+    warnings
+        What the reader or measurement found doubtful (one line each).
     """
 
     name: str
@@ -127,6 +135,10 @@ class StepProfile:
     backward_all: tuple[float, ...] = ()
     collectives: tuple[Collective, ...] = ()
     params: int | None = None
+    unused_params: tuple[str, ...] = ()
+    frozen_params: tuple[str, ...] = ()
+    spread: float | None = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def compute_s(self) -> float:

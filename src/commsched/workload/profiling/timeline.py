@@ -37,10 +37,13 @@ from commsched.workload.records import LayerProfile
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModuleTime:
-    """Forward time of one leaf module with parameters, in forward order."""
+    """Forward time of one layer, in forward order: a leaf module with parameters, or the parameters
+    that one call of the forward pass used first (``params``: their names; empty: the parameters whose
+    names the module's name prefixes)."""
 
     name: str
     forward_s: float
+    params: tuple[str, ...] = ()
 
 
 def _owner(param: str, modules: Sequence[str]) -> str | None:
@@ -66,8 +69,9 @@ def _group(
     names = [m.name for m in modules]
     owned: dict[str, list[GradientReady]] = {n: [] for n in names}
     orphans: dict[str, list[GradientReady]] = {}
+    listed = {p: m.name for m in modules for p in m.params}
     for g in grads:
-        owner = _owner(g.name, names)
+        owner = listed.get(g.name) or _owner(g.name, [m.name for m in modules if not m.params])
         if owner is None:
             orphans.setdefault(g.name.rsplit(".", 1)[0] if "." in g.name else g.name, []).append(g)
         else:

@@ -8,11 +8,14 @@ before any parsing.
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import json
 import re
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from commsched.errors import InputError
 
@@ -98,8 +101,102 @@ def read_bytes(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES, what: st
 
 
 def looks_like_json(data: bytes) -> bool:
-    """Whether ``data`` starts (after white space) like a JSON object."""
-    return data.lstrip()[:1] == b"{"
+    """Whether ``data`` starts (after white space) like a JSON object or array."""
+    return data.lstrip()[:1] in (b"{", b"[")
+
+
+class TraceStream:
+    """A trace file read in chunks, gunzipped on the fly, never more than ``max_bytes`` of it.
+
+    :meth:`read` returns at most ``n`` bytes (fewer only at the end of the data) and raises
+    :class:`~commsched.errors.InputError` for a stream beyond the bound, a corrupt or truncated gzip stream
+    or a read error; :meth:`head` looks at the first bytes without consuming them. Memory held is the
+    chunk asked for, never the whole file.
+    """
+
+    def __init__(self, fh: IO[bytes], *, where: str, max_bytes: int) -> None:
+        self._fh = fh
+        self._where = where
+        self._max = max_bytes
+        self._pending = b""
+        self.offset = 0  # bytes handed out so far
+
+    def _raw(self, n: int) -> bytes:
+        try:
+            data = self._fh.read(n)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            what = "truncated gzip stream" if isinstance(exc, EOFError) else f"corrupt gzip stream ({exc})"
+            raise InputError(what, where=self._where, expected="a complete gzip file") from None
+        except OSError as exc:
+            raise InputError(f"cannot read ({exc})", where=self._where, expected="a readable file") from None
+        return data
+
+    def read(self, n: int) -> bytes:
+        """Up to ``n`` bytes (fewer only where the data ends)."""
+        out, self._pending = self._pending[:n], self._pending[n:]
+        if len(out) < n:
+            out += self._raw(n - len(out))
+        self.offset += len(out)
+        if self.offset > self._max:
+            raise InputError(
+                f"decompresses to more than {self._max:,} bytes",
+                where=self._where,
+                expected="a smaller trace, or a larger --max-bytes",
+            )
+        return out
+
+    def head(self, n: int) -> bytes:
+        """The next ``n`` bytes (or fewer at the end), left to be read again."""
+        if len(self._pending) < n:
+            self._pending += self._raw(n - len(self._pending))
+        return self._pending[:n]
+
+    def read_all(self) -> bytes:
+        """The rest of the data (within the bound)."""
+        parts = []
+        while chunk := self.read(_CHUNK):
+            parts.append(chunk)
+        return b"".join(parts)
+
+
+@contextlib.contextmanager
+def open_trace(
+    path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES, what: str = "trace"
+) -> Iterator[TraceStream]:
+    """Open ``path`` (plain or gzipped) as a :class:`TraceStream` bounded to ``max_bytes``.
+
+    Raises
+    ------
+    InputError
+        Missing, unreadable, empty or too large a file (and, while reading, the stream's own errors).
+    """
+    p = Path(path)
+    where = str(p)
+    try:
+        size = p.stat().st_size
+        if not p.is_file():
+            raise InputError("not a file", where=where, expected=f"a {what} file")
+        if size > max_bytes:
+            raise InputError(
+                f"{size:,} bytes, more than {max_bytes:,}",
+                where=where,
+                expected=f"a smaller {what}, or a larger --max-bytes",
+            )
+        fh: IO[bytes] = p.open("rb")
+    except FileNotFoundError:
+        raise InputError("no such file", where=where, expected=f"an existing {what} file") from None
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror})", where=where, expected="a readable file") from None
+    with fh:
+        gzipped = fh.read(2) == _GZIP_MAGIC
+        fh.seek(0)
+        if size == 0:
+            raise InputError("empty file", where=where, expected=f"a {what}")
+        inner: IO[bytes] = gzip.GzipFile(fileobj=fh, mode="rb") if gzipped else fh  # type: ignore[assignment]
+        stream = TraceStream(inner, where=where, max_bytes=max_bytes)
+        if not stream.head(1):
+            raise InputError("empty file once decompressed", where=where, expected=f"a {what}")
+        yield stream
 
 
 def parse_json(data: bytes, *, where: str, expected: str) -> dict[str, Any]:

@@ -45,8 +45,18 @@ def user_failure(what: str, exc: BaseException, where: str) -> InputError:
     return InputError(f"{what}: {type(exc).__name__}: {first}"[:300], where=where, expected="code that runs")
 
 
+def _is_file(spec: str) -> bool:
+    return spec.endswith(".py") or "/" in spec or Path(spec).suffix == ".py"
+
+
+def script_folder(target: str) -> Path | None:
+    """The folder of a ``FILE.py:FUNCTION`` target's script (``None`` for a module target)."""
+    module = target.rpartition(":")[0]
+    return Path(module).resolve().parent if module and _is_file(module) else None
+
+
 def _module(spec: str, where: str) -> Any:
-    if spec.endswith(".py") or "/" in spec or Path(spec).suffix == ".py":
+    if _is_file(spec):
         path = Path(spec)
         if not path.is_file():
             raise InputError("no such file", where=where, expected="a Python file or an importable module")

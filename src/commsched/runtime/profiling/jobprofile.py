@@ -1,6 +1,6 @@
 """A job process's profile as Crux measures it, posted to the daemon at the end of its window.
 
-:class:`ProfilePoster` wraps :class:`commsched.runtime.profiler.Profiler` for a job process
+:class:`ProfilePoster` wraps :class:`commsched.runtime.profiling.profiler.Profiler` for a job process
 (:mod:`commsched.runtime.jobproc`): the transport's observer feeds it every chunk sent, the job
 reports the compute of every iteration, and once the window is full it posts ``W_j``, ``t_j`` and
 the iteration period to the daemon (``PUT /v1/jobs/{id}/profile``) over the daemon's Unix socket.
@@ -8,67 +8,17 @@ the iteration period to the daemon (``PUT /v1/jobs/{id}/profile``) over the daem
 
 from __future__ import annotations
 
-import http.client
-import json
-import socket
 import threading
 import time
 import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from commsched.runtime.profiler import Profiler
+from commsched.runtime.localhttp import LocalClient
+from commsched.runtime.profiling.body import MeasuredProfile, profile_body
+from commsched.runtime.profiling.profiler import Profiler, job_period
 
-__all__ = ["ProfilePoster", "UnixHTTPConnection", "fundamental"]
-
-
-class UnixHTTPConnection(http.client.HTTPConnection):
-    """HTTP over a Unix socket (the daemon's and the agents' local sockets)."""
-
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("agent", timeout=timeout)
-        self._path = path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.settimeout(self.timeout)
-            sock.connect(self._path)
-        except OSError:
-            sock.close()
-            raise
-        self.sock = sock
-
-
-def fundamental(period_s: float, ends: list[float]) -> tuple[float, float]:
-    """The FFT's period, or the multiple or part of it that is the job's own iteration.
-
-    Another job's traffic on a shared link can make the series periodic at a common multiple of
-    both jobs' periods (GPT's 3 iterations beside BERT's 1), and a job whose bursts within an
-    iteration are regular can show its strongest line at a harmonic; the job knows when its
-    iterations end (``ends``, one per iteration), so a period within 10 % of ``k`` times or a
-    ``k``-th of their mean spacing (``k >= 2``) is divided or multiplied by ``k``. Returns the
-    period and the factor applied (1: kept).
-
-    Examples
-    --------
-    >>> fundamental(3.0, [0.0, 1.0, 2.0, 3.0, 4.0])
-    (1.0, 0.3333333333333333)
-    >>> fundamental(0.25, [0.0, 1.0, 2.0])
-    (1.0, 4.0)
-    >>> fundamental(1.0, [0.0, 1.0, 2.0])
-    (1.0, 1.0)
-    """
-    if len(ends) < 2 or period_s <= 0:
-        return period_s, 1.0
-    spacing = (ends[-1] - ends[0]) / (len(ends) - 1)
-    if spacing <= 0:
-        return period_s, 1.0
-    k = round(period_s / spacing) if period_s >= spacing else round(spacing / period_s)
-    factor = 1.0 / k if period_s >= spacing else float(k)
-    if k >= 2 and abs(period_s * factor - spacing) <= 0.1 * spacing:
-        return period_s * factor, factor
-    return period_s, 1.0
+__all__ = ["ProfilePoster"]
 
 
 class ProfilePoster:
@@ -81,9 +31,8 @@ class ProfilePoster:
     thread so that the data path never waits for it; :attr:`report` holds what was measured and the
     daemon's answer.
 
-    The period is the FFT's (:meth:`Profiler.profile`), reduced to the job's own iteration by
-    :func:`fundamental`; where the FFT finds none, or one that matches no multiple or part of the
-    spacing of the job's iteration ends, the spacing is taken (``period_from`` in the report).
+    The period is :func:`commsched.runtime.profiling.profiler.job_period` of the FFT's
+    (:meth:`Profiler.profile`) and the job's iteration ends (``period_from`` in the report says which).
     """
 
     def __init__(self, job: str, spec: dict[str, Any]) -> None:
@@ -126,21 +75,18 @@ class ProfilePoster:
 
     def _period(self, rep: dict[str, Any]) -> float:
         ends = [t for t, _ in self._reports]
-        spacing = (ends[-1] - ends[0]) / (len(ends) - 1)
+        fft: float | None = None
         try:
             prof = self.profiler.profile()
+            rep["measured"] = prof.to_json()
+            fft = prof.period_s
         except Exception as exc:  # no period in the series: the job's own iterations
             rep["fft_error"] = f"{type(exc).__name__}: {exc}"
-            rep["period_from"] = "iterations"
-            return spacing
-        rep["measured"] = prof.to_json()
-        period, factor = fundamental(prof.period_s, ends)
-        rep["period_factor"] = factor
-        if abs(period - spacing) <= 0.1 * spacing:
-            rep["period_from"] = "fft"
-            return period
-        rep["period_from"] = "iterations"
-        return spacing
+        est = job_period(fft, ends)
+        if fft is not None:
+            rep["period_factor"] = est.factor
+        rep["period_from"] = est.method
+        return est.period_s
 
     def _post(self) -> None:
         sp = self.spec
@@ -152,30 +98,23 @@ class ProfilePoster:
             period = self._period(rep)
             work = [w for _, w in self._reports]
             t_scale = float(sp.get("time_scale", 1.0))
-            body = {
-                # W_j: the compute the job reported per iteration (one report per iteration)
-                "compute_s": sum(work) / len(work) * float(sp.get("compute_scale", 1.0)),
-                # t_j: bytes sent in the window per iteration of the period
-                "comm_bytes": sent * period / window * float(sp.get("bytes_scale", 1.0)),
-                "period_s": period * t_scale,
-            }
+            body = profile_body(
+                MeasuredProfile(
+                    # W_j: the compute the job reported per iteration (one report per iteration)
+                    compute_s=sum(work) / len(work) * float(sp.get("compute_scale", 1.0)),
+                    # t_j: bytes sent in the window per iteration of the period
+                    comm_bytes=sent * period / window * float(sp.get("bytes_scale", 1.0)),
+                    period_s=period * t_scale,
+                )
+            )
             rep["window_s"] = window
             rep["posted"] = body
             if sp.get("daemon") and sp.get("token_file"):
                 token = Path(str(sp["token_file"])).read_text().strip()
-                conn = UnixHTTPConnection(str(sp["daemon"]), timeout=10.0)
-                try:
-                    conn.request(
-                        "PUT",
-                        f"/v1/jobs/{urllib.parse.quote(self.job)}/profile",
-                        body=json.dumps(body),
-                        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
-                    )
-                    resp = conn.getresponse()
-                    rep["status"] = resp.status
-                    rep["answer"] = json.loads(resp.read() or b"{}")
-                finally:
-                    conn.close()
+                daemon = LocalClient(f"unix:{sp['daemon']}", token=token, timeout=10.0)
+                resp = daemon.put(f"/v1/jobs/{urllib.parse.quote(self.job)}/profile", json=body)
+                rep["status"] = resp.status_code
+                rep["answer"] = resp.json() if resp.content else {}
         except Exception as exc:  # reported in the result; the job goes on with the declared profile
             rep["error"] = f"{type(exc).__name__}: {exc}"
         self.report = rep

@@ -1,7 +1,7 @@
 """``commsched profile SCRIPT.py:FUNCTION``: measure a user's PyTorch training step.
 
-:func:`profile_step` loads the step (:mod:`~commsched.runtime.stepprofile.target`), runs warm-up and
-timed iterations (:mod:`~commsched.runtime.stepprofile.measure`) and returns a
+:func:`profile_step` loads the step (:mod:`~commsched.runtime.profiling.step.target`), runs warm-up and
+timed iterations (:mod:`~commsched.runtime.profiling.step.measure`) and returns a
 :class:`~commsched.workload.profiling.StepProfile`: the medians of forward and backward time, gradient
 bytes, the gradient-ready timeline, per-layer times and the provenance (device, torch version, batch,
 precision, date). ``torch`` is an optional extra, imported only when a step is measured.
@@ -12,17 +12,26 @@ from __future__ import annotations
 import datetime as dt
 import platform
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from commsched.errors import InputError
-from commsched.runtime.stepprofile.measure import parameters, run_iteration, timeline
-from commsched.runtime.stepprofile.target import batch_size, build_job, load_function
-from commsched.workload.profiling.records import Provenance, StepProfile
+from commsched.runtime.profiling.step.measure import (
+    frozen_parameters,
+    median_iteration,
+    parameters,
+    run_iteration,
+    timeline,
+)
+from commsched.runtime.profiling.step.target import batch_size, build_job, load_function
+from commsched.workload.profiling.quality import left_out_warnings, spread, spread_warnings
+from commsched.workload.profiling.records import GradientReady, Provenance, StepProfile
 from commsched.workload.profiling.timeline import layers_from_timeline
 
 PRECISIONS = ("fp32", "bf16")
 MAX_ITERATIONS = 10_000
+#: instrumented iterations for the per-layer times (their medians are taken)
+PROBES = 3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,7 +42,7 @@ class StepSpec:
     ----------
     target
         ``FILE.py:FUNCTION`` or ``package.module:FUNCTION`` (see
-        :mod:`~commsched.runtime.stepprofile.target`).
+        :mod:`~commsched.runtime.profiling.step.target`).
     device
         ``cpu`` or ``cuda`` (``cuda:N`` for another GPU).
     precision
@@ -90,9 +99,30 @@ def device_name(device: str) -> str:
 
 
 def _default_name(target: str) -> str:
-    """The file's (or module's) name: ``tiny_mlp`` for ``docs/examples/tiny_mlp.py:build``."""
-    module = target.rpartition(":")[0]
-    return Path(module).stem if module.endswith(".py") else module.rpartition(".")[2]
+    """The file's (or module's) name and the function's: ``tiny_mlp.build`` for
+    ``docs/examples/tiny_mlp.py:build`` (two functions of one file get two names)."""
+    module, _, func = target.rpartition(":")
+    stem = Path(module).stem if module.endswith(".py") else module.rpartition(".")[2]
+    return f"{stem}.{func}"
+
+
+def _scaled(grads: list[GradientReady], backward_s: float) -> tuple[GradientReady, ...]:
+    """Ready times scaled as the layers are, so that the last one is the median backward time."""
+    peak = max((g.ready_s for g in grads), default=0.0)
+    scale = backward_s / peak if peak > 0 and backward_s / peak != float("inf") else 1.0
+    return tuple(replace(g, ready_s=g.ready_s * scale) for g in grads)
+
+
+def _batch_size(spec: StepSpec, batch: object) -> int | None:
+    """The batch's samples, or ``--batch-size`` where the batch does not say; both must agree."""
+    seen = batch_size(batch)
+    if spec.batch_size is not None and seen is not None and spec.batch_size != seen:
+        raise InputError(
+            f"--batch-size {spec.batch_size}, but the batch has {seen} samples",
+            where="--batch-size",
+            expected="the batch's own size, or no --batch-size",
+        )
+    return spec.batch_size or seen
 
 
 def profile_step(spec: StepSpec) -> StepProfile:
@@ -116,20 +146,33 @@ def profile_step(spec: StepSpec) -> StepProfile:
     timed = [
         run_iteration(job, params, settings, layers=False, where=spec.target) for _ in range(spec.iterations)
     ]
-    probe = run_iteration(job, params, settings, layers=True, where=spec.target)
+    probe = median_iteration(
+        [
+            run_iteration(job, params, settings, layers=True, where=spec.target)
+            for _ in range(min(PROBES, spec.iterations))
+        ]
+    )
     fwd = statistics.median(t.forward_s for t in timed)
     bwd = statistics.median(t.backward_s for t in timed)
     modules, grads = timeline(probe, params)
+    used = sorted(probe.ready_s)
+    unused = tuple(params.names[k] for k in range(len(params.names)) if k not in probe.ready_s)
+    frozen = frozen_parameters(job.model)
+    fwd_all, bwd_all = tuple(t.forward_s for t in timed), tuple(t.backward_s for t in timed)
     return StepProfile(
         name=spec.name or _default_name(spec.target),
         forward_s=fwd,
         backward_s=bwd,
-        sync_bytes=float(sum(params.size_bytes)),
+        sync_bytes=float(sum(params.size_bytes[k] for k in used)),
         layers=layers_from_timeline(modules, grads, forward_s=fwd, backward_s=bwd),
-        gradients=tuple(grads),
-        forward_all=tuple(t.forward_s for t in timed),
-        backward_all=tuple(t.backward_s for t in timed),
-        params=sum(p.numel() for p in params.tensors),
+        gradients=_scaled(grads, bwd),
+        forward_all=fwd_all,
+        backward_all=bwd_all,
+        params=sum(params.tensors[k].numel() for k in used),
+        unused_params=unused,
+        frozen_params=frozen,
+        spread=spread(fwd_all, bwd_all),
+        warnings=spread_warnings(fwd_all, bwd_all) + left_out_warnings(unused, frozen),
         provenance=Provenance(
             source=f"commsched profile {spec.target}",
             device="cuda" if spec.device.startswith("cuda") else "cpu",
@@ -137,7 +180,7 @@ def profile_step(spec: StepSpec) -> StepProfile:
             precision=spec.precision,
             torch=str(torch.__version__),
             date=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            batch_size=spec.batch_size or batch_size(job.batch),
+            batch_size=_batch_size(spec, job.batch),
             warmup=spec.warmup,
             iterations=spec.iterations,
         ),

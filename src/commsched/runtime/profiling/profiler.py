@@ -198,6 +198,74 @@ def iteration_period(
     return 1.0 / f0
 
 
+def fundamental(period_s: float, ends: Sequence[float]) -> tuple[float, float]:
+    """The FFT's period, or the multiple or part of it that is the job's own iteration.
+
+    Another job's traffic on a shared link can make the series periodic at a common multiple of
+    both jobs' periods (GPT's 3 iterations beside BERT's 1), and a job whose bursts within an
+    iteration are regular can show its strongest line at a harmonic; the job knows when its
+    iterations end (``ends``, one per iteration), so a period within 10 % of ``k`` times or a
+    ``k``-th of their mean spacing (``k >= 2``) is divided or multiplied by ``k``. Returns the
+    period and the factor applied (1: kept).
+
+    Examples
+    --------
+    >>> fundamental(3.0, [0.0, 1.0, 2.0, 3.0, 4.0])
+    (1.0, 0.3333333333333333)
+    >>> fundamental(0.25, [0.0, 1.0, 2.0])
+    (1.0, 4.0)
+    >>> fundamental(1.0, [0.0, 1.0, 2.0])
+    (1.0, 1.0)
+    """
+    if len(ends) < 2 or period_s <= 0:
+        return period_s, 1.0
+    spacing = (ends[-1] - ends[0]) / (len(ends) - 1)
+    if spacing <= 0:
+        return period_s, 1.0
+    k = round(period_s / spacing) if period_s >= spacing else round(spacing / period_s)
+    factor = 1.0 / k if period_s >= spacing else float(k)
+    if k >= 2 and abs(period_s * factor - spacing) <= 0.1 * spacing:
+        return period_s * factor, factor
+    return period_s, 1.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PeriodEstimate:
+    """A job's iteration period and how it was found: ``method`` ``fft`` (the spectrum's, corrected by
+    ``factor``) or ``iterations`` (the mean spacing of the job's iteration ends)."""
+
+    period_s: float
+    method: str
+    factor: float = 1.0
+
+
+def job_period(fft_period_s: float | None, ends: Sequence[float]) -> PeriodEstimate:
+    """The job's iteration period: the one place where the spectrum's period is corrected.
+
+    The FFT's period (``None`` where the series showed none) is reduced to the job's own iteration by
+    :func:`fundamental`; where it then differs from the mean spacing of the iteration ends by more than
+    10 %, or there is none, the spacing is taken.
+
+    Examples
+    --------
+    >>> job_period(3.0, [0.0, 1.0, 2.0, 3.0])
+    PeriodEstimate(period_s=1.0, method='fft', factor=0.3333333333333333)
+    >>> job_period(None, [0.0, 1.0, 2.0])
+    PeriodEstimate(period_s=1.0, method='iterations', factor=1.0)
+    >>> job_period(1.7, [0.0, 1.0, 2.0])
+    PeriodEstimate(period_s=1.0, method='iterations', factor=1.0)
+    """
+    if len(ends) < 2:
+        raise InputError("fewer than two iteration ends", where="job_period", expected="two or more")
+    spacing = (ends[-1] - ends[0]) / (len(ends) - 1)
+    if fft_period_s is None:
+        return PeriodEstimate(period_s=spacing, method="iterations")
+    period, factor = fundamental(fft_period_s, ends)
+    if abs(period - spacing) <= 0.1 * spacing:
+        return PeriodEstimate(period_s=period, method="fft", factor=factor)
+    return PeriodEstimate(period_s=spacing, method="iterations", factor=factor)
+
+
 class Profiler:
     """Collects a job's traffic and compute reports and turns them into a :class:`Profile`.
 

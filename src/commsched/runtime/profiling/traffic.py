@@ -6,7 +6,7 @@ interpolated at regular times, so a late sample spreads its bytes instead of los
 data-parallel job's traffic is a train of bursts, one per iteration, separated by its compute:
 
 * :func:`iterations` finds the bursts. The period ``T`` comes from the existing profiler's Fourier
-  method (:func:`commsched.runtime.profiler.iteration_period`); the gaps between bursts are the
+  method (:func:`commsched.runtime.profiling.profiler.iteration_period`); the gaps between bursts are the
   silent runs at least half as long as the ``n``-th longest one (``n`` = the window over ``T``,
   the number of compute gaps it must hold), and a burst starts where a gap ends. Two bursts can
   merge when a sample arrives late; each spacing between detected starts therefore counts
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from commsched.errors import InputError
-from commsched.runtime.profiler import iteration_period
+from commsched.runtime.profiling.profiler import iteration_period
 
 __all__ = [
     "IterationStats",
@@ -193,7 +193,7 @@ def iterations(
     (:func:`_cut`); a burst starts where a compute gap ends. Each spacing between starts counts
     the iterations :func:`_merged` finds in it (two bursts merged by a late sample count two).
     Without two such gaps (communication hidden behind compute) the period is the spectrum's
-    (:func:`commsched.runtime.profiler.iteration_period`), method ``"fft"``. Raises
+    (:func:`commsched.runtime.profiling.profiler.iteration_period`), method ``"fft"``. Raises
     :class:`~commsched.errors.InputError` when the series shows no period at all.
 
     Examples
