@@ -1,0 +1,362 @@
+"""Iterations of a job from its byte counters when contention splits its communication into bursts.
+
+A data-parallel job moves the same bytes every iteration (its gradients), and between two iterations
+it is silent for its compute. Under contention (two flows on one ECMP path, a peer queued behind
+another job) one iteration's communication breaks into several bursts separated by stalls; a
+detector that counts bursts then counts stalls as iterations. Here the iterations are told apart
+from the stalls by three things, never by reading the program's log:
+
+* **the bytes of a whole iteration**: at a boundary between iterations the cumulative byte counter
+  (both directions) stands at a whole multiple of the bytes per iteration ``B`` (plus an offset),
+  while a stall falls wherever the contention strikes. Every silent run of two bins or more is a
+  candidate boundary; for every threshold on their lengths the runs at least that long cut the
+  series into segments, and a threshold is *consistent* when every segment holds a whole number of
+  ``B`` (within :data:`BYTE_TOL`, ``B`` refined as total bytes over total count). The lowest
+  consistent threshold of each ``B`` is that ``B``'s split.
+* **the regularity of the starts**: two consistent splits whose ``B`` are multiples of each other
+  (``B`` and ``m B``: a stall that falls at the same point of every iteration, such as between the
+  steps of a ring) are told apart by the time a unit of bytes takes at each phase of the coarser
+  split: within true iterations every phase takes about as long (:data:`PHASE_RATIO`), within a
+  split iteration the phase that holds the compute gap is much longer.
+* **agreement across the job's hosts** (:func:`job_split`): the ranks iterate together, so the
+  period is the one the most hosts have among their consistent splits.
+
+The mean iteration time is the span from the first boundary to the last over the iterations the
+bytes count between them (a boundary missed because a late sample filled a gap counts its two
+iterations). :func:`check_profile` holds a profile's period, bytes and compute against the bytes
+counted over its window before it is posted.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "BYTE_TOL",
+    "PHASE_RATIO",
+    "PROFILE_TOL",
+    "Split",
+    "check_profile",
+    "host_splits",
+    "job_split",
+    "silent_runs_s",
+]
+
+#: a segment holds a whole number of iterations' bytes when it is within this fraction of one
+BYTE_TOL = 0.06
+
+#: the phases of true iterations take at most this ratio of each other's time per byte
+PHASE_RATIO = 1.6
+
+#: boundaries of iterations lie within this fraction of an iteration's bytes of their phase
+PHASE_TOL = 0.015
+
+#: a split needs boundaries in this share of its iterations
+COVER = 0.6
+
+#: hosts agree on a period within this fraction
+AGREE = 0.05
+
+#: a profile's bytes per iteration times its iterations within this fraction of the window's bytes
+PROFILE_TOL = 0.10
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Split:
+    """The iterations of one host's window, told apart by their bytes.
+
+    ``starts``: times (s) at which the communication of an iteration begins (a boundary's end);
+    ``counts``: the iterations between consecutive starts; ``bytes_per_iteration`` both directions;
+    ``stalls``: silent runs inside iterations (not boundaries); ``byte_error``: the root mean square
+    distance of the segments' bytes from whole iterations; ``spread``: the coefficient of variation
+    of the iteration time between starts.
+    """
+
+    starts: tuple[float, ...]
+    counts: tuple[int, ...]
+    bytes_per_iteration: float
+    gap_s: float
+    stalls: int
+    byte_error: float
+    spread: float
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
+
+    @property
+    def mean_s(self) -> float:
+        return (self.starts[-1] - self.starts[0]) / self.count
+
+    @property
+    def period_s(self) -> float:
+        """The median time from one start to the next, per iteration between them."""
+        return statistics.median(
+            (b - a) / k for a, b, k in zip(self.starts, self.starts[1:], self.counts, strict=False)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mean_s": self.mean_s,
+            "count": self.count,
+            "bytes_per_iteration": self.bytes_per_iteration,
+            "gap_s": self.gap_s,
+            "stalls": self.stalls,
+            "byte_error": self.byte_error,
+            "spread": self.spread,
+        }
+
+
+def _silent_runs(active: np.ndarray[Any, Any]) -> list[tuple[int, int]]:
+    """(first bin, length) of every run of inactive bins strictly inside the series, two bins or more."""
+    edges = np.flatnonzero(np.diff(np.r_[1, active.astype(np.int8), 1]))
+    runs = [(int(a), int(b - a)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+    return [(i, n) for i, n in runs if i > 0 and i + n < active.size and n >= 2]
+
+
+def _active(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Bins with traffic: above 2 % of the median non-empty bin (a stray small packet is none)."""
+    peak = float(np.median(x[x > 0])) if np.any(x > 0) else 0.0
+    out: np.ndarray[Any, Any] = x > 0.02 * peak
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Runs:
+    """The silent runs of a window: the bin each ends at, its length (bins), the bytes counted there."""
+
+    end: np.ndarray[Any, Any]
+    length: np.ndarray[Any, Any]
+    at: np.ndarray[Any, Any]
+
+
+def _candidates(runs: _Runs) -> list[float]:
+    """Bytes per iteration worth trying: per threshold on the runs' lengths, the bytes between
+    consecutive runs at least that long that recur most often (three times or more)."""
+    out: list[float] = []
+    for theta in sorted(set(runs.length.tolist())):
+        seg = np.diff(runs.at[runs.length >= theta])
+        seg = seg[seg > 0]
+        if seg.size < 3:
+            break
+        near = np.abs(seg[None, :] / seg[:, None] - 1) <= BYTE_TOL
+        group = seg[near[int(np.argmax(near.sum(axis=1)))]]
+        b = float(np.median(group))
+        if group.size >= 3 and not any(abs(b / o - 1) <= BYTE_TOL for o in out):
+            out.append(b)
+    return out
+
+
+def _phase_members(runs: _Runs, b: float, tol: float, span: float) -> np.ndarray[Any, Any]:
+    """The runs (within ``span`` units of ``b`` of the first) at the phase modulo ``b`` that holds
+    the most silent time, as a boolean mask."""
+    u = (runs.at - runs.at[0]) / b
+    ph = u % 1.0
+    d = np.abs(ph[:, None] - ph[None, :])
+    d = np.minimum(d, 1.0 - d)
+    near = (d <= tol) & (u[None, :] <= span)
+    centre = int(np.argmax((near * runs.length[None, :]).sum(axis=1) * (u <= span)))
+    out: np.ndarray[Any, Any] = d[centre] <= tol
+    return out
+
+
+def _fit(runs: _Runs, b0: float) -> tuple[float, np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+    """``(B, members, k)``: ``b0`` refined on the runs at its boundary phase, those runs, their
+    iteration numbers. The phase is found on the first few iterations (where an error in ``b0``
+    moves it little), then ``B`` is the slope of the bytes over the iteration numbers."""
+    b = b0
+    for tol, span in ((2 * PHASE_TOL, 8.0), (PHASE_TOL, math.inf), (PHASE_TOL, math.inf)):
+        member = _phase_members(runs, b, tol, span)
+        at = runs.at[member]
+        k = np.round((at - at[0]) / b)
+        if np.unique(k).size < 2:
+            return None
+        b = float(np.polyfit(k, at, 1)[0])
+    return b, member, k.astype(int)
+
+
+def _split(runs: _Runs, b0: float, *, sample_s: float, start: float) -> Split | None:
+    """The iterations of ``runs`` at ``b0`` bytes each; ``None`` where too few boundaries show."""
+    fit = _fit(runs, b0)
+    if fit is None:
+        return None
+    b, member, k = fit
+    ends = runs.end[member]
+    ks = np.unique(k)
+    if ks.size < 4 or ks.size < COVER * (ks[-1] - ks[0] + 1):
+        return None
+    starts = tuple(start + float(ends[k == q].max()) * sample_s for q in ks)
+    counts = tuple(int(c) for c in np.diff(ks))
+    at = runs.at[member]
+    err = float(np.sqrt(np.mean(((at - at[0]) / b - k) ** 2)))
+    per = [(t1 - t0) / c for t0, t1, c in zip(starts, starts[1:], counts, strict=False)]
+    mid = statistics.fmean(per)
+    return Split(
+        starts=starts,
+        counts=counts,
+        bytes_per_iteration=b,
+        gap_s=float(np.median(runs.length[member])) * sample_s,
+        stalls=int(np.count_nonzero(~member)),
+        byte_error=err,
+        spread=statistics.pstdev(per) / mid if mid > 0 else math.inf,
+    )
+
+
+def _sub_split(runs: _Runs, fine: Split, coarse: Split) -> bool:
+    """Whether ``fine`` splits ``coarse``'s iterations: its boundaries at the phases of ``coarse``'s
+    iteration differ (the one with the compute gap is much longer silent than the others, or some
+    phase never shows one)."""
+    m = round(coarse.bytes_per_iteration / fine.bytes_per_iteration)
+    b = fine.bytes_per_iteration
+    u = (runs.at - runs.at[0]) / b
+    ph = u % 1.0
+    first = int(np.flatnonzero(_phase_members(runs, coarse.bytes_per_iteration, PHASE_TOL, math.inf))[0])
+    ref = (runs.at[first] - runs.at[0]) / b  # a boundary of the coarse split, in units of ``b``
+    on = np.abs(((ph - ref % 1.0) + 0.5) % 1.0 - 0.5) <= PHASE_TOL
+    phase = np.round(u - ref).astype(int) % m
+    meds = [np.median(runs.length[on & (phase == p)]) for p in range(m) if np.any(on & (phase == p))]
+    return len(meds) < m or max(meds) > PHASE_RATIO * min(meds)
+
+
+def host_splits(
+    x: np.ndarray[Any, Any],
+    *,
+    sample_s: float,
+    start: float = 0.0,
+    also: np.ndarray[Any, Any] | None = None,
+) -> list[Split]:
+    """Every split of one host's bytes-per-bin series ``x`` (and ``also``) into iterations, best first.
+
+    ``x``, ``also``: bytes received and sent per bin of ``sample_s`` seconds, the first bin at
+    ``start``; a bin is silent when both are. Candidate bytes per iteration ``B`` come from the
+    bytes between long silent runs (:func:`_candidates`); for each, the boundaries are the runs at
+    the phase of the byte counter modulo ``B`` that holds the most silent time (the compute gaps),
+    and ``B`` is refined on them (:func:`_fit`). A split is kept when its boundaries show in
+    :data:`COVER` of its iterations at least (four or more), and not when a coarser split shows it
+    to cut iterations into parts (:func:`_sub_split`). Best first: the smallest ``B``. Empty when no
+    ``B`` fits.
+
+    Examples
+    --------
+    >>> one = np.r_[np.zeros(40), np.full(10, 1e4), np.zeros(5), np.full(10, 1e4)]  # 65 ms iterations
+    >>> s = host_splits(np.tile(one, 12), sample_s=1e-3)[0]
+    >>> round(s.mean_s, 3), round(s.bytes_per_iteration), s.stalls
+    (0.065, 200000, 12)
+    """
+    y = x if also is None else x + also
+    active = _active(x) if also is None else _active(x) | _active(also)
+    found = _silent_runs(active)
+    if len(found) < 4:
+        return []
+    cum = np.cumsum(y)
+    runs = _Runs(
+        end=np.array([i + n for i, n in found]),
+        length=np.array([n for _, n in found], dtype=float),
+        at=np.array([float(cum[i + n - 1]) for i, n in found]),
+    )
+    splits: list[Split] = []
+    for b0 in _candidates(runs):
+        s = _split(runs, b0, sample_s=sample_s, start=start)
+        if s is not None and not any(
+            abs(o.bytes_per_iteration / s.bytes_per_iteration - 1) <= BYTE_TOL for o in splits
+        ):
+            splits.append(s)
+    splits.sort(key=lambda s: s.bytes_per_iteration)
+    return [
+        s
+        for i, s in enumerate(splits)
+        if not any(_sub_split(runs, s, c) for c in splits[i + 1 :] if _multiple(c, s))
+    ]
+
+
+def _multiple(coarse: Split, fine: Split) -> bool:
+    r = coarse.bytes_per_iteration / fine.bytes_per_iteration
+    return round(r) >= 2 and abs(r / round(r) - 1) <= BYTE_TOL
+
+
+def job_split(hosts: Sequence[Sequence[Split]]) -> Split | None:
+    """The split the job's hosts agree on: the period the most hosts have among their splits.
+
+    ``hosts``: each host's :func:`host_splits`. A period counts once per host that has a split
+    within :data:`AGREE` of it; among periods with as many hosts, the one that more hosts rank
+    first, then the smaller bytes per iteration. Returns the first host's split of that period (the
+    one earliest in its list), ``None`` when no host has one.
+
+    Examples
+    --------
+    >>> def s(mean, b):
+    ...     return Split(starts=(0.0, 3 * mean), counts=(3,), bytes_per_iteration=b, gap_s=0.1,
+    ...                  stalls=0, byte_error=0.0, spread=0.0)
+    >>> job_split([[s(0.2, 1e5), s(1.0, 5e5)], [s(1.0, 5e5)], [s(1.01, 5e5)]]).mean_s
+    1.0
+    """
+    every = [(h, r, s) for h, splits in enumerate(hosts) for r, s in enumerate(splits)]
+    if not every:
+        return None
+
+    def support(s: Split) -> tuple[int, int, float]:
+        near = [(h, r) for h, r, o in every if abs(o.mean_s / s.mean_s - 1) <= AGREE]
+        return (len({h for h, _ in near}), sum(1 for _, r in near if r == 0), -s.bytes_per_iteration)
+
+    best = max((s for _, _, s in every), key=support)
+    return next(s for _, _, s in every if abs(s.mean_s / best.mean_s - 1) <= AGREE)
+
+
+def silent_runs_s(x: np.ndarray[Any, Any], also: np.ndarray[Any, Any], *, sample_s: float) -> list[float]:
+    """Lengths (s) of the runs of two or more bins inside the series in which neither ``x`` nor
+    ``also`` carries traffic."""
+    return [n * sample_s for _, n in _silent_runs(_active(x) | _active(also))]
+
+
+def check_profile(
+    prof: Mapping[str, Any], *, rx: np.ndarray[Any, Any], tx: np.ndarray[Any, Any], sample_s: float
+) -> str | None:
+    """Why the profile ``prof`` of a window cannot be posted, or ``None`` when its parts hold together.
+
+    ``rx``, ``tx``: the window's bytes received and sent per bin (``tx`` is what ``prof`` counts).
+    The checks: period, bytes per iteration and compute positive; compute and busy time within the
+    period (:data:`PROFILE_TOL`); the bytes per iteration times the iterations the period puts in the
+    window within one iteration's bytes, or :data:`PROFILE_TOL`, of the bytes counted there; and no
+    two silent runs longer than the period (an iteration silent for longer than it lasts: the
+    period counts the bursts of an iteration, not its iterations).
+
+    Examples
+    --------
+    >>> one = np.r_[np.zeros(60), np.full(10, 1e4), np.zeros(10), np.full(10, 1e4)]   # 0.9 s per iteration
+    >>> rx = np.tile(one, 10)
+    >>> good = {"period_s": 0.9, "bytes_per_iteration": 2e5, "compute_s": 0.7, "busy_s": 0.2}
+    >>> check_profile(good, rx=rx, tx=rx, sample_s=0.01) is None
+    True
+    >>> bad = {"period_s": 0.45, "bytes_per_iteration": 1e5, "compute_s": 0.35, "busy_s": 0.1}
+    >>> check_profile(bad, rx=rx, tx=rx, sample_s=0.01)
+    '9 silent runs longer than the period 0.45 s (up to 0.6 s): the period is not an iteration'
+    """
+    period, per = float(prof["period_s"]), float(prof["bytes_per_iteration"])
+    compute, busy = float(prof["compute_s"]), float(prof.get("busy_s", 0.0))
+    if not (period > 0 and per > 0 and compute > 0):
+        return (
+            f"period {period:g} s, bytes per iteration {per:g}, compute {compute:g} s: each must be positive"
+        )
+    if compute + busy > period * (1 + PROFILE_TOL) + sample_s:
+        return f"compute {compute:g} s and busy {busy:g} s exceed the period {period:g} s"
+    window = tx.size * sample_s
+    total = float(tx.sum())
+    expect = per * window / period
+    if abs(expect - total) > max(PROFILE_TOL * total, per):
+        return (
+            f"{per:.4g} B per iteration over {window / period:.3g} iterations make {expect:.4g} B,"
+            f" the window counted {total:.4g} B"
+        )
+    long = [g for g in silent_runs_s(rx, tx, sample_s=sample_s) if g > period * (1 + PROFILE_TOL)]
+    if len(long) >= 2:
+        return (
+            f"{len(long)} silent runs longer than the period {period:g} s (up to {max(long):.3g} s):"
+            " the period is not an iteration"
+        )
+    return None
