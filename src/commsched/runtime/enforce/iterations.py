@@ -23,15 +23,15 @@ from the stalls by three things, never by reading the program's log:
 
 The mean iteration time is the span from the first boundary to the last over the iterations the
 bytes count between them (a boundary missed because a late sample filled a gap counts its two
-iterations). :func:`check_profile` holds a profile's period, bytes and compute against the bytes
-counted over its window before it is posted.
+iterations). :func:`.profilecheck.check_profile` holds a profile's period, bytes and compute against
+the bytes counted over its window before it is posted.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,9 +40,7 @@ import numpy as np
 __all__ = [
     "BYTE_TOL",
     "PHASE_RATIO",
-    "PROFILE_TOL",
     "Split",
-    "check_profile",
     "host_splits",
     "job_split",
     "silent_runs_s",
@@ -57,14 +55,23 @@ PHASE_RATIO = 1.6
 #: boundaries of iterations lie within this fraction of an iteration's bytes of their phase
 PHASE_TOL = 0.015
 
+#: peaks of the byte-domain spectrum tried as bytes per iteration
+MAX_PEAKS = 8
+
+#: a split is refused when more silent runs per iteration than this are as long as its boundaries
+MAX_LONG_STALLS = 2
+
+#: a spectrum peak ``b`` is tried as ``B = m b`` for ``m`` up to this
+MAX_PARTS = 8
+
+#: a split's iterations hold at least this share of the window's bytes
+MIN_SPAN = 0.5
+
 #: a split needs boundaries in this share of its iterations
 COVER = 0.6
 
 #: hosts agree on a period within this fraction
 AGREE = 0.05
-
-#: a profile's bytes per iteration times its iterations within this fraction of the window's bytes
-PROFILE_TOL = 0.10
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,6 +87,7 @@ class Split:
 
     starts: tuple[float, ...]
     counts: tuple[int, ...]
+    silences: tuple[float, ...]  # the silent time (bins) of the boundary at each start
     bytes_per_iteration: float
     gap_s: float
     stalls: int
@@ -134,12 +142,23 @@ class _Runs:
     end: np.ndarray[Any, Any]
     length: np.ndarray[Any, Any]
     at: np.ndarray[Any, Any]
+    total: float  # the window's bytes
 
 
 def _candidates(runs: _Runs) -> list[float]:
-    """Bytes per iteration worth trying: per threshold on the runs' lengths, the bytes between
-    consecutive runs at least that long that recur most often (three times or more)."""
+    """Bytes per iteration worth trying.
+
+    Two sources: per threshold on the runs' lengths, the bytes between consecutive runs at least that
+    long that recur most often (three times or more); and the peaks of :func:`_spectrum_peaks` with
+    their multiples up to :data:`MAX_PARTS` (the compute gaps stand at one phase of the true ``B``,
+    and so at one phase of ``B / m`` too, where stalls add by chance).
+    """
     out: list[float] = []
+
+    def add(b: float) -> None:
+        if not any(abs(b / o - 1) <= BYTE_TOL / 4 for o in out):
+            out.append(b)
+
     for theta in sorted(set(runs.length.tolist())):
         seg = np.diff(runs.at[runs.length >= theta])
         seg = seg[seg > 0]
@@ -147,10 +166,40 @@ def _candidates(runs: _Runs) -> list[float]:
             break
         near = np.abs(seg[None, :] / seg[:, None] - 1) <= BYTE_TOL
         group = seg[near[int(np.argmax(near.sum(axis=1)))]]
-        b = float(np.median(group))
-        if group.size >= 3 and not any(abs(b / o - 1) <= BYTE_TOL for o in out):
-            out.append(b)
+        if group.size >= 3:
+            add(float(np.median(group)))
+    total = float(runs.at[-1] - runs.at[0])
+    for b in _spectrum_peaks(runs):  # a peak may be a part of B (B / m gathers B's boundaries too)
+        for m in range(1, MAX_PARTS + 1):
+            if m * b <= total / 3:
+                add(m * b)
     return out
+
+
+def _spectrum_peaks(runs: _Runs) -> list[float]:
+    """Peaks of the runs' silent time gathered at one phase of the byte counter, over the number of
+    iterations ``N`` the window may hold (3 to one per run, in steps of 1/32: the phase drifts by at
+    most 1/32 of an iteration over the window); the phase is binned in sixteenths, two neighbouring
+    bins together. Returns ``B = bytes / N`` of the peaks holding half the largest share or more."""
+    rel = runs.at - runs.at[0]
+    total = float(rel[-1])
+    if total <= 0 or rel.size < 4:
+        return []
+    counts = np.arange(3.0, rel.size + 1e-9, 1.0 / 32)
+    w = runs.length / runs.length.sum()
+    power = np.empty(counts.size)
+    for lo in range(0, counts.size, 2048):  # in blocks: (rows x runs) stays small
+        n = counts[lo : lo + 2048]
+        idx = (np.outer(n, rel / total) * 16).astype(np.int64) % 16
+        rows = np.repeat(np.arange(n.size) * 16, rel.size)
+        hist = np.bincount(rows + idx.ravel(), weights=np.tile(w, n.size), minlength=n.size * 16)
+        hist = hist.reshape(n.size, 16)
+        power[lo : lo + n.size] = (hist + np.roll(hist, 1, axis=1)).max(axis=1)
+    peak = np.flatnonzero(
+        (power[1:-1] >= power[:-2]) & (power[1:-1] >= power[2:]) & (power[1:-1] >= 0.5 * power.max())
+    )
+    best = peak[np.argsort(-power[1:-1][peak])][:MAX_PEAKS] + 1
+    return [total / float(counts[i]) for i in best]
 
 
 def _phase_members(runs: _Runs, b: float, tol: float, span: float) -> np.ndarray[Any, Any]:
@@ -189,9 +238,14 @@ def _split(runs: _Runs, b0: float, *, sample_s: float, start: float) -> Split | 
     b, member, k = fit
     ends = runs.end[member]
     ks = np.unique(k)
-    if ks.size < 4 or ks.size < COVER * (ks[-1] - ks[0] + 1):
+    if ks.size < 4 or ks.size < COVER * (ks[-1] - ks[0] + 1) or (ks[-1] - ks[0]) * b < MIN_SPAN * runs.total:
         return None
+    quiet = float(np.median(runs.length[member]))
+    inside = (runs.end > ends.min()) & (runs.end < ends.max()) & ~member
+    if np.count_nonzero(runs.length[inside] >= quiet) > MAX_LONG_STALLS * (ks[-1] - ks[0]):
+        return None  # silences as long as the boundaries everywhere: the bytes line up by chance
     starts = tuple(start + float(ends[k == q].max()) * sample_s for q in ks)
+    silences = tuple(float(runs.length[member][k == q].sum()) for q in ks)
     counts = tuple(int(c) for c in np.diff(ks))
     at = runs.at[member]
     err = float(np.sqrt(np.mean(((at - at[0]) / b - k) ** 2)))
@@ -200,6 +254,7 @@ def _split(runs: _Runs, b0: float, *, sample_s: float, start: float) -> Split | 
     return Split(
         starts=starts,
         counts=counts,
+        silences=silences,
         bytes_per_iteration=b,
         gap_s=float(np.median(runs.length[member])) * sample_s,
         stalls=int(np.count_nonzero(~member)),
@@ -208,20 +263,16 @@ def _split(runs: _Runs, b0: float, *, sample_s: float, start: float) -> Split | 
     )
 
 
-def _sub_split(runs: _Runs, fine: Split, coarse: Split) -> bool:
-    """Whether ``fine`` splits ``coarse``'s iterations: its boundaries at the phases of ``coarse``'s
-    iteration differ (the one with the compute gap is much longer silent than the others, or some
-    phase never shows one)."""
-    m = round(coarse.bytes_per_iteration / fine.bytes_per_iteration)
-    b = fine.bytes_per_iteration
-    u = (runs.at - runs.at[0]) / b
-    ph = u % 1.0
-    first = int(np.flatnonzero(_phase_members(runs, coarse.bytes_per_iteration, PHASE_TOL, math.inf))[0])
-    ref = (runs.at[first] - runs.at[0]) / b  # a boundary of the coarse split, in units of ``b``
-    on = np.abs(((ph - ref % 1.0) + 0.5) % 1.0 - 0.5) <= PHASE_TOL
-    phase = np.round(u - ref).astype(int) % m
-    meds = [np.median(runs.length[on & (phase == p)]) for p in range(m) if np.any(on & (phase == p))]
-    return len(meds) < m or max(meds) > PHASE_RATIO * min(meds)
+def _sub_split(fine: Split, coarse: Split) -> bool:
+    """Whether ``fine`` splits ``coarse``'s iterations into parts: the boundaries of ``fine`` that
+    ``coarse`` keeps (its phase holds the most silent time) are silent :data:`PHASE_RATIO` times
+    longer than those it leaves out (the compute gaps against the stalls between parts). Between a
+    true split and its multiple the two sets are alike: compute gaps both."""
+    kept = np.isin(np.round(fine.starts, 6), np.round(coarse.starts, 6))
+    quiet = np.asarray(fine.silences)
+    if np.count_nonzero(kept) < 2 or np.all(kept):
+        return False
+    return float(np.median(quiet[kept])) > PHASE_RATIO * float(np.median(quiet[~kept]))
 
 
 def host_splits(
@@ -259,6 +310,7 @@ def host_splits(
         end=np.array([i + n for i, n in found]),
         length=np.array([n for _, n in found], dtype=float),
         at=np.array([float(cum[i + n - 1]) for i, n in found]),
+        total=float(cum[-1]),
     )
     splits: list[Split] = []
     for b0 in _candidates(runs):
@@ -268,11 +320,12 @@ def host_splits(
         ):
             splits.append(s)
     splits.sort(key=lambda s: s.bytes_per_iteration)
-    return [
+    kept = [
         s
         for i, s in enumerate(splits)
-        if not any(_sub_split(runs, s, c) for c in splits[i + 1 :] if _multiple(c, s))
+        if not any(_sub_split(s, c) for c in splits[i + 1 :] if _multiple(c, s))
     ]
+    return [s for s in kept if not any(_multiple(s, f) for f in kept if f is not s)]
 
 
 def _multiple(coarse: Split, fine: Split) -> bool:
@@ -281,82 +334,39 @@ def _multiple(coarse: Split, fine: Split) -> bool:
 
 
 def job_split(hosts: Sequence[Sequence[Split]]) -> Split | None:
-    """The split the job's hosts agree on: the period the most hosts have among their splits.
+    """The split the job's hosts agree on.
 
-    ``hosts``: each host's :func:`host_splits`. A period counts once per host that has a split
-    within :data:`AGREE` of it; among periods with as many hosts, the one that more hosts rank
-    first, then the smaller bytes per iteration. Returns the first host's split of that period (the
-    one earliest in its list), ``None`` when no host has one.
+    ``hosts``: each host's :func:`host_splits`. A period is supported by the hosts that have a split
+    within :data:`AGREE` of it. The smallest bytes per iteration that more than half of the hosts
+    support is the job's; where none has such a majority, the most supported, the larger bytes per
+    iteration on a tie (a host that cannot tell stalls from iterations splits them, which gives
+    less). Returns that period's split of the first host that has it, ``None`` when no host has one.
 
     Examples
     --------
     >>> def s(mean, b):
-    ...     return Split(starts=(0.0, 3 * mean), counts=(3,), bytes_per_iteration=b, gap_s=0.1,
-    ...                  stalls=0, byte_error=0.0, spread=0.0)
-    >>> job_split([[s(0.2, 1e5), s(1.0, 5e5)], [s(1.0, 5e5)], [s(1.01, 5e5)]]).mean_s
+    ...     return Split(starts=(0.0, 3 * mean), counts=(3,), silences=(1.0, 1.0), bytes_per_iteration=b,
+    ...                  gap_s=0.1, stalls=0, byte_error=0.0, spread=0.0)
+    >>> job_split([[s(0.2, 1e5)], [s(1.0, 5e5)], [s(1.01, 5e5)]]).mean_s
     1.0
     """
-    every = [(h, r, s) for h, splits in enumerate(hosts) for r, s in enumerate(splits)]
+    every = [(h, sp) for h, splits in enumerate(hosts) for sp in splits]
     if not every:
         return None
 
-    def support(s: Split) -> tuple[int, int, float]:
-        near = [(h, r) for h, r, o in every if abs(o.mean_s / s.mean_s - 1) <= AGREE]
-        return (len({h for h, _ in near}), sum(1 for _, r in near if r == 0), -s.bytes_per_iteration)
+    def support(s: Split) -> int:
+        return len({h for h, o in every if abs(o.mean_s / s.mean_s - 1) <= AGREE})
 
-    best = max((s for _, _, s in every), key=support)
-    return next(s for _, _, s in every if abs(s.mean_s / best.mean_s - 1) <= AGREE)
+    majority = [sp for _, sp in every if 2 * support(sp) > len(hosts)]
+    if majority:
+        return min(
+            majority,
+            key=lambda sp: (sp.bytes_per_iteration, every.index(next(e for e in every if e[1] is sp))),
+        )
+    return max((sp for _, sp in every), key=lambda sp: (support(sp), sp.bytes_per_iteration))
 
 
 def silent_runs_s(x: np.ndarray[Any, Any], also: np.ndarray[Any, Any], *, sample_s: float) -> list[float]:
     """Lengths (s) of the runs of two or more bins inside the series in which neither ``x`` nor
     ``also`` carries traffic."""
     return [n * sample_s for _, n in _silent_runs(_active(x) | _active(also))]
-
-
-def check_profile(
-    prof: Mapping[str, Any], *, rx: np.ndarray[Any, Any], tx: np.ndarray[Any, Any], sample_s: float
-) -> str | None:
-    """Why the profile ``prof`` of a window cannot be posted, or ``None`` when its parts hold together.
-
-    ``rx``, ``tx``: the window's bytes received and sent per bin (``tx`` is what ``prof`` counts).
-    The checks: period, bytes per iteration and compute positive; compute and busy time within the
-    period (:data:`PROFILE_TOL`); the bytes per iteration times the iterations the period puts in the
-    window within one iteration's bytes, or :data:`PROFILE_TOL`, of the bytes counted there; and no
-    two silent runs longer than the period (an iteration silent for longer than it lasts: the
-    period counts the bursts of an iteration, not its iterations).
-
-    Examples
-    --------
-    >>> one = np.r_[np.zeros(60), np.full(10, 1e4), np.zeros(10), np.full(10, 1e4)]   # 0.9 s per iteration
-    >>> rx = np.tile(one, 10)
-    >>> good = {"period_s": 0.9, "bytes_per_iteration": 2e5, "compute_s": 0.7, "busy_s": 0.2}
-    >>> check_profile(good, rx=rx, tx=rx, sample_s=0.01) is None
-    True
-    >>> bad = {"period_s": 0.45, "bytes_per_iteration": 1e5, "compute_s": 0.35, "busy_s": 0.1}
-    >>> check_profile(bad, rx=rx, tx=rx, sample_s=0.01)
-    '9 silent runs longer than the period 0.45 s (up to 0.6 s): the period is not an iteration'
-    """
-    period, per = float(prof["period_s"]), float(prof["bytes_per_iteration"])
-    compute, busy = float(prof["compute_s"]), float(prof.get("busy_s", 0.0))
-    if not (period > 0 and per > 0 and compute > 0):
-        return (
-            f"period {period:g} s, bytes per iteration {per:g}, compute {compute:g} s: each must be positive"
-        )
-    if compute + busy > period * (1 + PROFILE_TOL) + sample_s:
-        return f"compute {compute:g} s and busy {busy:g} s exceed the period {period:g} s"
-    window = tx.size * sample_s
-    total = float(tx.sum())
-    expect = per * window / period
-    if abs(expect - total) > max(PROFILE_TOL * total, per):
-        return (
-            f"{per:.4g} B per iteration over {window / period:.3g} iterations make {expect:.4g} B,"
-            f" the window counted {total:.4g} B"
-        )
-    long = [g for g in silent_runs_s(rx, tx, sample_s=sample_s) if g > period * (1 + PROFILE_TOL)]
-    if len(long) >= 2:
-        return (
-            f"{len(long)} silent runs longer than the period {period:g} s (up to {max(long):.3g} s):"
-            " the period is not an iteration"
-        )
-    return None
