@@ -58,14 +58,14 @@ PHASE_TOL = 0.015
 #: peaks of the byte-domain spectrum tried as bytes per iteration
 MAX_PEAKS = 8
 
-#: a split is refused when more silent runs per iteration than this are as long as its boundaries
-MAX_LONG_STALLS = 2
-
 #: a spectrum peak ``b`` is tried as ``B = m b`` for ``m`` up to this
 MAX_PARTS = 8
 
 #: a split's iterations hold at least this share of the window's bytes
 MIN_SPAN = 0.5
+
+#: splits whose boundaries show in fewer iterations than the best one's less this are dropped
+COVER_MARGIN = 0.15
 
 #: a split needs boundaries in this share of its iterations
 COVER = 0.6
@@ -88,6 +88,7 @@ class Split:
     starts: tuple[float, ...]
     counts: tuple[int, ...]
     silences: tuple[float, ...]  # the silent time (bins) of the boundary at each start
+    cover: float  # the share of its iterations whose boundary shows
     bytes_per_iteration: float
     gap_s: float
     stalls: int
@@ -238,12 +239,14 @@ def _split(runs: _Runs, b0: float, *, sample_s: float, start: float) -> Split | 
     b, member, k = fit
     ends = runs.end[member]
     ks = np.unique(k)
-    if ks.size < 4 or ks.size < COVER * (ks[-1] - ks[0] + 1) or (ks[-1] - ks[0]) * b < MIN_SPAN * runs.total:
+    span = int(ks[-1] - ks[0] + 1)
+    if ks.size < COVER * span or (ks[-1] - ks[0]) * b < MIN_SPAN * runs.total:
         return None
-    quiet = float(np.median(runs.length[member]))
-    inside = (runs.end > ends.min()) & (runs.end < ends.max()) & ~member
-    if np.count_nonzero(runs.length[inside] >= quiet) > MAX_LONG_STALLS * (ks[-1] - ks[0]):
-        return None  # silences as long as the boundaries everywhere: the bytes line up by chance
+    # boundaries that chance alone would give: a run within the phase's tolerance at an iteration
+    rate = np.count_nonzero((runs.end >= ends.min()) & (runs.end <= ends.max())) / span
+    p0 = 1.0 - math.exp(-2 * PHASE_TOL * rate)
+    if ks.size < max(4.0, span * p0 + 4 * math.sqrt(span * p0 * (1 - p0)) + 2):
+        return None
     starts = tuple(start + float(ends[k == q].max()) * sample_s for q in ks)
     silences = tuple(float(runs.length[member][k == q].sum()) for q in ks)
     counts = tuple(int(c) for c in np.diff(ks))
@@ -255,6 +258,7 @@ def _split(runs: _Runs, b0: float, *, sample_s: float, start: float) -> Split | 
         starts=starts,
         counts=counts,
         silences=silences,
+        cover=ks.size / float(ks[-1] - ks[0] + 1),
         bytes_per_iteration=b,
         gap_s=float(np.median(runs.length[member])) * sample_s,
         stalls=int(np.count_nonzero(~member)),
@@ -264,10 +268,13 @@ def _split(runs: _Runs, b0: float, *, sample_s: float, start: float) -> Split | 
 
 
 def _sub_split(fine: Split, coarse: Split) -> bool:
-    """Whether ``fine`` splits ``coarse``'s iterations into parts: the boundaries of ``fine`` that
-    ``coarse`` keeps (its phase holds the most silent time) are silent :data:`PHASE_RATIO` times
-    longer than those it leaves out (the compute gaps against the stalls between parts). Between a
-    true split and its multiple the two sets are alike: compute gaps both."""
+    """Whether ``fine`` splits ``coarse``'s iterations into parts: its boundaries show in fewer of its
+    iterations (by :data:`COVER_MARGIN`), or the boundaries of ``fine`` that ``coarse`` keeps (its
+    phase holds the most silent time) are silent :data:`PHASE_RATIO` times longer than those it
+    leaves out (the compute gaps against the stalls between parts). Between a true split and its
+    multiple the two sets are alike: compute gaps both."""
+    if fine.cover < coarse.cover - COVER_MARGIN:
+        return True  # the boundaries ``fine`` adds are missing in many iterations: stalls
     kept = np.isin(np.round(fine.starts, 6), np.round(coarse.starts, 6))
     quiet = np.asarray(fine.silences)
     if np.count_nonzero(kept) < 2 or np.all(kept):
@@ -290,8 +297,11 @@ def host_splits(
     the phase of the byte counter modulo ``B`` that holds the most silent time (the compute gaps),
     and ``B`` is refined on them (:func:`_fit`). A split is kept when its boundaries show in
     :data:`COVER` of its iterations at least (four or more), and not when a coarser split shows it
-    to cut iterations into parts (:func:`_sub_split`). Best first: the smallest ``B``. Empty when no
-    ``B`` fits.
+    to cut iterations into parts (:func:`_sub_split`) or when it is a multiple of a kept one; of the
+    rest, those whose boundaries show in nearly as many iterations as the best one's
+    (:data:`COVER_MARGIN`), the longest silent boundaries first (the compute gap is the regular
+    silence of an iteration; a split that takes stalls for boundaries has shorter ones). Empty when
+    no ``B`` fits.
 
     Examples
     --------
@@ -325,7 +335,10 @@ def host_splits(
         for i, s in enumerate(splits)
         if not any(_sub_split(s, c) for c in splits[i + 1 :] if _multiple(c, s))
     ]
-    return [s for s in kept if not any(_multiple(s, f) for f in kept if f is not s)]
+    kept = [s for s in kept if not any(_multiple(s, f) for f in kept if f is not s)]
+    best = max((s.cover for s in kept), default=0.0)
+    close = (s for s in kept if s.cover >= best - COVER_MARGIN)
+    return sorted(close, key=lambda s: (-float(np.median(s.silences)), s.bytes_per_iteration))
 
 
 def _multiple(coarse: Split, fine: Split) -> bool:
@@ -345,8 +358,8 @@ def job_split(hosts: Sequence[Sequence[Split]]) -> Split | None:
     Examples
     --------
     >>> def s(mean, b):
-    ...     return Split(starts=(0.0, 3 * mean), counts=(3,), silences=(1.0, 1.0), bytes_per_iteration=b,
-    ...                  gap_s=0.1, stalls=0, byte_error=0.0, spread=0.0)
+    ...     return Split(starts=(0.0, 3 * mean), counts=(3,), silences=(1.0, 1.0), cover=1.0,
+    ...                  bytes_per_iteration=b, gap_s=0.1, stalls=0, byte_error=0.0, spread=0.0)
     >>> job_split([[s(0.2, 1e5)], [s(1.0, 5e5)], [s(1.01, 5e5)]]).mean_s
     1.0
     """
