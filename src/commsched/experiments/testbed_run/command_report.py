@@ -97,11 +97,14 @@ def twin_profile(
     job: CommandJob, data: Mapping[str, Any], decision: Mapping[str, Any], *, end: float
 ) -> dict[str, Any]:
     """The profile the twin gets: the one posted from the profiling window (else the same computed
-    here), with the compute the least of the job's hosts' over that window.
+    here), with the compute from the job's hosts over that window.
 
-    A host's silent time is the program's compute plus its waits for the others (a peer whose data
-    is queued behind another job's on a shared link): the host that waited least tells the compute
-    best, and the fluid model adds the contention back. ``end``: the end of the profiling window.
+    Where every host's iterations were told apart by their bytes, the compute is the longest of the
+    hosts' median silences between two iterations (a host whose peer starts sending before its own
+    compute ends sees a shorter one); the silences inside an iteration's communication are stalls
+    (a peer's data queued behind another job's), which the fluid model adds back. Otherwise a host's
+    silent time per iteration is the program's compute plus its waits for the others, and the host
+    that waited least tells the compute best. ``end``: the end of the profiling window.
     """
     first = data[job.ranks[0].host]
     posted = (first["report"].get("profile") or {}).get("posted")
@@ -121,15 +124,23 @@ def twin_profile(
         body = {**profile_body(prof, view, job.id), "from": "profiling window, computed at the end"}
         if rejected:
             body["rejected_by_agent"] = rejected
-    per_host: dict[str, float] = {}
+    per_host: dict[str, dict[str, Any]] = {}
     for host, d in data.items():
         try:
-            per_host[host] = float(_host_profile(d["traffic"], start, end)["compute_s"])
+            per_host[host] = _host_profile(d["traffic"], start, end)
         except Exception:  # a host without a period in that window does not vote
             continue
     if per_host and body.get("overlap", 1.0) > 0:
-        body["compute_by_host"] = per_host
-        body["compute_s"] = min(per_host.values())
+        if all(p["method"] == "bytes" for p in per_host.values()):
+            # iterations told apart by their bytes: the silence between two of them is the compute;
+            # the stalls inside one are the network's, which the twin adds back
+            body["compute_by_host"] = {h: float(p["gap_s"]) for h, p in per_host.items()}
+            body["compute_s"] = max(body["compute_by_host"].values())
+            body["compute_from"] = "silence between iterations"
+        else:
+            body["compute_by_host"] = {h: float(p["compute_s"]) for h, p in per_host.items()}
+            body["compute_s"] = min(body["compute_by_host"].values())
+            body["compute_from"] = "silent time per iteration"
     return body
 
 
