@@ -61,7 +61,7 @@ def test_iterations_from_traffic_hold_under_contention(tmp_path: Path) -> None:
         proc = subprocess.run(
             [sys.executable, "-c", "from commsched.cli.app import main; main()", "testbed", "run", str(path),
              "--json", "--quiet", "--name", name, "--policies", "ecmp-fair,crux-full", "--window", "20",
-             "--profiling-window", "8"],
+             "--profiling-window", "12"],
             capture_output=True, text=True, check=False, timeout=900, env=env,
         )  # fmt: skip
     finally:

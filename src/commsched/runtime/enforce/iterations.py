@@ -61,6 +61,10 @@ MAX_PEAKS = 8
 #: a spectrum peak ``b`` is tried as ``B = m b`` for ``m`` up to this
 MAX_PARTS = 8
 
+#: a split's boundaries exceed those chance would give by this many standard deviations, and two
+#: (the spectrum tries thousands of ``B`` and phases: a few boundaries line up somewhere by chance)
+SIGMAS = 4.0
+
 #: a split's iterations hold at least this share of the window's bytes
 MIN_SPAN = 0.5
 
@@ -245,7 +249,7 @@ def _split(runs: _Runs, b0: float, *, sample_s: float, start: float) -> Split | 
     # boundaries that chance alone would give: a run within the phase's tolerance at an iteration
     rate = np.count_nonzero((runs.end >= ends.min()) & (runs.end <= ends.max())) / span
     p0 = 1.0 - math.exp(-2 * PHASE_TOL * rate)
-    if ks.size < max(4.0, span * p0 + 4 * math.sqrt(span * p0 * (1 - p0)) + 2):
+    if ks.size < max(4.0, span * p0 + SIGMAS * math.sqrt(span * p0 * (1 - p0)) + 2):
         return None
     starts = tuple(start + float(ends[k == q].max()) * sample_s for q in ks)
     silences = tuple(float(runs.length[member][k == q].sum()) for q in ks)
