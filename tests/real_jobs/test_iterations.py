@@ -16,7 +16,7 @@ import pytest
 
 from commsched.runtime.enforce.iterations import host_splits, job_split
 from commsched.runtime.enforce.profilecheck import check_profile
-from commsched.runtime.enforce.traffic import outside_profile, series, window_iterations
+from commsched.runtime.enforce.traffic import OutsideProfile, outside_profile, series, window_iterations
 
 DT = 0.01
 
@@ -165,3 +165,66 @@ def test_varying_bytes_have_no_split() -> None:
     x = np.concatenate([np.r_[np.zeros(30), np.full(int(rng.integers(5, 20)), rng.uniform(1e4, 5e4))]
                         for _ in range(30)])  # fmt: skip
     assert host_splits(x, sample_s=DT) == []
+    # five parts per iteration at a level that varies from one iteration to the next
+    parts = [
+        np.r_[np.zeros(40), np.tile(np.r_[np.full(4, rng.uniform(1e4, 3e4)), np.zeros(3)], 5)]
+        for _ in range(40)
+    ]
+    assert host_splits(np.concatenate(parts)[100:-100], sample_s=DT) == []
+
+
+def test_the_agent_posts_a_consistent_profile_and_keeps_back_one_that_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``profile_now``: a window whose iterations the bytes tell apart is posted with the reference
+    period and bytes; the same window's profile by bursts (period and bytes a part of an iteration's)
+    is kept with the reason and not posted."""
+    import threading
+    from types import SimpleNamespace
+
+    from commsched.runtime.enforce import loops
+
+    posted: list[dict] = []
+
+    def poster(job: str, body: dict) -> dict:
+        posted.append(body)
+        return {"status": 200}
+
+    def enforcer() -> SimpleNamespace:
+        return SimpleNamespace(
+            lock=threading.Lock(),
+            cfg=SimpleNamespace(sample_s=DT),
+            view={"connections": [{"job": "j", "share": 1.0}]},
+            poster=poster,
+        )
+
+    shape = TABLE["4 ranks on 2 hosts, ecmp-fair (11 bursts)"]
+    h = _host(shape, 30, seed=7)
+    start, end = _window(h)
+    job = SimpleNamespace(
+        id="j", samples=list(zip(h.t, h.tx, h.tx, [0] * h.t.size, h.rx, strict=True)), profile=None
+    )
+    out = loops.profile_now(enforcer(), job, start, end)
+    assert "rejected" not in out and len(posted) == 1
+    assert posted[0]["period_s"] == pytest.approx(_reference(h, start, end), rel=0.02)
+    assert posted[0]["comm_bytes"] == pytest.approx(shape.bytes, rel=0.03)
+
+    # the same window profiled by counting the bursts of each iteration as iterations (what a burst
+    # detector gives under contention): refused, kept with the reason, not posted
+    bursts = OutsideProfile(
+        period_s=out["measured"]["period_s"] / shape.parts,
+        bytes_per_iteration=shape.bytes / shape.parts,
+        busy_s=out["measured"]["busy_s"] / shape.parts,
+        compute_s=out["measured"]["compute_s"] / shape.parts,
+        overlap=1.0,
+        gap_s=0.05,
+        iterations=out["measured"]["iterations"] * shape.parts,
+        window_s=out["measured"]["window_s"],
+        method="bursts",
+    )
+    monkeypatch.setattr(loops, "outside_profile", lambda *a, **k: bursts)
+    job = SimpleNamespace(id="j", samples=job.samples, profile=None)
+    out = loops.profile_now(enforcer(), job, start, end)
+    assert len(posted) == 1
+    assert "longer than the period" in out["rejected"]
+    assert job.profile is out

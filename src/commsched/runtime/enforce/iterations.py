@@ -84,8 +84,8 @@ class Split:
 
     ``starts``: times (s) at which the communication of an iteration begins (a boundary's end);
     ``counts``: the iterations between consecutive starts; ``bytes_per_iteration`` both directions;
-    ``stalls``: silent runs inside iterations (not boundaries); ``byte_error``: the root mean square
-    distance of the segments' bytes from whole iterations; ``spread``: the coefficient of variation
+    ``stalls``: silent runs inside iterations (not boundaries); ``byte_error``: the median distance
+    of the boundaries from their phase, in iterations; ``spread``: the coefficient of variation
     of the iteration time between starts.
     """
 
@@ -255,7 +255,9 @@ def _split(runs: _Runs, b0: float, *, sample_s: float, start: float) -> Split | 
     silences = tuple(float(runs.length[member][k == q].sum()) for q in ks)
     counts = tuple(int(c) for c in np.diff(ks))
     at = runs.at[member]
-    err = float(np.sqrt(np.mean(((at - at[0]) / b - k) ** 2)))
+    err = float(np.median(np.abs((at - at[0]) / b - k - np.median((at - at[0]) / b - k))))
+    if err > PHASE_TOL / 4:
+        return None  # true boundaries stand at their phase to a few bytes; these scatter over it
     per = [(t1 - t0) / c for t0, t1, c in zip(starts, starts[1:], counts, strict=False)]
     mid = statistics.fmean(per)
     return Split(
@@ -357,7 +359,8 @@ def job_split(hosts: Sequence[Sequence[Split]]) -> Split | None:
     within :data:`AGREE` of it. The smallest bytes per iteration that more than half of the hosts
     support is the job's; where none has such a majority, the most supported, the larger bytes per
     iteration on a tie (a host that cannot tell stalls from iterations splits them, which gives
-    less). Returns that period's split of the first host that has it, ``None`` when no host has one.
+    less). Returns, of the hosts' splits of that period, the one that counts the most iterations
+    (boundaries over the longest span), ``None`` when no host has one.
 
     Examples
     --------
@@ -376,11 +379,12 @@ def job_split(hosts: Sequence[Sequence[Split]]) -> Split | None:
 
     majority = [sp for _, sp in every if 2 * support(sp) > len(hosts)]
     if majority:
-        return min(
-            majority,
-            key=lambda sp: (sp.bytes_per_iteration, every.index(next(e for e in every if e[1] is sp))),
-        )
-    return max((sp for _, sp in every), key=lambda sp: (support(sp), sp.bytes_per_iteration))
+        least = min(majority, key=lambda sp: sp.bytes_per_iteration)
+        pick = [sp for sp in majority if abs(sp.bytes_per_iteration / least.bytes_per_iteration - 1) <= AGREE]
+    else:
+        top = max((sp for _, sp in every), key=lambda sp: (support(sp), sp.bytes_per_iteration))
+        pick = [sp for _, sp in every if abs(sp.mean_s / top.mean_s - 1) <= AGREE]
+    return max(pick, key=lambda sp: sp.count)  # the hosts' splits of it: the one counting most
 
 
 def silent_runs_s(x: np.ndarray[Any, Any], also: np.ndarray[Any, Any], *, sample_s: float) -> list[float]:
