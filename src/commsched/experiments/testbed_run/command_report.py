@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -26,16 +27,20 @@ from typing import Any
 from commsched.experiments.testbed_run.twin import MeasuredJob
 from commsched.runtime.enforce.loops import profile_body
 from commsched.runtime.launch.jobs import CommandJob
-from commsched.runtime.profiling.traffic import IterationStats, outside_profile, window_iterations
+from commsched.runtime.profiling.iterations import host_splits, job_split
+from commsched.runtime.profiling.traffic import IterationStats, outside_profile, series, window_iterations
 from commsched.testbed import Testbed
 from commsched.testbed.probe import trace_tuples
+from commsched.topology import NodeId
 
 __all__ = [
     "CommandInputs",
+    "agreed_iterations",
     "command_inputs",
     "command_rows",
     "logged_iterations",
     "paths_of",
+    "ring_order",
     "traffic_iterations",
     "twin_profile",
 ]
@@ -92,15 +97,19 @@ def twin_profile(
     job: CommandJob, data: Mapping[str, Any], decision: Mapping[str, Any], *, end: float
 ) -> dict[str, Any]:
     """The profile the twin gets: the one posted from the profiling window (else the same computed
-    here), with the compute the least of the job's hosts' over that window.
+    here), with the compute from the job's hosts over that window.
 
-    A host's silent time is the program's compute plus its waits for the others (a peer whose data
-    is queued behind another job's on a shared link): the host that waited least tells the compute
-    best, and the fluid model adds the contention back. ``end``: the end of the profiling window.
+    Where every host's iterations were told apart by their bytes, the compute is the longest of the
+    hosts' median silences between two iterations (a host whose peer starts sending before its own
+    compute ends sees a shorter one); the silences inside an iteration's communication are stalls
+    (a peer's data queued behind another job's), which the fluid model adds back. Otherwise a host's
+    silent time per iteration is the program's compute plus its waits for the others, and the host
+    that waited least tells the compute best. ``end``: the end of the profiling window.
     """
     first = data[job.ranks[0].host]
     posted = (first["report"].get("profile") or {}).get("posted")
     window = (first["report"].get("profile") or {}).get("window")
+    rejected = (first["report"].get("profile") or {}).get("rejected")
     if posted and window:
         body, start, end = {**posted, "from": "posted by the agent"}, float(window[0]), float(window[1])
     else:
@@ -113,15 +122,25 @@ def twin_profile(
         gpus = {str(g) for g in job.gpus}
         view = {"connections": [c for c in decision.get("connections", []) if str(c["src"]) in gpus]}
         body = {**profile_body(prof, view, job.id), "from": "profiling window, computed at the end"}
-    per_host: dict[str, float] = {}
+        if rejected:
+            body["rejected_by_agent"] = rejected
+    per_host: dict[str, dict[str, Any]] = {}
     for host, d in data.items():
         try:
-            per_host[host] = float(_host_profile(d["traffic"], start, end)["compute_s"])
+            per_host[host] = _host_profile(d["traffic"], start, end)
         except Exception:  # a host without a period in that window does not vote
             continue
     if per_host and body.get("overlap", 1.0) > 0:
-        body["compute_by_host"] = per_host
-        body["compute_s"] = min(per_host.values())
+        if all(p["method"] == "bytes" for p in per_host.values()):
+            # iterations told apart by their bytes: the silence between two of them is the compute;
+            # the stalls inside one are the network's, which the twin adds back
+            body["compute_by_host"] = {h: float(p["gap_s"]) for h, p in per_host.items()}
+            body["compute_s"] = max(body["compute_by_host"].values())
+            body["compute_from"] = "silence between iterations"
+        else:
+            body["compute_by_host"] = {h: float(p["compute_s"]) for h, p in per_host.items()}
+            body["compute_s"] = min(body["compute_by_host"].values())
+            body["compute_from"] = "silent time per iteration"
     return body
 
 
@@ -177,12 +196,10 @@ def paths_of(
                 best[key] = (int(nbytes), links)
     ips = {str(r.gpu): r.ip for r in job.ranks}
     paths: dict[tuple[str, str, str], tuple[int, ...]] = {}
-    for c in decision.get("connections", []):
-        if c["job"] != job.id:
-            continue
-        hit = best.get((ips.get(str(c["src"]), ""), ips.get(str(c["dst"]), "")))
+    for a, b in itertools.permutations(ips, 2):  # every pair of ranks: the twin's ring may differ
+        hit = best.get((ips[a], ips[b]))
         if hit is not None:
-            paths[(job.id, str(c["src"]), str(c["dst"]))] = hit[1]
+            paths[(job.id, a, b)] = hit[1]
     unpinned = [
         {k: row[k] for k in ("host", "local", "remote", "wire_sport", "reason")}
         for row in rows
@@ -192,12 +209,58 @@ def paths_of(
     on_rev = sum(1 for r in rows if r.get("reverse") is None or r["reverse"] == r["reverse_taken"])
     return {
         "paths": paths,
+        "flow_bytes": {k: v[0] for k, v in best.items()},
         "connections": rows,
         "unpinned": unpinned,
         "fabric_connections": len(rows),
         "on_decision_path": on_fwd,
         "reverse_on_decision_path": on_rev,
     }
+
+
+def ring_order(job: CommandJob, flow_bytes: Mapping[tuple[str, str], int]) -> tuple[NodeId, ...]:
+    """The job's GPUs in the order its ring really runs: rank order, or reversed after rank 0 when
+    the bytes between hosts flow from each rank to the one before it (gloo's ring may run either
+    way; the twin's ring follows the GPUs' order, so that its connections are the loaded ones).
+
+    Examples
+    --------
+    >>> from commsched.runtime.launch.jobs import Rank
+    >>> rk = tuple(Rank(rank=i, local_rank=0, host=f"h{i}", gpu=NodeId(f"h{i}/gpu0"), ip=f"10.0.{i}.1",
+    ...                 iface="eth0") for i in range(3))
+    >>> job = CommandJob(id="j", argv=("x",), ranks=rk, local_world=1, master_port=1, iteration_log=None,
+    ...                  compute_s=1.0, sync_bytes=1.0, overlap=1.0, collective="ring", declared=False)
+    >>> flows = {("10.0.0.1", "10.0.2.1"): 9, ("10.0.2.1", "10.0.1.1"): 9, ("10.0.1.1", "10.0.0.1"): 9}
+    >>> ring_order(job, flows)
+    ('h0/gpu0', 'h2/gpu0', 'h1/gpu0')
+    """
+    r = job.ranks
+    if len(r) < 3:
+        return job.gpus
+
+    def along(step: int) -> int:
+        return sum(int(flow_bytes.get((r[i].ip, r[(i + step) % len(r)].ip), 0)) for i in range(len(r)))
+
+    if along(-1) > 1.5 * along(1):
+        return (r[0].gpu, *(x.gpu for x in reversed(r[1:])))
+    return job.gpus
+
+
+def agreed_iterations(
+    traffic: list[Mapping[str, Any]], *, start: float, end: float
+) -> dict[str, float] | None:
+    """Mean iteration time and count the job's hosts agree on over ``[start, end)``
+    (:func:`commsched.runtime.profiling.iterations.job_split`), ``None`` when they show no split."""
+    per_host = []
+    for tr in traffic:
+        t, dt = tr["t"], float(tr["sample_s"])
+        if len(t) < 2 or min(end, t[-1]) - start < 4 * dt:
+            continue
+        rx = series(t, tr["rx_data_bytes"], sample_s=dt, start=start, end=min(end, t[-1]))
+        tx = series(t, tr["data_bytes"], sample_s=dt, start=start, end=min(end, t[-1]))
+        per_host.append(host_splits(rx, sample_s=dt, start=start, also=tx))
+    agreed = job_split(per_host)
+    return None if agreed is None else {"mean": agreed.mean_s, "iterations": float(agreed.count)}
 
 
 def mean_over_hosts(stats: list[IterationStats | None]) -> dict[str, float]:
@@ -250,7 +313,7 @@ def command_inputs(
             compute_s=float(prof["compute_s"]),
             sync_bytes=float(prof["comm_bytes"]),
             overlap=float(prof.get("overlap", 1.0)),
-            gpus=job.gpus,
+            gpus=ring_order(job, traced[job.id]["flow_bytes"]),
             iterations=count,
         )
     return CommandInputs(
@@ -267,7 +330,8 @@ def command_rows(
         start, end = inputs.windows[job.id]
         data = run.commands[job.id]
         per_host = [traffic_iterations(data[h]["traffic"], start=start, end=end) for h in job.hosts]
-        m = mean_over_hosts(per_host)
+        m = agreed_iterations([data[h]["traffic"] for h in job.hosts], start=start, end=end)
+        m = m or mean_over_hosts(per_host)
         s = simulated.get(job.id, float("nan"))
         info = run.decision.get("jobs", {}).get(job.id, {})
         logged = (

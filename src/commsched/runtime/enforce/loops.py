@@ -27,6 +27,7 @@ from commsched.runtime.enforce.nflink import CounterReader
 from commsched.runtime.enforce.pins import Pinning
 from commsched.runtime.profiling.body import from_host
 from commsched.runtime.profiling.body import profile_body as build_body
+from commsched.runtime.profiling.profilecheck import check_profile
 from commsched.runtime.profiling.traffic import outside_profile, series, steady, window_iterations
 
 __all__ = ["LoopHost", "Loops", "profile_body", "profile_now"]
@@ -172,8 +173,10 @@ class Loops:
         """
         e = self.e
         window = job.profile_window_s
-        if window <= 0 or job.profile is not None or e.poster is None:
+        if window <= 0 or (job.profile is not None and "rejected" not in job.profile) or e.poster is None:
             return
+        if job.profile is not None and time.time() - float(job.profile["at"]) < window / 2:
+            return  # rejected: the next try on a window half new
         hosts = e.view.get("jobs", {}).get(job.id, {}).get("hosts", [])
         if not hosts or hosts[0] != e.cfg.host:
             return
@@ -206,7 +209,9 @@ class Loops:
 def profile_now(e: LoopHost, job: JobState, start: float, end: float) -> dict[str, Any]:
     """Profile ``job`` over ``[start, end)`` of its samples, post it to the daemon, keep and return it.
 
-    Raises :class:`~commsched.errors.InputError` when that window shows no iterations.
+    A profile whose parts disagree (:func:`.profilecheck.check_profile`) is not posted: it is kept
+    with the reason (``rejected``), and the sampling loop profiles a later window. Raises
+    :class:`~commsched.errors.InputError` when that window shows no iterations.
     """
     with e.lock:
         rows = list(job.samples)
@@ -214,6 +219,16 @@ def profile_now(e: LoopHost, job: JobState, start: float, end: float) -> dict[st
     rx = [float(r[4]) for r in rows]  # the pace of the wire
     tx = [float(r[1]) for r in rows]  # what this host sends
     prof = outside_profile(t, rx, tx, sample_s=e.cfg.sample_s, start=start, end=end)
+    dt = e.cfg.sample_s
+    why = check_profile(
+        prof.to_json(),
+        rx=series(t, rx, sample_s=dt, start=start, end=end),
+        tx=series(t, tx, sample_s=dt, start=start, end=end),
+        sample_s=dt,
+    )
+    if why is not None:  # not posted: the job keeps what the daemon has; a later window may do
+        job.profile = {"measured": prof.to_json(), "rejected": why, "at": time.time(), "window": [start, end]}
+        return job.profile
     body = profile_body(prof.to_json(), e.view, job.id)
     out: dict[str, Any] = {
         "measured": prof.to_json(),

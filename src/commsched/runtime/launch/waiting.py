@@ -37,8 +37,8 @@ def _post_profiles(
         st.say(
             f"  {jid}: profile posted: period {got['period_s']:.3f} s, "
             f"compute {got['compute_s']:.3f} s, {got['bytes_per_iteration'] / 1e6:.2f} MB/iteration"
-            if got
-            else f"  {jid}: no profile from its traffic: {body.get('error')}"
+            if got and "rejected" not in body
+            else f"  {jid}: no profile from its traffic: {body.get('rejected') or body.get('error')}"
         )
 
 

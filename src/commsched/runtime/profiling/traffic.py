@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from commsched.errors import InputError
+from commsched.runtime.profiling.iterations import host_splits
 from commsched.runtime.profiling.profiler import iteration_period
 
 __all__ = [
@@ -92,7 +93,7 @@ def steady(st: IterationStats, *, min_count: int = 3, spread: float = 1.5) -> bo
     ...                                   period_s=1.0, gap_s=0.2, method="bursts"))
     (True, False)
     """
-    if st.method != "bursts" or st.count < min_count or len(st.starts) < 2:
+    if st.method not in ("bursts", "bytes") or st.count < min_count or len(st.starts) < 2:
         return False
     gaps = [b - a for a, b in itertools.pairwise(st.starts)]
     mid = statistics.median(gaps)
@@ -203,6 +204,16 @@ def iterations(
     >>> round(st.mean_s, 4), st.count, round(st.gap_s, 3), st.method
     (0.1, 38, 0.07, 'bursts')
     """
+    if splits := host_splits(x, sample_s=sample_s, start=start, also=also):  # by whole iterations' bytes
+        s = splits[0]
+        return IterationStats(
+            mean_s=s.mean_s,
+            count=s.count,
+            starts=s.starts,
+            period_s=s.period_s,
+            gap_s=s.gap_s,
+            method="bytes",
+        )
     active = _active(x) if also is None else _active(x) | _active(also)
     runs = [(i, n) for i, n in _runs(active) if i > 0 and i + n < x.size and n >= 2]
     gaps = [(i, n) for i, n in runs if n >= _cut(runs)] if len(runs) >= 3 else []
@@ -285,7 +296,7 @@ def outside_profile(
         raise InputError("no traffic in the profiling window", where="profile", expected="a job that sends")
     st = iterations(x, sample_s=sample_s, start=start, also=None if sent is None else y)
     window = x.size * sample_s
-    if st.method != "bursts":
+    if st.method not in ("bursts", "bytes"):
         n = window / st.period_s
         return OutsideProfile(
             period_s=st.period_s,

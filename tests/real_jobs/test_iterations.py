@@ -1,0 +1,230 @@
+"""Iterations told apart from stalls inside one iteration's communication (``runtime.profiling.iterations``).
+
+The counter series are generated here from a known timeline: every iteration computes (silent), then
+moves its bytes in parts at the link's rate, with stalls between the parts (contention: a flow
+waiting behind another job's, a ring step waiting for a slow peer). The reference iteration time is
+the mean spacing of the generated iterations' starts, the reference bytes the bytes generated per
+iteration; the counters are sampled late by up to 40 % of a bin, as the agent's are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from commsched.runtime.profiling.iterations import host_splits, job_split
+from commsched.runtime.profiling.profilecheck import check_profile
+from commsched.runtime.profiling.traffic import OutsideProfile, outside_profile, series, window_iterations
+
+DT = 0.01
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Shape:
+    """How a job's iterations look on one host's counters."""
+
+    compute_s: float
+    bytes: float  # both directions' bytes per iteration are this each way
+    rate: float  # bytes/s while a part is on the wire
+    parts: int = 1  # pieces the communication breaks into
+    stall_s: tuple[float, float] = (0.0, 0.0)  # a stall between two parts lasts this long (uniform)
+    p_stall: float = 1.0  # chance that two parts are separated by a stall
+    equal: bool = False  # parts of equal bytes (the steps of a ring) or cut at random
+    jitter_s: float = 0.02  # the compute varies by this much either way
+
+
+@dataclass(frozen=True, slots=True)
+class Host:
+    t: np.ndarray
+    rx: np.ndarray
+    tx: np.ndarray
+    starts: np.ndarray  # reference: when each iteration's communication began
+
+
+def _host(shape: Shape, n: int, *, seed: int, lag_s: float = 0.0) -> Host:
+    """Cumulative counters of one host over ``n`` iterations (``lag_s``: its traffic later by that)."""
+    rng = np.random.default_rng(seed)
+    knots_t, knots_b = [0.0], [0.0]
+    now, got, starts = 0.0, 0.0, []
+    for _ in range(n):
+        now += shape.compute_s + rng.uniform(-shape.jitter_s, shape.jitter_s)
+        starts.append(now)
+        knots_t.append(now + lag_s), knots_b.append(got)
+        if shape.equal:
+            sizes = np.full(shape.parts, shape.bytes / shape.parts)
+        else:
+            sizes = np.diff(np.r_[0.0, np.sort(rng.uniform(0.1, 0.9, shape.parts - 1)), 1.0]) * shape.bytes
+        for i, size in enumerate(sizes):
+            now += size / shape.rate
+            got += size
+            knots_t.append(now + lag_s), knots_b.append(got)
+            if i < len(sizes) - 1 and rng.uniform() < shape.p_stall:
+                now += rng.uniform(*shape.stall_s)
+                knots_t.append(now + lag_s), knots_b.append(got)
+    t = np.arange(0.0, now + lag_s, DT) + rng.uniform(0.0, 0.4 * DT, int(np.ceil((now + lag_s) / DT)))
+    cum = np.interp(t, knots_t, knots_b)
+    return Host(t=t, rx=cum, tx=cum.copy(), starts=np.array(starts))
+
+
+def _window(h: Host) -> tuple[float, float]:
+    return float(h.starts[3] - 0.05), float(h.starts[-3] - 0.05)
+
+
+def _reference(h: Host, start: float, end: float) -> float:
+    """Mean iteration time over the iterations that start in the window."""
+    inside = h.starts[(h.starts >= start) & (h.starts < end)]
+    return float((inside[-1] - inside[0]) / (inside.size - 1))
+
+
+# the issue's table (iteration, bytes, bursts per iteration), with stalls that can outlast the compute
+TABLE = {
+    "4 ranks on 2 hosts, ecmp-fair (11 bursts)": Shape(
+        compute_s=0.3, bytes=2.9e6, rate=7.8e6, parts=11, stall_s=(0.02, 0.12)
+    ),
+    "2 ranks, ecmp-fair (5 bursts, stalls past the compute)": Shape(
+        compute_s=0.3, bytes=5.5e6, rate=15.6e6, parts=5, stall_s=(0.05, 0.45)
+    ),
+    "3 ranks on 3 hosts (one burst)": Shape(compute_s=0.27, bytes=2.28e6, rate=7.8e6),
+    "crux-full 0.887 s (one burst)": Shape(compute_s=0.44, bytes=3.5e6, rate=7.8e6),
+    "crux-full 0.743 s (split now and then)": Shape(
+        compute_s=0.22, bytes=4.1e6, rate=7.8e6, parts=2, stall_s=(0.1, 0.3), p_stall=0.4
+    ),
+    "ring steps, a stall after every one": Shape(
+        compute_s=0.4, bytes=3.0e6, rate=7.8e6, parts=4, stall_s=(0.03, 0.08), equal=True
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(TABLE))
+@pytest.mark.parametrize("seed", [1, 2])
+def test_iteration_and_bytes_of_the_issue_shapes(name: str, seed: int) -> None:
+    h = _host(TABLE[name], 40, seed=seed)
+    start, end = _window(h)
+    st = window_iterations(h.t, h.rx, h.tx, sample_s=DT, start=start, end=end)
+    assert st.method == "bytes"
+    assert st.mean_s == pytest.approx(_reference(h, start, end), rel=0.02)
+    x = series(h.t, h.rx, sample_s=DT, start=start, end=end)
+    split = host_splits(
+        x, sample_s=DT, start=start, also=series(h.t, h.tx, sample_s=DT, start=start, end=end)
+    )[0]
+    assert split.bytes_per_iteration == pytest.approx(2 * TABLE[name].bytes, rel=0.01)  # both directions
+    prof = outside_profile(h.t, h.rx, h.tx, sample_s=DT, start=start, end=end)
+    assert prof.bytes_per_iteration == pytest.approx(TABLE[name].bytes, rel=0.03)
+    assert prof.period_s == pytest.approx(_reference(h, start, end), rel=0.02)
+
+
+def test_a_burst_counting_profile_is_not_posted() -> None:
+    """A profile that counts the bursts of a split iteration has its bytes and period right as a rate,
+    but the iterations would be silent for longer than they last: it is refused; the one found by
+    bytes passes."""
+    shape = TABLE["2 ranks, ecmp-fair (5 bursts, stalls past the compute)"]
+    h = _host(shape, 40, seed=3)
+    start, end = _window(h)
+    rx = series(h.t, h.rx, sample_s=DT, start=start, end=end)
+    tx = series(h.t, h.tx, sample_s=DT, start=start, end=end)
+    good = outside_profile(h.t, h.rx, h.tx, sample_s=DT, start=start, end=end).to_json()
+    assert check_profile(good, rx=rx, tx=tx, sample_s=DT) is None
+    mean = _reference(h, start, end)
+    bursts = {"period_s": mean / 5, "bytes_per_iteration": shape.bytes / 5, "compute_s": 0.05, "busy_s": 0.05}
+    why = check_profile(bursts, rx=rx, tx=tx, sample_s=DT)
+    assert why is not None and "longer than the period" in why
+    wrong_bytes = {**good, "bytes_per_iteration": good["bytes_per_iteration"] * 0.7}
+    why = check_profile(wrong_bytes, rx=rx, tx=tx, sample_s=DT)
+    assert why is not None and "the window counted" in why
+    assert check_profile({**good, "compute_s": good["period_s"]}, rx=rx, tx=tx, sample_s=DT) is not None
+
+
+def test_hosts_agree_on_the_period() -> None:
+    """Three ranks: the hosts' traffic differs (its own stalls, one host lagging behind by 60 ms);
+    one host's stalls fall after every equal step at the length of the compute, so that host alone
+    cannot tell its steps from iterations; the hosts together give the iteration."""
+    clear = Shape(compute_s=0.3, bytes=3.0e6, rate=7.8e6, parts=3, stall_s=(0.02, 0.2))
+    alike = Shape(
+        compute_s=0.3, bytes=3.0e6, rate=7.8e6, parts=3, stall_s=(0.28, 0.32), equal=True, jitter_s=0.0
+    )
+    hosts = [_host(alike, 40, seed=5), _host(clear, 40, seed=5), _host(clear, 40, seed=6, lag_s=0.06)]
+    per_host = []
+    for h in hosts:
+        start, end = _window(hosts[1])
+        x = series(h.t, h.rx, sample_s=DT, start=start, end=end)
+        per_host.append(host_splits(x, sample_s=DT, start=start, also=x))
+    assert per_host[0] and per_host[0][0].bytes_per_iteration == pytest.approx(2e6, rel=0.01)  # a step
+    agreed = job_split(per_host)
+    assert agreed is not None
+    assert agreed.bytes_per_iteration == pytest.approx(6e6, rel=0.01)
+    start, end = _window(hosts[1])
+    assert agreed.mean_s == pytest.approx(_reference(hosts[1], start, end), rel=0.03)
+
+
+def test_varying_bytes_have_no_split() -> None:
+    """Iterations that move different bytes (no whole iteration's volume): no split, the burst
+    detector's answer stands."""
+    rng = np.random.default_rng(0)
+    x = np.concatenate([np.r_[np.zeros(30), np.full(int(rng.integers(5, 20)), rng.uniform(1e4, 5e4))]
+                        for _ in range(30)])  # fmt: skip
+    assert host_splits(x, sample_s=DT) == []
+    # five parts per iteration at a level that varies from one iteration to the next
+    parts = [
+        np.r_[np.zeros(40), np.tile(np.r_[np.full(4, rng.uniform(1e4, 3e4)), np.zeros(3)], 5)]
+        for _ in range(40)
+    ]
+    assert host_splits(np.concatenate(parts)[100:-100], sample_s=DT) == []
+
+
+def test_the_agent_posts_a_consistent_profile_and_keeps_back_one_that_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``profile_now``: a window whose iterations the bytes tell apart is posted with the reference
+    period and bytes; the same window's profile by bursts (period and bytes a part of an iteration's)
+    is kept with the reason and not posted."""
+    import threading
+    from types import SimpleNamespace
+
+    from commsched.runtime.enforce import loops
+
+    posted: list[dict] = []
+
+    def poster(job: str, body: dict) -> dict:
+        posted.append(body)
+        return {"status": 200}
+
+    def enforcer() -> SimpleNamespace:
+        return SimpleNamespace(
+            lock=threading.Lock(),
+            cfg=SimpleNamespace(sample_s=DT),
+            view={"connections": [{"job": "j", "share": 1.0}]},
+            poster=poster,
+        )
+
+    shape = TABLE["4 ranks on 2 hosts, ecmp-fair (11 bursts)"]
+    h = _host(shape, 30, seed=7)
+    start, end = _window(h)
+    job = SimpleNamespace(
+        id="j", samples=list(zip(h.t, h.tx, h.tx, [0] * h.t.size, h.rx, strict=True)), profile=None
+    )
+    out = loops.profile_now(enforcer(), job, start, end)
+    assert "rejected" not in out and len(posted) == 1
+    assert posted[0]["period_s"] == pytest.approx(_reference(h, start, end), rel=0.02)
+    assert posted[0]["comm_bytes"] == pytest.approx(shape.bytes, rel=0.03)
+
+    # the same window profiled by counting the bursts of each iteration as iterations (what a burst
+    # detector gives under contention): refused, kept with the reason, not posted
+    bursts = OutsideProfile(
+        period_s=out["measured"]["period_s"] / shape.parts,
+        bytes_per_iteration=shape.bytes / shape.parts,
+        busy_s=out["measured"]["busy_s"] / shape.parts,
+        compute_s=out["measured"]["compute_s"] / shape.parts,
+        overlap=1.0,
+        gap_s=0.05,
+        iterations=out["measured"]["iterations"] * shape.parts,
+        window_s=out["measured"]["window_s"],
+        method="bursts",
+    )
+    monkeypatch.setattr(loops, "outside_profile", lambda *a, **k: bursts)
+    job = SimpleNamespace(id="j", samples=job.samples, profile=None)
+    out = loops.profile_now(enforcer(), job, start, end)
+    assert len(posted) == 1
+    assert "longer than the period" in out["rejected"]
+    assert job.profile is out
