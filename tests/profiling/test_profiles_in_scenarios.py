@@ -114,14 +114,14 @@ def test_h200_zoo_entries_are_the_measured_medians() -> None:
 
 
 def test_existing_zoo_names_keep_their_numbers() -> None:
-    for name, compute_s, sync_bytes, gpu in (
-        ("resnet50", 0.443419, 102_228_128, "V100"),
-        ("bert-large", 0.3080361445312499, 1_344_896_232, "A100"),
-        ("gpt3-crux", 0.7806645000000003, 1_423_679_488, "A100"),
-        ("vgg16", 0.6725349999999999, 553_430_176, "V100"),
+    for name, compute_s, sync_bytes, gpu, precision in (
+        ("resnet50", 0.443419, 102_228_128, "V100", "fp32"),
+        ("bert-large", 0.3080361445312499, 1_344_896_232, "A100", "fp32-grads"),
+        ("gpt3-crux", 0.7806645000000003, 1_423_679_488, "A100", "fp32-grads"),
+        ("vgg16", 0.6725349999999999, 553_430_176, "V100", "fp32"),
     ):
         p = get_model(name)
-        assert (p.gpu, p.sync_bytes, p.precision) == (gpu, sync_bytes, "")
+        assert (p.gpu, p.sync_bytes, p.precision) == (gpu, sync_bytes, precision)
         assert math.isclose(p.compute_s, compute_s, rel_tol=1e-12)
 
 

@@ -74,3 +74,15 @@ def test_collective_errors(app: typer.Typer, args: list[str], needle: str) -> No
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2
     assert needle in res.stderr and "Traceback" not in res.output
+
+
+def test_models_json_and_verbose_show_precision_and_provenance(app: typer.Typer) -> None:
+    rows = {r["name"]: r for r in json.loads(CliRunner().invoke(app, ["models", "--json"]).stdout)}
+    assert rows["gnmt"]["precision"] == "fp32-grads" and rows["dlrm"]["precision"] == "unrecorded"
+    prov = rows["alexnet"]["provenance"]
+    assert prov["kind"] == "measured" and prov["reference"].startswith("pipedream-profiles/alexnet.graph.txt")
+    assert "gpu V100 (not recorded in the file)" in prov["assumptions"]
+    assert all(r["precision"] and r["provenance"]["kind"] for r in rows.values())
+    text = CliRunner().invoke(app, ["models", "--verbose"], terminal_width=400).stdout
+    assert "provenance: simulator-workload; reference: simai-examples/workload_analytical.txt" in text
+    assert "assumption: compute times read as nanoseconds" in text

@@ -21,7 +21,7 @@ from commsched.workload import (
     model_names,
 )
 from commsched.workload.profiling.profiles_io import read_zoo_json, write_zoo_json
-from commsched.workload.records import ModelProfile
+from commsched.workload.records import PRECISIONS, PROVENANCE_KINDS, ModelProfile
 from tests.paths import SHARED_DATA
 
 DATA = SHARED_DATA
@@ -56,6 +56,40 @@ def test_layer_sums_match_totals(p: ModelProfile) -> None:
     assert all(a <= b for a, b in itertools.pairwise(ready))
     assert math.isclose(ready[-1], p.compute_s, rel_tol=1e-9)
     assert backward_order(p)[0] == p.layers[-1]
+
+
+#: what each older entry's own source states about arithmetic (read from the source files and papers)
+OLDER_PRECISION = {
+    "gpt3-crux": "fp32-grads", "bert-base": "fp32-grads", "bert-large": "fp32-grads",  # fp32 grads, AICB rate
+    "resnet50": "fp32", "resnet18": "fp32", "resnet101": "fp32", "vgg16": "fp32", "vgg19": "fp32",
+    "alexnet": "fp32",  # conv1 activation bytes = batch x C x H x W x 4 B
+    "inception_v3": "fp32-grads", "gnmt": "fp32-grads",  # only parameter_size is stated as fp32
+    "transformer": "unrecorded", "dlrm": "unrecorded", "moe-simai": "unrecorded",  # simulator inputs
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("p", PROFILES, ids=lambda p: p.name)
+def test_every_entry_has_a_documented_precision_and_structured_provenance(p: ModelProfile) -> None:
+    assert p.precision in PRECISIONS
+    assert p.provenance is not None and p.provenance.kind in PROVENANCE_KINDS
+    assert p.provenance.reference.strip()
+    assert all(a.strip() for a in p.provenance.assumptions)
+    # the precision agrees with the entry's prose: 4-byte (fp32) gradients are stated exactly where claimed
+    assert ("fp32" in p.source or "x 4 B" in p.source) == (p.precision != "unrecorded")
+    if p.precision == "bf16":
+        assert "bf16 autocast" in p.source
+
+
+def test_older_entries_state_what_their_source_supports() -> None:
+    assert {p.name: p.precision for p in PROFILES if "@" not in p.name} == OLDER_PRECISION
+    kinds = {p.name: p.provenance.kind for p in PROFILES if p.provenance}
+    assert kinds["gpt3-crux"] == kinds["bert-base"] == "analytic"
+    assert kinds["resnet50"] == kinds["gnmt"] == kinds["resnet50@h200-bf16"] == "measured"
+    assert kinds["vgg19"] == "derived" and kinds["dlrm"] == kinds["moe-simai"] == "simulator-workload"
+    assert "1 GHz" in " ".join(get_model("transformer").provenance.assumptions)  # type: ignore[union-attr]
+    assert get_model("vgg19").provenance.reference.startswith(  # type: ignore[union-attr]
+        "pipedream-profiles/vgg16.graph.txt"
+    )
 
 
 def test_known_numbers() -> None:
@@ -96,6 +130,10 @@ def test_shipped_zoo_roundtrips(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text('{"models": [{"name": "x"}]}')
     with pytest.raises(InputError, match="models\\[0\\]"):
         read_zoo_json(tmp_path / "bad.json")
+    entry = '{"name": "x", "gpu": "g", "compute_s": 1, "sync_bytes": 1, "overlap": 1, "source": "s", '
+    (tmp_path / "prov.json").write_text('{"models": [' + entry + '"provenance": {"kind": "measured"}}]}')
+    with pytest.raises(InputError, match="models\\[0\\]"):
+        read_zoo_json(tmp_path / "prov.json")
 
 
 @pytest.mark.skipif(not DATA.exists(), reason="shared data folder not present")

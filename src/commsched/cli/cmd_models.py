@@ -10,6 +10,7 @@ from rich.text import Text
 
 from commsched.cli.common import print_json, stdout_console, user_errors
 from commsched.errors import InputError
+from commsched.workload.profiling.profiles_io import provenance_to_dict
 from commsched.workload.records import ModelProfile
 from commsched.workload.zoo import list_models
 
@@ -30,6 +31,7 @@ def model_row(p: ModelProfile) -> dict[str, Any]:
         "flops_per_iteration": p.flops_per_iteration,
         "source": p.source,
         "notes": p.notes,
+        "provenance": None if p.provenance is None else provenance_to_dict(p.provenance),
     }
 
 
@@ -43,8 +45,10 @@ def models_command(
 ) -> None:
     """List the model zoo: per-iteration compute, gradient bytes, overlap and where each number comes from.
 
-    Every entry shows the GPU its compute time belongs to, the precision where recorded, and its
-    provenance (the first part of its source; ``--verbose`` prints all of it).
+    Every entry shows the GPU its compute time belongs to, its precision (``fp32``, ``bf16``,
+    ``fp32-grads``: fp32 gradients, compute precision not recorded by the source; ``unrecorded``) and
+    its provenance (the first part of its source; ``--verbose`` prints all of it and the structured
+    provenance: kind, reference, assumptions).
     """
     profiles = list_models()
     if gpu is not None:
@@ -80,6 +84,10 @@ def models_command(
     for p in profiles:
         text = p.source if verbose else p.source.split(":")[0]
         console.print(Text.assemble((p.name, "bold"), ": ", text), soft_wrap=not verbose)
+        if verbose and p.provenance is not None:
+            console.print(f"  provenance: {p.provenance.kind}; reference: {p.provenance.reference}")
+            for a in p.provenance.assumptions:
+                console.print(f"  assumption: {a}")
 
 
 def register(app: typer.Typer) -> None:

@@ -24,6 +24,40 @@ class LayerProfile:
     param_bytes: float  # bytes of gradients this layer synchronises per iteration
 
 
+#: Precisions a zoo profile may state: ``fp32`` (compute and gradients fp32), ``bf16`` (bf16 autocast
+#: compute, fp32 gradients), ``fp32-grads`` (gradients fp32 as the source states; the precision of the
+#: compute is not recorded by the source), ``unrecorded`` (the source records neither).
+PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "fp32-grads", "unrecorded")
+#: Kinds of provenance: ``measured`` (timings measured on a GPU), ``analytic`` (FLOP and parameter counts
+#: at a measured FLOP rate), ``derived`` (a measured profile edited by architecture), ``simulator-workload``
+#: (numbers of a simulator's input file, not measured on a named GPU).
+PROVENANCE_KINDS: tuple[str, ...] = ("measured", "analytic", "derived", "simulator-workload")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProfileProvenance:
+    """Structured provenance of a model profile (the prose stays in :attr:`ModelProfile.source`).
+
+    Attributes
+    ----------
+    kind
+        One of :data:`PROVENANCE_KINDS`.
+    reference
+        The file(s), repository at commit, or paper the numbers come from.
+    assumptions
+        What was assumed rather than read from the reference, one statement each.
+
+    Examples
+    --------
+    >>> ProfileProvenance(kind="measured", reference="a.txt", assumptions=("1 GHz",)).kind
+    'measured'
+    """
+
+    kind: str
+    reference: str
+    assumptions: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelProfile:
     """What a model costs per training iteration on one GPU, with the provenance of every number.
@@ -44,7 +78,10 @@ class ModelProfile:
     source
         Where every number comes from (file, repository, paper section) and how it was derived.
     precision
-        The arithmetic the compute was measured in (``fp32``, ``bf16``: autocast), where recorded.
+        The arithmetic the compute was measured in; zoo entries use one of :data:`PRECISIONS`
+        (``""``: not stated, as in profiles read from traces that do not record it).
+    provenance
+        Structured provenance (kind, reference, assumptions), where known.
 
     Examples
     --------
@@ -66,6 +103,7 @@ class ModelProfile:
     aliases: tuple[str, ...] = ()
     notes: str = ""
     precision: str = ""
+    provenance: ProfileProvenance | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

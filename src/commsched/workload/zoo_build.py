@@ -32,6 +32,13 @@ from commsched.workload.profiling.profiles_io import (
 )
 from commsched.workload.records import LayerProfile, ModelProfile
 from commsched.workload.zoo_h200 import h200_profiles
+from commsched.workload.zoo_provenance import (
+    analytic_provenance,
+    astra_provenance,
+    pipedream_provenance,
+    simai_provenance,
+    vgg19_provenance,
+)
 
 FP32_BYTES = 4  # gradients are synchronised in fp32 throughout the zoo
 AICB_GPT13B = "aicb-workloads/simAI/model_workload/G13B-M1-C01_GPT13B_megatron_tp8_pp1_mbs1_A100.txt"
@@ -128,6 +135,11 @@ def _gpt3_crux(rate: float) -> ModelProfile:
         embedding_params=(vocab + 2048) * 1024, head_params=2 * 1024,
     )  # fmt: skip
     layers = transformer_layers(shape, rate)
+    precision, provenance = analytic_provenance(
+        "Crux SIGCOMM'24 §6.1",
+        "16 sequences of 2,048 tokens per GPU",
+        "the AICB compute times are nanoseconds",
+    )
     flops = 3 * (
         shape.layers * (24 * 16 * 2048 * 1024**2 + 4 * 16 * 2048**2 * 1024) + 2 * 16 * 2048 * 1024 * vocab
     )
@@ -152,6 +164,8 @@ def _gpt3_crux(rate: float) -> ModelProfile:
             "head); overlap = forward/compute = 1/3 (first gradient ready after the forward pass)."
         ),
         notes="Crux §2.2 measured 1.53 s per iteration on 64 GPUs including communication (not used here).",
+        precision=precision,
+        provenance=provenance,
     )
 
 
@@ -164,6 +178,11 @@ def _bert(name: str, layers_n: int, hidden: int, published: str, rate: float) ->
     )  # fmt: skip
     layers = transformer_layers(shape, rate)
     params = sum(ly.param_bytes for ly in layers) / FP32_BYTES
+    precision, provenance = analytic_provenance(
+        "Devlin et al. NAACL'19",
+        "32 sequences of 512 tokens per GPU",
+        "BERT reaches the achieved FLOP rate of the GPT-13B layers",
+    )
     flops = 3 * (layers_n * (24 * b * s * hidden**2 + 4 * b * s * s * hidden) + 2 * b * s * hidden * v)
     return profile_from_layers(
         name=name,
@@ -183,6 +202,8 @@ def _bert(name: str, layers_n: int, hidden: int, published: str, rate: float) ->
             f"({rate / 1e12:.2f} TFLOP/s, see gpt3-crux). Overlap = forward/compute = 1/3."
         ),
         notes="Assumes BERT reaches the FLOP rate of GPT-13B layers (optimistic for small hidden sizes).",
+        precision=precision,
+        provenance=provenance,
     )
 
 
@@ -205,6 +226,7 @@ PIPEDREAM_MODELS: tuple[tuple[str, int | None, tuple[str, ...], str], ...] = (
 def _pipedream(data: Path, spec: tuple[str, int | None, tuple[str, ...], str]) -> ModelProfile:
     file, batch, aliases, extra = spec
     name = file
+    precision, provenance = pipedream_provenance(file, PIPEDREAM_GPU, extra)
     layers = pipedream_layers(read_pipedream_graph(data / "pipedream-profiles" / f"{file}.graph.txt"))
     return profile_from_layers(
         name=name,
@@ -220,6 +242,8 @@ def _pipedream(data: Path, spec: tuple[str, int | None, tuple[str, ...], str]) -
             "overlap = sum fwd / "
             f"compute. Batch {batch or 'unknown'} per GPU ({extra}). {PIPEDREAM_GPU_NOTE}"
         ),
+        precision=precision,
+        provenance=provenance,
     )
 
 
@@ -251,6 +275,8 @@ def _vgg19(data: Path, vgg16: ModelProfile) -> ModelProfile:
             "143,667,240 params x 4 B. Cross-check: tiresias/model_tensor_sizes_mb.csv lists the large vgg19 "
             f"gradient tensors, {tiresias:,.0f} B in total (within 1 % of sync_bytes). {PIPEDREAM_GPU_NOTE}"
         ),
+        precision=vgg16.precision,
+        provenance=vgg19_provenance(vgg16.provenance),
     )
 
 
@@ -265,6 +291,7 @@ ASTRA_MODELS: tuple[tuple[str, str, str, tuple[str, ...], str], ...] = (
 
 def _astra(data: Path, spec: tuple[str, str, str, tuple[str, ...], str]) -> ModelProfile:
     file, name, family, aliases, note = spec
+    precision, provenance = astra_provenance(file)
     wl = read_workload(data / "astra-sim-v1-workloads" / file)
     layers = tuple(
         LayerProfile(
@@ -296,6 +323,8 @@ def _astra(data: Path, spec: tuple[str, str, str, tuple[str, ...], str]) -> Mode
         ),
         notes=note
         + (f" All-to-all bytes per iteration (fwd+bwd, not in sync_bytes): {a2a:,.0f}." if a2a else ""),
+        precision=precision,
+        provenance=provenance,
     )
 
 
@@ -309,6 +338,7 @@ def _moe(data: Path) -> ModelProfile:
         for c, b in ((ly.fwd_comm, ly.fwd_bytes), (ly.ig_comm, ly.ig_bytes))
         if c.startswith("ALLTOALL")
     )
+    precision, provenance = simai_provenance()
     return ModelProfile(
         name="moe-simai",
         gpu="unspecified",
@@ -331,6 +361,8 @@ def _moe(data: Path) -> ModelProfile:
             f"Expert-parallel all-to-all bytes per iteration (not in sync_bytes): {a2a:,.0f}. "
             "GPU model not stated."
         ),
+        precision=precision,
+        provenance=provenance,
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from commsched.workload.profiling.records import GradientReady
 from commsched.workload.profiling.timeline import ModuleTime, layers_from_timeline
-from commsched.workload.records import ModelProfile
+from commsched.workload.records import ModelProfile, ProfileProvenance
 
 H200_FILE = "h200-profiles/profiles.json"
 #: (key in profiles.json, the zoo's name of the model, family)
@@ -79,6 +79,11 @@ def _entry(doc: dict[str, Any], key: str, zoo_name: str, family: str, prec: tupl
         aliases=(f"{zoo_name}@h200",) if prec[1] == "bf16" else (),
         notes="Random weights and inputs; one run on one GPU (timings of one GPU, not a benchmark of H200s).",
         precision=prec[1],
+        provenance=ProfileProvenance(
+            kind="measured",
+            reference=f"{H200_FILE} (measured for this project on one {gpu}, PyTorch {doc['torch']})",
+            assumptions=("random weights and inputs; one run on one GPU",),
+        ),
     )
 
 

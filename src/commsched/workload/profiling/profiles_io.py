@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from commsched.errors import InputError
-from commsched.workload.records import LayerProfile, ModelProfile
+from commsched.workload.records import LayerProfile, ModelProfile, ProfileProvenance
 
 _NODE_RE = re.compile(
     r"^(node\d+) -- (.*) -- forward_compute_time=([0-9.eE+-]+), backward_compute_time=([0-9.eE+-]+), "
@@ -260,8 +260,25 @@ def profile_to_dict(p: ModelProfile) -> dict[str, Any]:
         "source": p.source,
         "notes": p.notes,
         **({"precision": p.precision} if p.precision else {}),
+        **({"provenance": provenance_to_dict(p.provenance)} if p.provenance else {}),
         "layers": [[ly.name, ly.forward_s, ly.backward_s, ly.param_bytes] for ly in p.layers],
     }
+
+
+def provenance_to_dict(p: ProfileProvenance) -> dict[str, Any]:
+    """A JSON-able dict of a profile's structured provenance."""
+    return {"kind": p.kind, "reference": p.reference, "assumptions": list(p.assumptions)}
+
+
+def provenance_from_dict(d: dict[str, Any]) -> ProfileProvenance:
+    """Inverse of :func:`provenance_to_dict` (raises ``KeyError``/``TypeError`` when malformed)."""
+    if not isinstance(d, dict) or not isinstance(d.get("assumptions", []), list):
+        raise TypeError("provenance is not an object with an 'assumptions' list")
+    return ProfileProvenance(
+        kind=str(d["kind"]),
+        reference=str(d["reference"]),
+        assumptions=tuple(str(a) for a in d.get("assumptions", ())),
+    )
 
 
 def profile_from_dict(d: dict[str, Any], *, where: str = "") -> ModelProfile:
@@ -282,6 +299,7 @@ def profile_from_dict(d: dict[str, Any], *, where: str = "") -> ModelProfile:
             source=str(d["source"]),
             notes=str(d.get("notes", "")),
             precision=str(d.get("precision", "")),
+            provenance=None if d.get("provenance") is None else provenance_from_dict(d["provenance"]),
             layers=tuple(
                 LayerProfile(
                     name=str(r[0]), forward_s=float(r[1]), backward_s=float(r[2]), param_bytes=float(r[3])
