@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from commsched.scheduling.policies import communication_policies
+from commsched.sim.flowkernel import warm_up
+from commsched.sim.flowlayout import COMPILED
 from commsched.sim.records import Mode
 from commsched.testing.crowded import crowded_case, run_case
 
@@ -157,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="seeds 0-1 only, no sized case")
     ap.add_argument("--compare", type=Path, help="a JSON output of an earlier run to compare against")
     args = ap.parse_args(argv)
+    t0 = time.process_time()
+    warm_up()  # numba compiles (or loads from its cache) the kernel once per process: not an event cost
+    load_s = time.process_time() - t0
     prof = cProfile.Profile() if args.profile else None
     results = []
     for seed, size, policy in _cases(args.quick):
@@ -173,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             json.dumps({"horizon_s": HORIZON_S, "cases": [asdict(r) for r in results], **_summary(results)})
         )
     else:
+        print(f"kernel {'compiled' if COMPILED else 'interpreted'}: {load_s:.2f} CPU-s to load, once")
         _print_table(results, before)
     if prof is not None:
         buf = io.StringIO()
