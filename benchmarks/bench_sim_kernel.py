@@ -15,7 +15,8 @@ Usage::
     python benchmarks/bench_sim_kernel.py [--json] [--profile] [--quick] [--compare BEFORE.json]
 
 ``--quick`` runs seeds 0-1 only and no sized case; ``--compare`` prints each case's CPU-s against a
-JSON output of an earlier run (the speed-up, measured on the same machine).
+JSON output of an earlier run (the speed-up, measured on the same machine): ``results/`` keeps the
+output of the engine before its array kernel (measured under load, on the shared 2-core machine).
 """
 
 from __future__ import annotations
