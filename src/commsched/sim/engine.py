@@ -171,6 +171,16 @@ class Simulation:
         return self._kernel.events
 
     @property
+    def handled_events(self) -> int:
+        """Events handled so far, stale ones (dropped by their handler) left out."""
+        return self._kernel.handled
+
+    @property
+    def peak_pending(self) -> int:
+        """The most events pending at once so far."""
+        return self._kernel.peak
+
+    @property
     def fluid_solves(self) -> int:
         """Fast mode: fluid steady states solved for large components."""
         return self._fluid.solves
@@ -247,6 +257,7 @@ class Simulation:
             return
         r = self._runs[job]
         if r.finished or version != (r.step_version if kind == EventKind.STEP_END else r.version):
+            self._kernel.stale += 1
             return
         if self._fluid.is_fluid(job):
             if kind == EventKind.COMPUTE_END:  # a job run as a fluid completes its last iteration

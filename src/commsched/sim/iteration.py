@@ -60,6 +60,7 @@ class Iterations:
         r.comm_done = not tr.steps
         r.step = -1
         r.step_progress = 0.0
+        self._pacing.drop(r)  # a step abandoned (a job back from the fluid) leaves no slot behind
         r.version += 1
         self._kernel.push(r.compute_end_s, EventKind.COMPUTE_END, r.index, r.version)
         if not r.comm_done:
@@ -89,23 +90,12 @@ class Iterations:
         r.step_progress = 0.0
         r.settled_s = self._kernel.now
         r.pace_bytes_per_s = 0.0
-        self._pacing.reallocate(r.component)
+        self._pacing.begin(r)
 
     def on_step_end(self, r: JobRun) -> None:
-        self._pacing.settle(r)
-        assert r.traffic is not None
-        r.step += 1
-        r.step_progress = 0.0
-        r.pace_bytes_per_s = 0.0  # a new step: its end is scheduled afresh (see Pacing.reallocate)
-        if r.step >= len(r.traffic.steps):
-            r.step = -1
-            r.comm_done = True
-            r.pace_bytes_per_s = 0.0
-            self._pacing.reallocate(r.component)
-            if not r.computing:
-                self._end(r)
-            return
-        self._pacing.reallocate(r.component)
+        self._pacing.end_step(r)  # the next step starts, or the communication is done
+        if r.comm_done and not r.computing:
+            self._end(r)
 
     def _end(self, r: JobRun) -> None:
         now = self._kernel.now

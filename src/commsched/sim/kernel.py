@@ -20,6 +20,10 @@ Event = tuple[float, int, int, int, int]
 class EventKernel:
     """Owns the clock (``now``), the pending events and the count of events handled.
 
+    ``events`` counts the events popped and acted on or found stale; ``stale`` the stale ones among them
+    (an event scheduled for a job state that has moved on, dropped by its handler); ``handled`` the others.
+    ``peak`` is the most events ever pending at once.
+
     Examples
     --------
     >>> k = EventKernel()
@@ -32,13 +36,22 @@ class EventKernel:
     def __init__(self) -> None:
         self.now = 0.0
         self.events = 0
+        self.stale = 0
+        self.peak = 0
         self._seq = 0
         self._heap: list[Event] = []
 
     def push(self, t: float, kind: EventKind, job: int = -1, version: int = 0) -> None:
         """Schedule an event."""
         self._seq += 1
-        heapq.heappush(self._heap, (t, int(kind), self._seq, job, version))
+        heap = self._heap
+        heapq.heappush(heap, (t, int(kind), self._seq, job, version))
+        self.peak = max(self.peak, len(heap))
+
+    @property
+    def handled(self) -> int:
+        """Events popped and acted on (stale ones left out)."""
+        return self.events - self.stale
 
     def pop(self) -> Event:
         """Remove and return the earliest event."""

@@ -1,9 +1,22 @@
 """Rate allocation in the engine: the paces of the steps in flight, component by component.
 
-Jobs that share links form a *component* (see :mod:`commsched.sim.decisions`); the paces of the active
-steps of one component are recomputed (:func:`commsched.sim.rates.max_min_rates_coo`) whenever one of
-them starts or ends, and each step's end is rescheduled at its new pace. Settling a step advances its
-progress and the link counters to the clock at its current pace.
+Jobs that share links form a *component* (see :mod:`commsched.sim.decisions`). The steps in flight are
+held on arrays (:mod:`commsched.sim.flowkernel`: one slot per step in flight, its links a range of a pool
+of every transfer schedule's steps), and the work an event does follows what it changes:
+
+* a step that starts or ends re-solves its component only on a configuration (steps in flight and their
+  classes) not met before, else takes the paces kept for it (checked slot by slot); only the steps
+  whose pace changes are settled and rescheduled;
+* a step's bytes reach the link counters once per step, or when someone reads them
+  (:meth:`Pacing.settle`: samples, jumps, decisions, the end of the run); progress is a few flops per
+  change of the component, in the compiled kernel;
+* each component keeps one pending end event, its earliest step end; the others are on the arrays.
+
+A decision (new classes, new components) re-solves its components in full (:meth:`Pacing.reallocate`).
+The fast mode moves a job's step in time by setting ``settled_s`` and calling :meth:`reschedule_step`.
+
+A job's ``step_progress``, ``pace_bytes_per_s`` and ``settled_s`` mirror its slot as of its last
+:meth:`Pacing.settle` (the arrays hold the live state).
 
 Units: the topology gives capacities in bits/s; this module works in **bytes/s** only
 (``capacity_bytes_per_s``), as do the traffic's transfer sizes.
@@ -11,40 +24,66 @@ Units: the topology gives capacities in bits/s; this module works in **bytes/s**
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from commsched.scheduling.traffic import JobTraffic
+from commsched.sim import flowkernel as fk
+from commsched.sim import flowlayout as fl
 from commsched.sim.accounting import Ledger
 from commsched.sim.kernel import EventKernel
-from commsched.sim.rates import max_min_rates_coo
 from commsched.sim.runs import EventKind, JobRun
+from commsched.sim.trafficpool import TrafficPool
 
-#: entries of the pace cache before it is cleared
+#: configurations whose paces are kept before the cache is cleared
 _PACE_CACHE_MAX = 200_000
 
 
-def step_coo(members: Sequence[JobRun]) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
-    """The current steps of ``members`` as COO (member row, link, share) for ``max_min_rates_coo``."""
-    steps = []
-    for r in members:
-        assert r.traffic is not None
-        steps.append(r.traffic.steps[r.step])
-    rows = np.repeat(np.arange(len(steps)), [s.links.size for s in steps])
-    return rows, np.concatenate([s.links for s in steps]), np.concatenate([s.share for s in steps])
+class Components(dict[int, list[int]]):
+    """Component id -> indices of its jobs (in the running order), with, beside each, its slots as an
+    array and the hash of its configuration (both dropped when the component is set anew)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrays: dict[int, NDArray[np.int64]] = {}
+        self.hashes: dict[int, int] = {}
+
+    def __setitem__(self, comp: int, idxs: list[int]) -> None:
+        super().__setitem__(comp, idxs)
+        self.arrays.pop(comp, None)
+        self.hashes.pop(comp, None)
+
+    def __delitem__(self, comp: int) -> None:
+        super().__delitem__(comp)
+        self.arrays.pop(comp, None)
+        self.hashes.pop(comp, None)
+
+    def pop(self, comp: int, default: list[int] | None = None) -> list[int] | None:  # type: ignore[override]
+        self.arrays.pop(comp, None)
+        self.hashes.pop(comp, None)
+        return super().pop(comp, default)
+
+    def slots(self, comp: int) -> NDArray[np.int64]:
+        """The slots of a component's jobs (one per job: its index)."""
+        arr = self.arrays.get(comp)
+        if arr is None:
+            arr = self.arrays[comp] = np.array(self.get(comp, ()), dtype=np.int64)
+        return arr
 
 
 class Pacing:
-    """Owns the components of contending jobs, the link capacities in bytes/s and the pace cache.
+    """Owns the components of contending jobs, the link capacities in bytes/s and the steps in flight.
 
     Parameters
     ----------
     link_bits_per_s
         Link capacities in bits/s (the topology's unit); kept as ``capacity_bytes_per_s`` in bytes/s.
     runs, kernel, ledger
-        The jobs' run state, the event kernel and the counters it updates.
+        The jobs' run state, the event kernel and the counters it updates (the ledger's per-link
+        counters become rows of the link arrays the compiled kernel updates).
     """
 
     def __init__(
@@ -55,103 +94,203 @@ class Pacing:
         kernel: EventKernel,
         ledger: Ledger,
     ) -> None:
-        self.capacity_bytes_per_s: NDArray[np.float64] = link_bits_per_s / 8.0  # bits/s -> bytes/s
         self._runs = runs
         self._kernel = kernel
         self._ledger = ledger
+        self.capacity_bytes_per_s: NDArray[np.float64] = link_bits_per_s / 8.0  # bits/s -> bytes/s
+        # per link, its fields side by side (one cache line): capacity, the counters, scratch
+        self._lf = np.zeros((link_bits_per_s.size, fl.LINK_ROWS))
+        self._lf[:, fl.CAP] = self.capacity_bytes_per_s
+        self._lf[:, fl.BYTES] = ledger.link_bytes
+        self._lf[:, fl.IW_BYTES] = ledger.link_iw_bytes
+        ledger.link_bytes = self._lf[:, fl.BYTES]  # views: the kernel adds to the ledger's counters
+        ledger.link_iw_bytes = self._lf[:, fl.IW_BYTES]
+        #: one slot per job (its index): the step it has in flight
+        self._sf = np.zeros((max(len(runs), 1), fl.SLOT_FIELDS))
+        self._sf[:, fl.END] = math.inf
+        self._pool = TrafficPool()
+        self._io = np.zeros(fl.IO_SIZE)
+        self._snap = np.zeros((fl.SNAP_ROWS, self._sf.shape[0]))
+        #: per slot: the hash of (slot, step row, class) while it is active, else 0; a component's
+        #: configuration hash is the XOR of its slots' (kept up to date step by step)
+        self._key = [0] * self._sf.shape[0]
+        #: configuration hash -> its paces (a snapshot: slot, step row, class, pace per active slot)
+        self._paces: dict[int, NDArray[np.float64]] = {}
         #: component id -> indices of its jobs (in the running order)
-        self.components: dict[int, list[int]] = {}
-        #: max-min paces by the members' (traffic, step, class): see reallocate
-        self._pace_cache: dict[
-            tuple[tuple[int, int, int], ...], tuple[list[float], tuple[JobTraffic | None, ...]]
-        ] = {}
+        self.components = Components()
+        #: component id -> (job, step version, time) of its pending step end
+        self._pending: dict[int, tuple[int, int, float]] = {}
 
     def standalone_pace(self, links: NDArray[np.int64], share: NDArray[np.float64]) -> float:
         """Pace (bytes/s) of a step alone on the fabric: the one its tightest link allows."""
         return float(np.min(self.capacity_bytes_per_s[links] / share))
 
+    # ------------------------------------------------------------------ reading
     def settle(self, r: JobRun) -> None:
         """Advance an active step's progress and byte counters to ``now`` at its current pace."""
         now = self._kernel.now
         if not r.active or r.traffic is None:
             r.settled_s = max(r.settled_s, now)
             return
-        dt = now - r.settled_s
-        if dt <= 0:
-            return
-        r.settled_s = now
-        if r.pace_bytes_per_s <= 0:
-            return
-        s = r.traffic.steps[r.step]
-        prate = self.progress_rate(r)
-        dp = min(dt * prate, 1.0 - r.step_progress)
-        r.step_progress += dp
-        moved = dp * s.repeat * s.bytes_per_rep
-        self._ledger.link_bytes[s.links] += moved
-        self._ledger.link_iw_bytes[s.links] += moved * r.intensity
+        sf, s = self._sf, r.index
+        fk.settle(sf, self._pool.pf, s, now)
+        fk.flush(sf, self._pool.pf, self._lf, s)
+        r.step_progress = float(sf[s, fl.PROG])
+        r.settled_s = float(sf[s, fl.SETTLED])
+        r.pace_bytes_per_s = float(sf[s, fl.PACE])
+
+    def settle_all(self, running: Sequence[int]) -> None:
+        for i in running:
+            self.settle(self._runs[i])
 
     def progress_rate(self, r: JobRun) -> float:
-        """Fraction of the step in flight done per second at its pace."""
+        """Fraction of the step in flight done per second at its pace (as of its last settling)."""
         assert r.traffic is not None
         s = r.traffic.steps[r.step]
         if r.pace_bytes_per_s <= 0:
             return 0.0
         return 1.0 / (s.repeat * (s.latency_s + s.max_flow_bytes / r.pace_bytes_per_s))
 
-    def settle_all(self, running: Sequence[int]) -> None:
-        for i in running:
-            self.settle(self._runs[i])
+    # ------------------------------------------------------------------ the steps of a job
+    def begin(self, r: JobRun) -> None:
+        """``r`` starts step ``r.step`` of ``r.traffic`` now: re-solve what it can change."""
+        assert r.traffic is not None
+        sf, s = self._sf, r.index
+        sf[s, fl.CLS] = r.priority_class
+        sf[s, fl.INTENS] = r.intensity
+        self._change(r, self._pool.row(r.traffic, r.step, self._compact))
 
+    def end_step(self, r: JobRun) -> None:
+        """``r``'s step in flight ends now: settle it, start its next step (or end its communication)."""
+        tr = r.traffic
+        assert tr is not None
+        pend = self._pending.get(r.component)
+        if pend is not None and pend[0] == r.index:
+            del self._pending[r.component]
+        nxt = r.step + 1
+        row = self._pool.row(tr, nxt, self._compact) if nxt < len(tr.steps) else -1
+        r.step = nxt if row >= 0 else -1
+        r.comm_done = row < 0
+        r.step_progress = 0.0
+        r.pace_bytes_per_s = 0.0
+        r.settled_s = self._kernel.now
+        self._change(r, row)
+
+    def drop(self, r: JobRun) -> None:
+        """Forget ``r``'s slot without re-solving (a job leaving the fluid starts a new iteration)."""
+        if self._key[r.index]:
+            self._key[r.index] = 0
+            self.components.hashes.pop(r.component, None)
+        self._sf[r.index, fl.ACTIVE] = 0.0
+        self._sf[r.index, fl.END] = math.inf
+
+    def _change(self, r: JobRun, row: int) -> None:
+        io, s, comp = self._io, r.index, r.component
+        comps = self.components
+        h = comps.hashes.get(comp)
+        if h is None:
+            h = self._config_hash(comp)
+        key = hash((s, row, r.priority_class)) if row >= 0 else 0
+        h ^= self._key[s] ^ key
+        self._key[s] = key
+        comps.hashes[comp] = h
+        io[fl.NOW] = self._kernel.now
+        io[fl.SLOT] = s
+        io[fl.NEWROW] = row
+        known = self._paces.get(h)
+        slots = comps.slots(comp)
+        if known is not None:
+            io[fl.HIT] = 1.0
+            fk.step_change(self._sf, self._pool.pf, self._lf, slots, io, known)
+        if known is None or io[fl.HIT] < 0.0:  # not known, or (a hash collision) not this one
+            io[fl.HIT] = 0.0
+            fk.step_change(self._sf, self._pool.pf, self._lf, slots, io, self._snap)
+            if len(self._paces) >= _PACE_CACHE_MAX:
+                self._paces.clear()
+            self._paces[h] = self._snap[:, : int(io[fl.OUT_COUNT])].copy()
+        self._schedule(comp, force=False)
+
+    def _config_hash(self, comp: int) -> int:
+        h = 0
+        for i in self.components.get(comp, ()):
+            h ^= self._key[i]
+        return h
+
+    def _rekey(self, i: int) -> None:
+        """Recompute slot ``i``'s key from the arrays (after its class or step row was set anew)."""
+        sf = self._sf
+        active = sf[i, fl.ACTIVE] != 0.0
+        self._key[i] = hash((i, int(sf[i, fl.ROW]), int(sf[i, fl.CLS]))) if active else 0
+
+    # ------------------------------------------------------------------ decisions and jumps
     def reallocate(self, comp: int) -> None:
-        """Recompute the paces of the active steps of one component and reschedule their ends."""
-        members = [self._runs[i] for i in self.components.get(comp, ()) if self._runs[i].active]
-        for r in members:
-            self.settle(r)
-        if not members:
+        """Re-solve a component in full (after a decision) and reschedule its earliest step end."""
+        slots = self.components.slots(comp)
+        if slots.size == 0:
             return
-        if len(members) == 1:  # alone: the pace its tightest link allows (max_min_rates' one-group case)
-            r = members[0]
-            assert r.traffic is not None
-            s = r.traffic.steps[r.step]
-            self._set_pace(r, max(self.standalone_pace(s.links, s.share), 0.0))
-            return
-        # the paces depend only on each member's step (its links and shares) and class: groups in a
-        # periodic regime meet the same combinations again and again
-        key = tuple((id(r.traffic), r.step, r.priority_class) for r in members)
-        hit = self._pace_cache.get(key)
-        if hit is None:
-            rows, cols, vals = step_coo(members)
-            paces = max_min_rates_coo(
-                rows=rows,
-                cols=cols,
-                vals=vals,
-                n_groups=len(members),
-                capacity=self.capacity_bytes_per_s,
-                classes=np.array([r.priority_class for r in members], dtype=np.int64),
-            ).tolist()
-            if len(self._pace_cache) >= _PACE_CACHE_MAX:
-                self._pace_cache.clear()
-            # the traffic objects are kept with the entry so that their ids are not reused while it lives
-            hit = self._pace_cache[key] = (paces, tuple(r.traffic for r in members))
-        for r, pace in zip(members, hit[0], strict=True):
-            self._set_pace(r, pace)
-
-    def _set_pace(self, r: JobRun, pace: float) -> None:
-        """Give an active step (settled to now) its pace; its scheduled end stays valid at the same pace.
-
-        A step's end is ``settled_s + (1 - step_progress) / rate``; settling moves both together, so
-        the end scheduled at the same pace is still right. A new step starts at pace 0.
-        """
-        r.settled_s = max(r.settled_s, self._kernel.now)
-        if pace != r.pace_bytes_per_s:
-            r.pace_bytes_per_s = pace
-            self.reschedule_step(r)
+        sf, now = self._sf, self._kernel.now
+        fk.settle_many(sf, self._pool.pf, self._lf, slots, now)
+        for i in self.components[comp]:
+            r = self._runs[i]
+            sf[i, fl.CLS] = r.priority_class
+            sf[i, fl.INTENS] = r.intensity
+            self._rekey(i)
+            r.step_version += 1  # an end pending for it (under its former component) is stale
+        self.components.hashes.pop(comp, None)
+        io = self._io
+        io[fl.NOW] = now
+        fk.resolve(sf, self._pool.pf, self._lf, slots, io)
+        self._schedule(comp, force=True)
 
     def reschedule_step(self, r: JobRun) -> None:
-        """Invalidate the pending end of the job's step and schedule it at the current pace."""
-        r.step_version += 1
-        prate = self.progress_rate(r)
-        if prate > 0:
-            self._kernel.push(
-                r.settled_s + (1.0 - r.step_progress) / prate, EventKind.STEP_END, r.index, r.step_version
-            )
+        """``r``'s step was moved (its ``settled_s``, ``step_progress``): reschedule its end."""
+        sf, s = self._sf, r.index
+        sf[s, fl.PROG] = r.step_progress
+        sf[s, fl.SETTLED] = r.settled_s
+        sf[s, fl.PACE] = r.pace_bytes_per_s
+        sf[s, fl.CLS] = r.priority_class
+        sf[s, fl.INTENS] = r.intensity
+        self._rekey(s)
+        self.components.hashes.pop(r.component, None)
+        fk.schedule_end(sf, self._pool.pf, s, self._io)
+        fk.earliest(sf, self.components.slots(r.component), self._io)
+        r.step_version += 1  # its own pending end, if it had one, is now stale
+        self._schedule(r.component, force=True)
+
+    def _schedule(self, comp: int, *, force: bool) -> None:
+        """Keep one pending end event for ``comp``: the earliest end the kernel left in ``io``."""
+        end, slot = float(self._io[fl.OUT_END]), int(self._io[fl.OUT_SLOT])
+        pend = self._pending.get(comp)
+        if pend is not None:
+            job, version, t = pend
+            old = self._runs[job]
+            if old.step_version == version:
+                if not force and job == slot and t == end:
+                    return
+                old.step_version += 1
+            del self._pending[comp]
+        if slot < 0 or end == math.inf:
+            return
+        r = self._runs[slot]
+        self._kernel.push(end, EventKind.STEP_END, slot, r.step_version)
+        self._pending[comp] = (slot, r.step_version, end)
+
+    def _compact(self) -> dict[int, int]:
+        """The transfer schedules still in use (by a running job), for the pool to keep."""
+        live: dict[int, JobTraffic] = {}
+        for r in self._runs:
+            if not r.finished:
+                for t in (r.traffic, r.next_traffic):
+                    if t is not None:
+                        live[id(t)] = t
+        moved = self._pool.compact(live)
+        for r in self._runs:
+            if self._sf[r.index, fl.ACTIVE] != 0.0:
+                if r.active and r.traffic is not None and id(r.traffic) in moved:
+                    self._sf[r.index, fl.ROW] = moved[id(r.traffic)] + r.step
+                else:
+                    self.drop(r)
+            self._rekey(r.index)
+        self._paces.clear()  # keyed by step rows, which moved
+        self.components.hashes.clear()
+        return moved

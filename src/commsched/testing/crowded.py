@@ -149,8 +149,10 @@ class Agreement:
         )
 
 
-def crowded_topology(oversubscription: float) -> Topology:
+def crowded_topology(oversubscription: float, *, tors: int = _TORS) -> Topology:
     """The small two-layer Clos of the cases, its ToR uplinks oversubscribed ``oversubscription``:1.
+
+    ``tors`` ToRs of 4 hosts each (4 by default; the sized cases of :func:`crowded_case` scale it).
 
     Examples
     --------
@@ -160,7 +162,7 @@ def crowded_topology(oversubscription: float) -> Topology:
     """
     down_bps = _HOSTS_PER_TOR * 4 * _HOST_BPS  # 4 NICs per host
     return two_layer_clos(
-        tors=_TORS,
+        tors=tors,
         aggs=2,
         hosts_per_tor=_HOSTS_PER_TOR,
         host_template="a100_8gpu_4nic",
@@ -170,20 +172,34 @@ def crowded_topology(oversubscription: float) -> Topology:
     )
 
 
-def crowded_case(seed: int, *, horizon_s: float = 120.0) -> CrowdedCase:
-    """Draw one crowded case from ``seed`` (see the module notes); deterministic."""
+def crowded_case(seed: int, *, horizon_s: float = 120.0, jobs: int | None = None) -> CrowdedCase:
+    """Draw one crowded case from ``seed`` (see the module notes); deterministic.
+
+    ``jobs`` asks for that many jobs (default: 10-30, drawn) on a fabric scaled to hold them: 4 ToRs per
+    started 30 jobs, the hosts in use kept as crowded as in the default cases. ``crowded_case(seed)`` is
+    the same case whatever the sized cases do.
+
+    Examples
+    --------
+    >>> big = crowded_case(0, jobs=50)
+    >>> len(big.jobs), len(big.topology.hosts)
+    (50, 32)
+    """
     rng = np.random.default_rng(seed)
     ratio = float(rng.uniform(2.0, 8.0))
-    topo = crowded_topology(ratio)
+    tors = _TORS if jobs is None else _TORS * max(1, math.ceil(jobs / 30))
+    topo = crowded_topology(ratio, tors=tors)
     levels = int(rng.integers(2, 5))
     n_jobs = int(rng.integers(10, 31))
+    if jobs is not None:
+        n_jobs = jobs
     sizes = [int(rng.choice([2, 3, 4, 4, 6, 8])) for _ in range(n_jobs)]
-    while sum(sizes) > 112:  # the jobs fit on 14 of the 16 hosts
+    while sum(sizes) > 7 * _HOSTS_PER_TOR * tors:  # the jobs fit on 14 of every 16 hosts
         k = int(np.argmax(sizes))
         sizes[k] = max(2, sizes[k] // 2)
-    pool = _host_pool(rng, sum(sizes))
+    pool = _host_pool(rng, sum(sizes), tors)
     free = {h: list(range(8)) for h in pool}
-    jobs = []
+    drawn: list[SimJob] = []
     for k, g in enumerate(sizes):
         gpus = _place(rng, free, g)
         if len(gpus) < 2:
@@ -209,22 +225,23 @@ def crowded_case(seed: int, *, horizon_s: float = 120.0) -> CrowdedCase:
             iterations=iterations,
             arrival_s=float(rng.uniform(0.0, 0.1 * horizon_s)),
         )
-        jobs.append(SimJob(spec=spec, gpus=tuple(NodeId(x) for x in gpus)))
+        drawn.append(SimJob(spec=spec, gpus=tuple(NodeId(x) for x in gpus)))
     return CrowdedCase(
         seed=seed,
         topology=topo,
-        jobs=tuple(jobs),
+        jobs=tuple(drawn),
         priority_levels=levels,
         oversubscription=ratio,
         horizon_s=horizon_s,
     )
 
 
-def _host_pool(rng: np.random.Generator, gpus: int) -> list[int]:
-    """A few hosts under 2-4 ToRs, with a little more room than the jobs need (ToRs interleaved)."""
-    need = min(_TORS * _HOSTS_PER_TOR, math.ceil(gpus / 7))
+def _host_pool(rng: np.random.Generator, gpus: int, n_fabric_tors: int) -> list[int]:
+    """A few hosts under 2-4 ToRs (more when the jobs need them), with a little more room than the
+    jobs need (ToRs interleaved)."""
+    need = min(n_fabric_tors * _HOSTS_PER_TOR, math.ceil(gpus / 7))
     n_tors = max(int(rng.integers(2, 4)), math.ceil(need / _HOSTS_PER_TOR))
-    tors = np.sort(rng.choice(_TORS, size=min(n_tors, _TORS), replace=False))
+    tors = np.sort(rng.choice(n_fabric_tors, size=min(n_tors, n_fabric_tors), replace=False))
     hosts = [int(t) * _HOSTS_PER_TOR + h for h in range(_HOSTS_PER_TOR) for t in tors]
     return hosts[: max(need, len(tors))]
 

@@ -1,0 +1,59 @@
+"""The layout of the exact engine's arrays, shared by its compiled parts (:mod:`commsched.sim.flowkernel`,
+:mod:`commsched.sim.flowfill`), and the switch that compiles them.
+
+* ``SF`` (slots x :data:`SLOT_FIELDS`): the steps in flight, one slot each;
+* ``PF`` (entries x :data:`POOL_ROWS`): the traffic pool (:mod:`commsched.sim.trafficpool`);
+* ``LF`` (links x :data:`LINK_ROWS`): capacities, the ledger's counters and scratch columns;
+* ``io``: the control vector of one call.
+
+Ids and offsets are stored as floats (exact below 2**53), so that each table is one array.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import numpy as np
+from numpy.typing import NDArray
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+#: whether the kernels are compiled (numba installed and not switched off by ``NUMBA_DISABLE_JIT=1``)
+COMPILED = importlib.util.find_spec("numba") is not None and os.environ.get("NUMBA_DISABLE_JIT") != "1"
+
+
+def jit(fn: _F) -> _F:
+    """Compile ``fn`` with numba (cached on disk) when it is installed, else leave it as it is."""
+    if importlib.util.find_spec("numba") is None:  # pragma: no cover - numba is a dependency
+        return fn
+    from numba import njit
+
+    return cast(_F, njit(cache=True, nogil=True)(fn))
+
+
+F64 = NDArray[np.float64]
+I64 = NDArray[np.int64]
+
+# slot fields (columns of SF); FLUSHED: the progress already added to the link counters
+PROG, SETTLED, PACE, END, SEQ, INTENS, ACTIVE, CLS, ROW, NEWPACE, INR, FLUSHED = range(12)
+SLOT_FIELDS = 12
+# traffic pool columns (PF): per link entry LINK, SHARE, BPR; per step row REPEAT, LAT, MAXFLOW, and the
+# range [LO, HI) of its link entries
+LINK, SHARE, BPR, REPEAT, LAT, MAXFLOW, LO, HI = range(8)
+POOL_ROWS = 8
+# per-link columns (LF): capacity, the ledger's counters, scratch (residual, demand, flags, sums)
+CAP, BYTES, IW_BYTES, RES, DEM, SEEN, SUB = range(7)
+LINK_ROWS = 8  # (one spare: a link's fields fill one 64-byte cache line)
+# the control vector (io): in: now, slot, new step row (-1: none), cache hit (1: the cache argument
+# holds the paces of this configuration; out: 1 if it did, 0 if a snapshot was written, -1 on a
+# mismatch); out: earliest end and its slot, snapshot size; the counter of ends set
+NOW, SLOT, NEWROW, HIT, OUT_END, OUT_SLOT, OUT_COUNT, COUNTER = range(8)
+IO_SIZE = 8
+# rows of a pace snapshot (the cache's entries): slot, step row, class, pace
+SNAP_ROWS = 4
+
+#: relative tolerance under which a link counts as saturated (as in commsched.sim.rates)
+SAT_RTOL = 1e-9
