@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from commsched.catalog import placement_registry
 from commsched.scheduling.interfaces import PolicyContext
@@ -56,6 +57,13 @@ def _order_signs(classes: Mapping[JobId, int], ids: list[JobId]) -> np.ndarray:
     c = np.array([classes[j] for j in ids])
     signs: np.ndarray = np.sign(c[:, None] - c[None, :])
     return signs
+
+
+def _step_coo(members: list[Any]) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """The current steps of ``members`` as COO (member row, link, share) for ``max_min_rates_coo``."""
+    steps = [r.traffic.steps[r.step] for r in members]
+    rows = np.repeat(np.arange(len(steps)), [s.links.size for s in steps])
+    return rows, np.concatenate([s.links for s in steps]), np.concatenate([s.share for s in steps])
 
 
 def _why(members: list[Any], pairs: set[tuple[JobId, JobId]]) -> str:
@@ -135,7 +143,7 @@ class _Check:
     def allocation(self, pacing: sim_pacing.Pacing, members: list[Any]) -> tuple[float, str]:
         """One allocation under both class maps: the largest relative pace difference, and which side
         moves more intensity-weighted bytes."""
-        rows, cols, vals = sim_pacing.step_coo(members)
+        rows, cols, vals = _step_coo(members)
         coo: dict[str, Any] = {
             "rows": rows,
             "cols": cols,
@@ -180,24 +188,35 @@ class _Check:
         self.worst["rel"] = max(self.worst["rel"], rel)
 
 
+def _observe(check: _Check, pacing: sim_pacing.Pacing, comp: int) -> None:
+    """The allocation of ``comp``'s steps in flight, computed under both class maps and counted."""
+    members = [pacing._runs[i] for i in pacing.components.get(comp, ()) if pacing._runs[i].active]
+    if len(members) > 1:
+        key = tuple((id(r.traffic), r.step, r.priority_class, check.alt.get(r.spec.id, 0)) for r in members)
+        hit = check.seen.get(key)
+        if hit is None:
+            hit = check.seen[key] = check.allocation(pacing, members)
+        check.count_allocation(*hit)
+
+
 def _reallocate(check: _Check, original: Any) -> Any:
-    """Every rate allocation is also computed under the other policy's classes."""
+    """Every rate allocation after a decision is also computed under the other policy's classes."""
 
     def reallocate(self: sim_pacing.Pacing, comp: int) -> None:
-        members = [self._runs[i] for i in self.components.get(comp, ()) if self._runs[i].active]
-        if len(members) > 1:
-            for r in members:
-                self.settle(r)
-            key = tuple(
-                (id(r.traffic), r.step, r.priority_class, check.alt.get(r.spec.id, 0)) for r in members
-            )
-            hit = check.seen.get(key)
-            if hit is None:
-                hit = check.seen[key] = check.allocation(self, members)
-            check.count_allocation(*hit)
+        _observe(check, self, comp)
         original(self, comp)
 
     return reallocate
+
+
+def _change(check: _Check, original: Any) -> Any:
+    """Every rate allocation after a step starts or ends (the engine's ``Pacing._change``), likewise."""
+
+    def change(self: sim_pacing.Pacing, r: Any, row: int) -> None:
+        _observe(check, self, r.component)
+        original(self, r, row)
+
+    return change
 
 
 def _untouched(check: _Check, original: Any) -> Any:
@@ -276,6 +295,7 @@ def main() -> None:
     check = _Check(args.run, args.dump, len(sc.topology.links))
     sim_fluid.FluidMode._enter = _enter(check, sim_fluid.FluidMode._enter)  # type: ignore[method-assign]
     sim_pacing.Pacing.reallocate = _reallocate(check, sim_pacing.Pacing.reallocate)  # type: ignore[method-assign]
+    sim_pacing.Pacing._change = _change(check, sim_pacing.Pacing._change)  # type: ignore[method-assign]
     sim_decisions.DecisionApplier._untouched = _untouched(check, sim_decisions.DecisionApplier._untouched)  # type: ignore[method-assign]
     mode = Mode(args.mode or sc.mode)
     sim = Simulation(
