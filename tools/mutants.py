@@ -108,9 +108,9 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         name="pace ignores a step's repeats",
-        path="src/commsched/sim/pacing.py",
-        original="return 1.0 / (s.repeat * (s.latency_s + s.max_flow_bytes / r.pace_bytes_per_s))",
-        replacement="return 1.0 / (s.latency_s + s.max_flow_bytes / r.pace_bytes_per_s)",
+        path="src/commsched/sim/flowkernel.py",
+        original="return float(1.0 / (PF[row, REPEAT] * (PF[row, LAT] + PF[row, MAXFLOW] / pace)))",
+        replacement="return float(1.0 / (PF[row, LAT] + PF[row, MAXFLOW] / pace))",
         tests=("tests/sim/test_collective_timing.py",),
     ),
     Mutant(
