@@ -53,6 +53,11 @@ class Outcome:
     jobs: int
     exact_cpu_s: float
     fast_cpu_s: float
+    #: the fast run's own account: share of the job-time extrapolated, its checks and their worst
+    extrapolated_job_fraction: float
+    fast_checks: int
+    fast_checks_failed: int
+    worst_check_disagreement: float
 
 
 def _one(task: tuple[int, str, float, int | None]) -> Outcome:
@@ -71,6 +76,10 @@ def _one(task: tuple[int, str, float, int | None]) -> Outcome:
         jobs=len(case.jobs),
         exact_cpu_s=c1 - c0,
         fast_cpu_s=c3 - c2,
+        extrapolated_job_fraction=fast.extrapolated_job_fraction,
+        fast_checks=fast.fast_checks,
+        fast_checks_failed=fast.fast_checks_failed,
+        worst_check_disagreement=fast.worst_check_disagreement,
     )
 
 
@@ -98,6 +107,8 @@ class PolicySummary:
     worst_iter_max_seed: int
     jobs_compared: int
     jobs_chaotic: int
+    extrapolated_job_fraction: float
+    worst_check_disagreement: float
     events_fast_over_exact: float
     cpu_fast_s: float
     cpu_exact_s: float
@@ -122,6 +133,8 @@ def summary(policy: str, outs: list[Outcome]) -> PolicySummary:
         worst_iter_max_seed=worst.seed,
         jobs_compared=sum(len(a.steady_errors) for a in ags),
         jobs_chaotic=sum(a.chaotic for a in ags),
+        extrapolated_job_fraction=float(sum(o.extrapolated_job_fraction for o in outs) / max(1, len(outs))),
+        worst_check_disagreement=max((o.worst_check_disagreement for o in outs), default=0.0),
         events_fast_over_exact=sum(a.fast_events for a in ags) / max(1, sum(a.exact_events for a in ags)),
         cpu_fast_s=sum(o.fast_cpu_s for o in outs),
         cpu_exact_s=sum(o.exact_cpu_s for o in outs),
@@ -137,7 +150,9 @@ def _print(s: PolicySummary) -> None:
         f"(seed {s.worst_iter_p90_seed}), max {s.worst_iter_max:.2%} (seed {s.worst_iter_max_seed})"
     )
     print(
-        f"  {s.jobs_compared} jobs compared, {s.jobs_chaotic} chaotic left out; fast/exact events "
+        f"  {s.jobs_compared} jobs compared, {s.jobs_chaotic} chaotic left out; on average "
+        f"{s.extrapolated_job_fraction:.0%} of the job-time extrapolated, worst check disagreement "
+        f"{s.worst_check_disagreement:.2%}; fast/exact events "
         f"{s.events_fast_over_exact:.2f}, CPU {s.cpu_fast_s:.0f} s / {s.cpu_exact_s:.0f} s = "
         f"{s.cpu_fast_s / max(s.cpu_exact_s, 1e-9):.2f}"
         + (f"; failing seeds {list(s.failing_seeds)}" if s.failing_seeds else "")
@@ -147,7 +162,7 @@ def _print(s: PolicySummary) -> None:
 def _write_case(path: str, o: Outcome, *, first: bool) -> None:
     """One JSON line per case: its agreement, its figures and the CPU seconds of its runs."""
     a = o.agreement
-    row = {**asdict(a), "jobs": o.jobs, "exact_cpu_s": o.exact_cpu_s, "fast_cpu_s": o.fast_cpu_s}
+    row = {**asdict(a), **{k: v for k, v in asdict(o).items() if k != "agreement"}}
     row |= {"holds": a.holds, "iter_p90": a.iter_p90, "iter_max": a.iter_max, "chaotic_max": a.chaotic_max}
     with open(path, "w" if first else "a", encoding="utf-8") as fh:
         fh.write(json.dumps(row) + "\n")

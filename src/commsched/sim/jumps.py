@@ -145,3 +145,17 @@ def shifted(h: Signature, then: Signature, now: Signature, m: int, shift: float)
         link_bytes=h.link_bytes + m * (now.link_bytes - then.link_bytes),
         link_iw_bytes=h.link_iw_bytes + m * (now.link_iw_bytes - then.link_iw_bytes),
     )
+
+
+def correct(ledger: Ledger, runs: list[JobRun], c: Credit) -> None:
+    """Add ``c``'s increments to the counters without moving anything in time.
+
+    A stretch whose check found that its regime did not hold is re-credited this way (``c.shift`` is
+    ignored); the sampler sees the correction in the sampling interval in which it is made.
+    """
+    for k, r in enumerate(runs):
+        r.iterations_done += float(c.done[k])
+        r.busy_gpu_s += float(c.busy[k])
+    ledger.busy_done_gpu_s += float(c.busy.sum())
+    ledger.link_bytes[c.links] += c.link_bytes
+    ledger.link_iw_bytes[c.links] += c.link_iw_bytes
