@@ -10,6 +10,8 @@ measured again over windows twice as long.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -177,7 +179,8 @@ class MeasuredRegimes:
         done = np.array([r.iterations_done for r in runs])
         top = np.array([np.inf if r.target_iterations is None else r.target_iterations - 1.0 for r in runs])
         due = np.clip(due, -done, np.maximum(top - done, 0.0))
-        correct(self._ledger, runs, measured_credit(runs, links, 0.0, due))
+        spread = self._spread(runs, due, p.shift)
+        correct(self._ledger, runs, measured_credit(runs, links, spread, due), now=self._kernel.now)
         self.min_window[comp] = 2.0 * p.window_s
         remember(hist, sig, keep=self._config.fast_max_history)
 
@@ -193,3 +196,15 @@ class MeasuredRegimes:
             if r.target_iterations is not None and x > 0:
                 shift = min(shift, (r.target_iterations - r.iterations_done - 3.0) / x)
         return shift if shift >= 0.1 * window_s else 0.0
+
+    def _spread(self, runs: list[JobRun], due: NDArray[np.float64], shift: float) -> float:
+        """Over how long the sampler spreads a correction: at most the stretch corrected, within time the
+        run is sure to reach (not past the horizon, nor past the earliest the component's jobs can all be
+        done, each at least as slow as alone from here)."""
+        least = 0.0
+        for r, d in zip(runs, due.tolist(), strict=True):
+            if r.target_iterations is None:
+                least = math.inf
+                break
+            least = max(least, (r.target_iterations - r.iterations_done - d) * r.standalone_s)
+        return max(0.0, min(shift, self._config.horizon_s - self._kernel.now, least))
