@@ -2,7 +2,9 @@
 
 The property the fast mode is held to (``docs/simulator.md``, "Two modes"): per case, utilisation of the
 allocated GPUs within 0.01 and per-job mean iteration time within 4 % at the 90th percentile and 10 % at
-worst, jobs whose exact result is itself not reproducible left out (:mod:`commsched.testing.crowded`).
+worst, over every job that completes an iteration in exact mode (slowed and starved jobs included; one
+with none in fast mode counts as an error of 1.0), only jobs whose exact result is itself not
+reproducible under a 1 ms jitter of the arrivals left out (:mod:`commsched.testing.crowded`).
 Seeds 0-4 here, each under a policy with several classes (``static``: the jobs' own priorities, 2-4
 levels; ``crux-full``: Crux's ranking compressed to the levels), on horizons sized to keep the module
 within about a minute; ``benchmarks/fast_vs_exact_crowded.py`` runs seeds 0-199 under three policies.
@@ -38,9 +40,15 @@ def _exact(seed: int, policy: str, horizon_s: float) -> tuple[CrowdedCase, SimRe
     return case, exact, twins
 
 
+@cache
+def _fast(seed: int, policy: str, horizon_s: float, fluid_min_jobs: int | None = None) -> SimResult:
+    case = crowded_case(seed, horizon_s=horizon_s)
+    return run_case(case, communication_policies()[policy], Mode.FAST, fluid_min_jobs=fluid_min_jobs)[0]
+
+
 def _agreement(seed: int, policy: str, horizon_s: float, fluid_min_jobs: int | None = None) -> Agreement:
     case, exact, twins = _exact(seed, policy, horizon_s)
-    fast, _ = run_case(case, communication_policies()[policy], Mode.FAST, fluid_min_jobs=fluid_min_jobs)
+    fast = _fast(seed, policy, horizon_s, fluid_min_jobs)
     return compare(case, fast=fast, exact=exact, twins=twins, policy_name=policy)
 
 
@@ -59,15 +67,18 @@ def test_fast_mode_within_its_bounds_on_crowded_components(seed: int, policy: st
 
 
 def test_fast_mode_extrapolates_crowded_components() -> None:
-    """Not a vacuous property: on some of the cases the fast mode does extrapolate, far from every event.
+    """Not a vacuous property: on some of the cases the fast mode does extrapolate a good share of the
+    jobs' time, with fewer events than the exact run.
 
-    (On the others no regime holds long enough in these short horizons to be measured: they run in
-    detail, which is the fast mode saying it cannot be both fast and right there.)
+    (Each stretch is bounded by the detail it was measured over and checked by the detail after it, so
+    on these short horizons a good part of the run stays in detail; on the others no regime holds long
+    enough to be measured: they run in detail, which is the fast mode saying it cannot be both fast and
+    right there.)
     """
-    ags = [_agreement(*c) for c in CASES]
-    assert sum(a.fast_events < 0.7 * a.exact_events for a in ags) >= 2, [
-        a.fast_events / a.exact_events for a in ags
-    ]
+    runs = [(_fast(*c), _exact(*c)[1]) for c in CASES]
+    skipped = [f.extrapolated_job_fraction for f, _ in runs]
+    assert sum(x >= 0.25 for x in skipped) >= 2, skipped
+    assert all(f.events < e.events for f, e in runs if f.extrapolated_job_fraction >= 0.25)
 
 
 def test_the_analytic_fluid_breaks_the_bounds_on_crowded_components() -> None:

@@ -68,9 +68,11 @@ def test_golden_crowded(golden: CrowdedGolden) -> None:
     else:
         assert sim.fluid_solves == 0
     if golden.mode is Mode.FAST and golden.policy == "static" and not REGEN:
-        # the fast mode does extrapolate this case: far fewer events than the exact run stored beside it
+        # the fast mode does extrapolate this case: fewer events than the exact run stored beside it (each
+        # stretch is checked by the detail after it, so less than a third fewer on this 60-s horizon)
         exact = json.loads((GOLDEN / f"{CASES[0].name}.json").read_text(encoding="utf-8"))
-        assert result.events < 0.7 * exact["events"]
+        assert result.events < 0.8 * exact["events"]
+        assert result.extrapolated_job_fraction > 0.25
     summary = {"case_sha256": _case_digest(case), **summary_of(result)}
     text = json.dumps(summary, indent=1, sort_keys=False) + "\n"
     table = jobs_csv(summary)

@@ -48,6 +48,7 @@ def _table(obj: dict[str, object]) -> Table:
         "n>50%",
         "done",
         "wall s",
+        "extrap.",
     ):
         if col == "policy":
             t.add_column(col, justify="left", no_wrap=True, min_width=12)
@@ -71,6 +72,7 @@ def _table(obj: dict[str, object]) -> Table:
             str(v["throughput_loss"]["over_50pct"]),
             f"{v['finished_jobs']}/{v['jobs']}",
             _fmt(v["wall_time_s"], 1),
+            _fmt(v.get("extrapolated_job_fraction"), 2),
         )
     return t
 
@@ -81,7 +83,9 @@ LEGEND = (
     "to jobs. avg JCT/JRT/JWT s: average job completion / run / waiting time in seconds (JCT = JWT + "
     "JRT; finished jobs, JWT over started ones). p95 / max loss: 95th percentile / worst throughput loss "
     "of a job, 1 - standalone / contended iteration time (0 = as fast as alone). n>50%: jobs that lost "
-    "more than half their throughput. done: finished / all jobs. wall s: seconds the simulation took."
+    "more than half their throughput. done: finished / all jobs. wall s: seconds the simulation took. "
+    "extrap.: fast mode, the share of the job-time extrapolated (compare.json also gives "
+    "worst_check_disagreement, the worst rate disagreement the fast mode's checks saw)."
 )
 
 

@@ -111,6 +111,12 @@ def _print_table(summary: dict[str, object]) -> None:
             f"{_fmt(summary['sim_time_s'], 1)} s simulated in {_fmt(summary['wall_time_s'], 2)} s",
         )
     )
+    if summary["mode"] == "fast":
+        con.print(
+            f"fast mode: {_fmt(summary['extrapolated_job_fraction'], 3)} of the job-time extrapolated; "
+            f"{summary['fast_checks']} checks ({summary['fast_checks_failed']} re-credited), worst "
+            f"disagreement {_fmt(summary['worst_check_disagreement'], 3)}"
+        )
     t = Table(show_header=True, header_style="bold")
     for col in (
         "job",

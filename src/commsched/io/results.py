@@ -81,6 +81,11 @@ def result_summary(
         "window_s": [_num(result.window_s[0]), _num(result.window_s[1])],
         "events": result.events,
         "jobs": jobs,
+        # fast mode: the share of the jobs' time extrapolated, and what the checks of the stretches saw
+        "extrapolated_job_fraction": _num(result.extrapolated_job_fraction),
+        "fast_checks": result.fast_checks,
+        "fast_checks_failed": result.fast_checks_failed,
+        "worst_check_disagreement": _num(result.worst_check_disagreement),
     }
     if include_wall_time:
         out["wall_time_s"] = round(result.wall_time_s, 6)

@@ -85,6 +85,9 @@ class PolicySummary:
     finished_jobs: int
     jobs: int
     wall_time_s: float
+    #: fast mode: share of the job-time extrapolated, and the worst disagreement its checks saw
+    extrapolated_job_fraction: float = 0.0
+    worst_check_disagreement: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -135,6 +138,8 @@ def summarise_policy(result: SimResult) -> PolicySummary:
         finished_jobs=len(fin),
         jobs=len(result.jobs),
         wall_time_s=result.wall_time_s,
+        extrapolated_job_fraction=result.extrapolated_job_fraction,
+        worst_check_disagreement=result.worst_check_disagreement,
     )
 
 
@@ -158,6 +163,8 @@ def comparison_json(cmp: Comparison) -> dict[str, Any]:
                 "finished_jobs": s.finished_jobs,
                 "jobs": s.jobs,
                 "wall_time_s": round(s.wall_time_s, 4),
+                "extrapolated_job_fraction": num(s.extrapolated_job_fraction),
+                "worst_check_disagreement": num(s.worst_check_disagreement),
             }
             for s in cmp.summaries
         },

@@ -242,7 +242,8 @@ class Simulation:
             events=kernel.events,
             end=end,
         )
-        return replace(result, largest_domain=self.largest_domain, largest_component=self.largest_component)
+        result = replace(result, largest_domain=self.largest_domain, largest_component=self.largest_component)
+        return self._fast.report(result)
 
     def _dispatch(self, kind: EventKind, job: int, version: int) -> None:
         if kind == EventKind.SAMPLE:

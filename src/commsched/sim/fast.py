@@ -7,15 +7,19 @@ credited ``m`` times. A component whose phases never meet again (jobs with unrel
 is instead *measured*: once every job's rate agrees over two consecutive windows of its detailed
 simulation, the component's state is moved forward by a stretch of time and each job is credited the
 iterations it completes at its measured rate (:func:`commsched.sim.steady.measured_rates`); until then
-it stays in detail, so the fast mode never extrapolates a regime it has not seen hold. The component is
-then *ahead* of the clock; a decision that touches it brings it back (:meth:`FastMode.catch_up`) by
-taking back what is not yet due and, for a period, replaying the rest of the current one.
+it stays in detail, so the fast mode never extrapolates a regime it has not seen hold. Each such stretch
+is at most as long as the detail it was measured over and is checked by the detail after it
+(:mod:`commsched.sim.measured`): a regime that did not last is re-credited and measured again over
+longer windows. The component is then *ahead* of the clock; a decision that touches it brings it back
+(:meth:`FastMode.catch_up`) by taking back what is not yet due and, for a period, replaying the rest of
+the current one.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,10 +28,11 @@ from commsched.scheduling.traffic import JobTraffic
 from commsched.sim.accounting import Jump, Ledger
 from commsched.sim.jumps import Ahead, measured_credit, move, periodic_credit, shifted
 from commsched.sim.kernel import EventKernel
+from commsched.sim.measured import MeasuredRegimes
 from commsched.sim.pacing import Pacing
-from commsched.sim.records import SimConfig
+from commsched.sim.records import SimConfig, SimResult
 from commsched.sim.runs import EventKind, JobRun
-from commsched.sim.steady import Signature, best_match, best_relative_match, measured_rates
+from commsched.sim.steady import Signature, best_match, best_relative_match, remember
 
 
 class FastMode:
@@ -70,6 +75,30 @@ class FastMode:
         self._replaying = False  # catching a component up to the clock: no jumps
         #: catch-ups of components that were ahead of the clock (a diagnostic)
         self.catch_ups = 0
+        #: the regimes extrapolated at measured rates, and their checks
+        self._regimes = MeasuredRegimes(
+            config=config,
+            kernel=kernel,
+            ledger=ledger,
+            pacing=pacing,
+            ahead=self.ahead,
+            history=self._history,
+        )
+        #: what was extrapolated and what the checks saw
+        self.log = self._regimes.log
+
+    def report(self, result: SimResult) -> SimResult:
+        """``result`` with what the fast mode extrapolated and what its checks saw."""
+        job_s = sum(j.run_s for j in result.jobs if math.isfinite(j.run_s))
+        log = self.log
+        share = log.extrapolated_job_s / job_s if job_s > 0 else 0.0
+        return replace(
+            result,
+            extrapolated_job_fraction=min(1.0, max(0.0, share)),
+            fast_checks=log.checks,
+            fast_checks_failed=log.failed,
+            worst_check_disagreement=log.worst,
+        )
 
     # ------------------------------------------------------------------ components
     def forget(self, comps: Iterable[int]) -> None:
@@ -79,6 +108,7 @@ class FastMode:
             self._sig_links.pop(c, None)
             self.ahead.pop(c, None)
             self._anchor.pop(c, None)
+            self._regimes.forget(c)
 
     def expire(self, comps: Iterable[int]) -> None:
         """Forget the jumps of these components that the clock has passed (their regime was replayed)."""
@@ -152,6 +182,8 @@ class FastMode:
             return  # routes about to change: not a steady state yet
         sig, links = self._signature(comp)
         hist = self._history.setdefault(comp, [])
+        if self._regimes.check(comp, runs, hist, sig, links):
+            return
         cfg = self._config
         idx, dist = best_match(hist, sig)
         if idx < 0 or dist > cfg.fast_tolerance:
@@ -159,7 +191,7 @@ class FastMode:
             # fast_rel_tolerance, else the jobs' measured rates (quasi-periodic groups never meet exactly)
             idx, rel = best_relative_match(hist, sig)
             if idx < 0 or rel > cfg.fast_rel_tolerance:
-                self._measured(comp, runs, hist, sig, links)
+                self._regimes.measure(comp, runs, hist, sig, links)
                 return
         then = hist[idx]
         m = self._jump_count(runs, sig.t - then.t, sig.done - then.done)
@@ -167,6 +199,7 @@ class FastMode:
             self._remember(hist, sig)
             return
         jump = self.apply_jump(runs, links, then, sig, m)
+        self.log.extrapolated_job_s += m * (sig.t - then.t) * len(runs)
         self.ahead[comp] = Ahead(
             t0=self._kernel.now, period=sig.t - then.t, m=m, then=then, now=sig, links=links, jump=jump
         )
@@ -174,66 +207,8 @@ class FastMode:
         shift = m * (sig.t - then.t)
         self._history[comp] = [shifted(h, then, sig, m, shift) for h in hist[idx:]]
 
-    def _measured(
-        self, comp: int, runs: list[JobRun], hist: list[Signature], sig: Signature, links: NDArray[np.int64]
-    ) -> None:
-        """No period: jump at the jobs' measured rates if two consecutive windows agree, else go on."""
-        cfg = self._config
-        est = measured_rates(
-            hist,
-            sig,
-            min_iterations=cfg.fast_window_iterations,
-            tolerance=cfg.fast_rate_tolerance,
-        )
-        if est is not None:
-            shift = self._measured_shift(runs, est.rate, est.window_s)
-            if shift > 0:
-                credited = np.rint(est.rate * shift)
-                credit = measured_credit(runs, links, shift, credited)
-                jump = move(self._kernel, self._ledger, self._pacing, runs, credit)
-                self.ahead[comp] = Ahead(
-                    t0=self._kernel.now,
-                    period=shift,
-                    m=1,
-                    then=hist[est.since],
-                    now=sig,
-                    links=links,
-                    jump=jump,
-                    rates=est.rate,
-                    credited=credited,
-                )
-                self._history[comp] = []  # a new regime is measured afresh after the stretch
-                return
-        self._remember(hist, sig)
-
-    def _measured_shift(self, runs: list[JobRun], rate: NDArray[np.float64], window_s: float) -> float:
-        """How far a measured regime may be extrapolated: up to the horizon, short of its jobs' ends.
-
-        Three iterations of every job before its last are left to be simulated in detail (a job at rate 0,
-        starved, stays where it is); a stretch shorter than a tenth of the measurement is not worth a jump
-        (0).
-        """
-        shift = self._config.horizon_s - self._kernel.now
-        for r, x in zip(runs, rate.tolist(), strict=True):
-            if r.target_iterations is not None and x > 0:
-                shift = min(shift, (r.target_iterations - r.iterations_done - 3.0) / x)
-        return shift if shift >= 0.1 * window_s else 0.0
-
     def _remember(self, hist: list[Signature], sig: Signature) -> None:
-        """Keep the latest ``fast_max_history`` signatures, and a thinned record of the older ones.
-
-        The search per anchor iteration stays bounded (``2 * fast_max_history`` signatures), while the
-        history still reaches back to the start of the regime: on overflow, the older signature whose
-        neighbours lie closest together for their age goes, so that the older ones lie further apart the
-        older they are (the windows of :func:`measured_rates` grow as long as the regime lasts).
-        """
-        hist.append(sig)
-        keep = self._config.fast_max_history
-        if len(hist) > 2 * keep:
-            t = np.array([h.t for h in hist])
-            cut = len(hist) - keep  # candidates 1 .. cut - 1: neither the first nor the latest ones
-            merged = (t[2 : cut + 1] - t[: cut - 1]) / np.maximum(sig.t - t[1:cut], 1e-300)
-            del hist[1 + int(np.argmin(merged))]
+        remember(hist, sig, keep=self._config.fast_max_history)
 
     def _jump_count(self, runs: list[JobRun], period: float, d_done: NDArray[np.float64]) -> int:
         """How many periods the component may repeat: up to the horizon, and short of its own departures.
@@ -265,7 +240,9 @@ class FastMode:
         self.catch_ups += 1
         t_now = kernel.now
         runs = [self._runs[i] for i in self._pacing.components[comp]]
+        n_jobs = len(runs)
         if a.rates is not None and a.credited is not None:
+            self._regimes.caught_up(comp, a, t_now, n_jobs)
             with kernel.aside():
                 kernel.now = a.t_end
                 due = np.rint(a.rates * (t_now - a.t0))
@@ -276,6 +253,7 @@ class FastMode:
                 kernel.now = t_now
             return
         k = min(a.m, max(0, math.floor((t_now - a.t0) / a.period)))
+        self.log.extrapolated_job_s -= (a.m - k) * a.period * n_jobs
         with kernel.aside():
             kernel.now = a.t_end
             self.apply_jump(runs, a.links, a.then, a.now, k - a.m, record=False)

@@ -145,3 +145,30 @@ def shifted(h: Signature, then: Signature, now: Signature, m: int, shift: float)
         link_bytes=h.link_bytes + m * (now.link_bytes - then.link_bytes),
         link_iw_bytes=h.link_iw_bytes + m * (now.link_iw_bytes - then.link_iw_bytes),
     )
+
+
+def correct(ledger: Ledger, runs: list[JobRun], c: Credit, *, now: float) -> None:
+    """Add ``c``'s increments to the counters without moving anything in time.
+
+    A stretch whose check found that its regime did not hold is re-credited this way. The counters take
+    the correction at once; the sampler spreads it over ``[now, now + c.shift)`` (``c.shift`` no longer
+    than the stretch it corrects, and ending by the horizon), so that the time series show it as a
+    change of rate as large as the stretch's error, not as one interval's spike or dip.
+    """
+    for k, r in enumerate(runs):
+        r.iterations_done += float(c.done[k])
+        r.busy_gpu_s += float(c.busy[k])
+    busy = float(c.busy.sum())
+    ledger.busy_done_gpu_s += busy
+    ledger.link_bytes[c.links] += c.link_bytes
+    ledger.link_iw_bytes[c.links] += c.link_iw_bytes
+    ledger.sampler.add_jump(
+        Jump(
+            t0=now,
+            t1=now + c.shift,
+            busy_gpu_s=busy,
+            links=c.links,
+            link_bytes=c.link_bytes,
+            link_iw_bytes=c.link_iw_bytes,
+        )
+    )

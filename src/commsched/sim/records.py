@@ -181,3 +181,12 @@ class SimResult:
     largest_domain: int = 0
     #: the most running jobs one component held (jobs sharing links under their routes)
     largest_component: int = 0
+    #: fast mode: the share of the jobs' running time (job-seconds) that was extrapolated, not simulated
+    extrapolated_job_fraction: float = 0.0
+    #: fast mode: checks of stretches extrapolated at measured rates (by the detail after each), and how
+    #: many found that the regime had not held (the stretch was then re-credited)
+    fast_checks: int = 0
+    fast_checks_failed: int = 0
+    #: fast mode: the worst disagreement a check saw between a job's rate after a stretch and the rate
+    #: the stretch credited it (relative)
+    worst_check_disagreement: float = 0.0

@@ -125,6 +125,7 @@ def measured_rates(
     min_iterations: int,
     tolerance: float,
     starved: NDArray[np.float64] | None = None,
+    min_window_s: float = 0.0,
 ) -> MeasuredRates | None:
     """The longest pair of consecutive windows ending ``now`` over which the jobs' rates agree.
 
@@ -137,8 +138,9 @@ def measured_rates(
     *starved* (it completed none in either, though each lasts at least ``starved[k]`` seconds, ten of
     its standalone iterations, say: a job slowed less would have completed one), and at least one job
     agrees. A starved job's rate is 0; ``precise`` says that every job agrees. The earliest qualifying
-    ``a`` wins (the longest windows: the most precise rates). ``None`` when no pair qualifies; without
-    ``starved``, every job must agree.
+    ``a`` wins (the longest windows: the most precise rates); only openings at least ``min_window_s``
+    before ``now`` are candidates (a regime that did not last is measured again over longer windows).
+    ``None`` when no pair qualifies; without ``starved``, every job must agree.
 
     Examples
     --------
@@ -163,6 +165,12 @@ def measured_rates(
     >>> m = measured_rates(hist, sig(20.0, slow=0.0), min_iterations=10, tolerance=0.01, starved=starved)
     >>> m.precise, m.rate.tolist()
     (False, [0.0, 2.0])
+
+    Windows at least 25 s long in all: none within the 20 s of history.
+
+    >>> measured_rates(hist, sig(20.0, slow=0.0), min_iterations=10, tolerance=0.01, starved=starved,
+    ...                min_window_s=25.0) is None
+    True
     """
     cands = [
         i for i, h in enumerate(history) if h.t < now.t and h.done.shape == now.done.shape and now.done.size
@@ -188,7 +196,7 @@ def measured_rates(
     half = np.minimum(times[mid] - times[:-1], now.t - times[mid])  # the shorter window, per a
     limit = np.full(now.done.size, np.inf) if starved is None else starved
     idle = (d1 == 0) & (d2 == 0) & (half[:, None] >= limit[None, :])
-    ok = np.all(agree | idle, axis=1) & agree.any(axis=1)
+    ok = np.all(agree | idle, axis=1) & agree.any(axis=1) & (now.t - times[:-1] >= min_window_s)
     good = np.flatnonzero(ok)
     if not good.size:
         return None
@@ -200,3 +208,19 @@ def measured_rates(
         window_s=now.t - float(times[a]),
         precise=bool(agree[a].all()),
     )
+
+
+def remember(hist: list[Signature], sig: Signature, *, keep: int) -> None:
+    """Append ``sig``; keep the latest ``keep`` signatures, and a thinned record of the older ones.
+
+    The search per anchor iteration stays bounded (``2 * keep`` signatures), while the
+    history still reaches back to the start of the regime: on overflow, the older signature whose
+    neighbours lie closest together for their age goes, so that the older ones lie further apart the
+    older they are (the windows of :func:`measured_rates` grow as long as the regime lasts).
+    """
+    hist.append(sig)
+    if len(hist) > 2 * keep:
+        t = np.array([h.t for h in hist])
+        cut = len(hist) - keep  # candidates 1 .. cut - 1: neither the first nor the latest ones
+        merged = (t[2 : cut + 1] - t[: cut - 1]) / np.maximum(sig.t - t[1:cut], 1e-300)
+        del hist[1 + int(np.argmin(merged))]

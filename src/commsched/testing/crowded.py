@@ -30,7 +30,7 @@ import numpy as np
 from commsched.scheduling.interfaces import PolicyFn
 from commsched.scheduling.placement import pack
 from commsched.sim.engine import SimJob, Simulation
-from commsched.sim.records import Mode, SimConfig, SimResult
+from commsched.sim.records import JobResult, Mode, SimConfig, SimResult
 from commsched.topology import NodeId, Topology
 from commsched.topology.builders import two_layer_clos
 from commsched.workload import JobId, JobSpec, ModelProfile
@@ -39,7 +39,6 @@ __all__ = [
     "ITER_MAX_BOUND",
     "ITER_NOISE",
     "ITER_P90_BOUND",
-    "STARVED",
     "UTIL_BOUND",
     "Agreement",
     "CrowdedCase",
@@ -59,8 +58,6 @@ ITER_P90_BOUND = 0.04
 ITER_MAX_BOUND = 0.10
 #: jobs whose exact result moves by more than this under a 1 ms jitter of the arrivals are chaotic
 ITER_NOISE = 0.01
-#: and so are the jobs slowed this many times or more in exact mode (starved)
-STARVED = 10.0
 
 #: model-like profiles (gradient bytes and overlap of the zoo's BERT, GPT, VGG and ResNet); the compute
 #: time is drawn per job
@@ -95,10 +92,11 @@ class Agreement:
     over all the cluster's GPUs. ``iter_errors`` are the per-job relative errors of the mean iteration
     time, ``iter_noise`` the exact mode's own: how far its result moves when every arrival is delayed
     by up to 1 ms (:func:`jittered`, two draws), and ``iter_slowdown`` the jobs' slowdowns in exact
-    mode (the time they ran over their iterations, against their standalone iteration time). A job
-    whose own result moves by more than :data:`ITER_NOISE`, or that is slowed :data:`STARVED` times or more
-    (a low class starved by higher ones, completing a few iterations in rare gaps), is *chaotic*: its
-    mean over the horizon is not reproducible, and the per-job bounds hold over the other jobs.
+    mode (the time they ran over their iterations, against their standalone iteration time). Every job
+    that completes at least one iteration in the exact run is compared, slowed and starved ones included;
+    one that completes none in fast mode has an error of 1.0. A job whose own result moves by more than
+    :data:`ITER_NOISE` under the jitter (or that completes no iteration in a jittered run) is *chaotic*:
+    its mean over the horizon is not reproducible, and the per-job bounds hold over the other jobs.
     """
 
     seed: int
@@ -113,18 +111,15 @@ class Agreement:
 
     @property
     def steady_errors(self) -> tuple[float, ...]:
-        """The errors of the jobs that are not chaotic."""
-        return tuple(
-            e
-            for e, n, s in zip(self.iter_errors, self.iter_noise, self.iter_slowdown, strict=True)
-            if n <= ITER_NOISE and s < STARVED
-        )
+        """The errors of the jobs that are not chaotic (slowed and starved jobs included)."""
+        return tuple(e for e, n in zip(self.iter_errors, self.iter_noise, strict=True) if n <= ITER_NOISE)
 
     @property
     def chaotic_max(self) -> float:
         """The largest error of a chaotic job (reported, not bounded)."""
-        steady = set(self.steady_errors)
-        return max((e for e in self.iter_errors if e not in steady), default=0.0)
+        return max(
+            (e for e, n in zip(self.iter_errors, self.iter_noise, strict=True) if n > ITER_NOISE), default=0.0
+        )
 
     @property
     def chaotic(self) -> int:
@@ -314,8 +309,9 @@ def compare(
 ) -> Agreement:
     """The agreement of a fast run with the exact one; ``twins`` are exact runs of :func:`jittered` cases.
 
-    A job's noise is the largest relative difference of its mean iteration time between a twin and the
-    exact run.
+    Every job with at least one iteration in ``exact`` is compared. Its error is the relative difference
+    of its mean iteration time between ``fast`` and ``exact`` (1.0 when it completes no iteration in
+    ``fast``), its noise the largest such difference between a twin and ``exact``.
 
     Examples
     --------
@@ -327,14 +323,12 @@ def compare(
     """
     errors, noise, slowdown = [], [], []
     for k, (f, e) in enumerate(zip(fast.jobs, exact.jobs, strict=True)):
-        others = [t.jobs[k] for t in twins]
-        if min(f.iterations, e.iterations, *(t.iterations for t in others)) >= 1:
-            errors.append(abs(f.mean_iteration_s - e.mean_iteration_s) / e.mean_iteration_s)
-            noise.append(
-                max(abs(t.mean_iteration_s - e.mean_iteration_s) / e.mean_iteration_s for t in others)
-            )
-            # over its whole run (a job starved after a few quick iterations has a short mean)
-            slowdown.append(e.run_s / e.iterations / e.standalone_iteration_s)
+        if e.iterations < 1:
+            continue  # no exact iteration: nothing to compare against
+        errors.append(_relative(f, e))
+        noise.append(max((_relative(t.jobs[k], e) for t in twins), default=0.0))
+        # over its whole run (a job starved after a few quick iterations has a short mean)
+        slowdown.append(e.run_s / e.iterations / e.standalone_iteration_s)
     return Agreement(
         seed=case.seed,
         policy=policy_name,
@@ -346,3 +340,20 @@ def compare(
         fast_events=fast.events,
         exact_events=exact.events,
     )
+
+
+def _relative(other: JobResult, exact: JobResult) -> float:
+    """How far ``other``'s mean iteration time is from ``exact``'s, relative (1.0 without an iteration).
+
+    Examples
+    --------
+    >>> from dataclasses import replace
+    >>> e = JobResult(id=JobId("a"), gpus=2, arrival_s=0.0, start_s=0.0, end_s=5.0, iterations=10.0,
+    ...               target_iterations=None, standalone_iteration_s=0.4, mean_iteration_s=0.5,
+    ...               busy_gpu_s=8.0, finished=False, priority_class=0, intensity=1.0)
+    >>> round(_relative(replace(e, mean_iteration_s=0.55), e), 9), _relative(replace(e, iterations=0.0), e)
+    (0.1, 1.0)
+    """
+    if other.iterations < 1 or not math.isfinite(other.mean_iteration_s):
+        return 1.0
+    return abs(other.mean_iteration_s - exact.mean_iteration_s) / exact.mean_iteration_s
