@@ -194,7 +194,9 @@ def iterations(
     (:func:`_cut`); a burst starts where a compute gap ends. Each spacing between starts counts
     the iterations :func:`_merged` finds in it (two bursts merged by a late sample count two).
     Without two such gaps (communication hidden behind compute) the period is the spectrum's
-    (:func:`commsched.runtime.profiling.profiler.iteration_period`), method ``"fft"``. Raises
+    (:func:`commsched.runtime.profiling.profiler.iteration_period`), method ``"fft"``. Before either,
+    iterations told apart by the bytes of a whole iteration
+    (:func:`commsched.runtime.profiling.iterations.host_splits`) win, method ``"bytes"``. Raises
     :class:`~commsched.errors.InputError` when the series shows no period at all.
 
     Examples
@@ -202,7 +204,7 @@ def iterations(
     >>> x = np.tile(np.r_[np.full(30, 1e5), np.zeros(70)], 40)     # 30 ms burst every 100 ms, 1 ms bins
     >>> st = iterations(x, sample_s=1e-3)
     >>> round(st.mean_s, 4), st.count, round(st.gap_s, 3), st.method
-    (0.1, 38, 0.07, 'bursts')
+    (0.1, 38, 0.07, 'bytes')
     """
     if splits := host_splits(x, sample_s=sample_s, start=start, also=also):  # by whole iterations' bytes
         s = splits[0]

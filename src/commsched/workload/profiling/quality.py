@@ -20,8 +20,8 @@ def spread(forward_all: Sequence[float], backward_all: Sequence[float]) -> float
 
     Examples
     --------
-    >>> spread([1.0, 1.0, 1.0], [1.0, 2.0, 3.0])
-    0.5
+    >>> spread([1.0, 1.0, 1.0], [1.0, 2.0, 3.0])  # totals 2, 3, 4: (4 - 2) / 3
+    0.6666666666666666
     >>> spread([1.0], [2.0]) is None
     True
     """
