@@ -24,29 +24,11 @@ from commsched.sim.engine import SimJob
 from commsched.sim.records import Mode, SimResult
 from commsched.topology import NodeId
 from commsched.topology.builders.clos import two_layer_clos
-from tests.equal_cost_reference import reference_reach
+from tests.equal_cost_reference import merged_groups, reference_reach
 
 from .helpers import job, run
 
 TOPO = two_layer_clos(tors=4, aggs=2, hosts_per_tor=2, uplinks_per_tor=4)  # 8 hosts x 8 GPUs, 2:1
-
-
-def _brute(reach: dict[int, set[int]]) -> list[set[int]]:
-    """Connected groups of jobs whose link sets meet, by repeated merging."""
-    groups = [({j}, set(links)) for j, links in reach.items()]
-    merged = True
-    while merged:
-        merged = False
-        for a in range(len(groups)):
-            for b in range(a + 1, len(groups)):
-                if groups[a][1] & groups[b][1]:
-                    groups[a] = (groups[a][0] | groups[b][0], groups[a][1] | groups[b][1])
-                    del groups[b]
-                    merged = True
-                    break
-            if merged:
-                break
-    return [g for g, _ in groups]
 
 
 @settings(max_examples=80, deadline=None)
@@ -64,7 +46,7 @@ def test_the_domain_index_matches_the_connected_groups_of_the_running_jobs(
             del reach[job_id]
             index.remove(job_id)
         got = sorted(sorted(m) for m in index.members.values())
-        assert got == sorted(sorted(g) for g in _brute(reach))
+        assert got == sorted(sorted(g) for g in merged_groups(reach))
         assert all(index.domain_of(j) in index.members for j in reach)
 
 
