@@ -67,6 +67,20 @@ def _gunzip(raw: bytes, where: str, max_bytes: int) -> bytes:
     return bytes(out)
 
 
+def _checked_size(p: Path, *, max_bytes: int, what: str) -> int:
+    """The size of ``p``, a regular file of at most ``max_bytes`` (else one error line)."""
+    size = p.stat().st_size
+    if not p.is_file():
+        raise InputError("not a file", where=str(p), expected=f"a {what} file")
+    if size > max_bytes:
+        raise InputError(
+            f"{size:,} bytes, more than {max_bytes:,}",
+            where=str(p),
+            expected=f"a smaller {what}, or a larger --max-bytes",
+        )
+    return size
+
+
 def read_bytes(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES, what: str = "trace") -> bytes:
     """The contents of ``path``, gunzipped when it is a gzip file, at most ``max_bytes`` either way.
 
@@ -78,15 +92,7 @@ def read_bytes(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES, what: st
     p = Path(path)
     where = str(p)
     try:
-        size = p.stat().st_size
-        if not p.is_file():
-            raise InputError("not a file", where=where, expected=f"a {what} file")
-        if size > max_bytes:
-            raise InputError(
-                f"{size:,} bytes, more than {max_bytes:,}",
-                where=where,
-                expected=f"a smaller {what}, or a larger --max-bytes",
-            )
+        _checked_size(p, max_bytes=max_bytes, what=what)
         raw = p.read_bytes()
     except FileNotFoundError:
         raise InputError("no such file", where=where, expected=f"an existing {what} file") from None
@@ -173,15 +179,7 @@ def open_trace(
     p = Path(path)
     where = str(p)
     try:
-        size = p.stat().st_size
-        if not p.is_file():
-            raise InputError("not a file", where=where, expected=f"a {what} file")
-        if size > max_bytes:
-            raise InputError(
-                f"{size:,} bytes, more than {max_bytes:,}",
-                where=where,
-                expected=f"a smaller {what}, or a larger --max-bytes",
-            )
+        size = _checked_size(p, max_bytes=max_bytes, what=what)
         fh: IO[bytes] = p.open("rb")
     except FileNotFoundError:
         raise InputError("no such file", where=where, expected=f"an existing {what} file") from None
