@@ -58,16 +58,29 @@ def _misparented(doc: dict[str, Any]) -> dict[str, Any]:
     its ``c10d::allreduce_`` (as the observer wrote it once, the backend's work ending late)."""
     nodes = [dict(n) for n in doc["nodes"]]
     coll = min((n for n in nodes if n["name"] == "gloo:all_reduce"), key=lambda n: n["id"])
-    later = min(  # the next backward function, wherever the observer nested it
-        n["id"]
-        for n in nodes
-        if n["id"] > coll["id"] and n["name"].startswith("autograd::engine::evaluate_function")
-    )
-    coll["ctrl_deps"] = later
+    backward = [n["id"] for n in nodes if n["name"].startswith("autograd::engine::evaluate_function")]
+    later = [i for i in backward if i > coll["id"]]
+    # the next backward function, wherever the observer nested it; where the collective's work ended after
+    # the whole backward pass (the race runs either way), the last one before it
+    coll["ctrl_deps"] = min(later) if later else max(i for i in backward if i < coll["id"])
     return {**doc, "nodes": nodes}
 
 
-@pytest.mark.parametrize("transform", [_renested, _misparented], ids=["renested", "misparented"])
+def _misparented_earlier(doc: dict[str, Any]) -> dict[str, Any]:
+    """The first backend collective written under the first backward function (an earlier operator)."""
+    nodes = [dict(n) for n in doc["nodes"]]
+    coll = min((n for n in nodes if n["name"] == "gloo:all_reduce"), key=lambda n: n["id"])
+    coll["ctrl_deps"] = min(
+        n["id"] for n in nodes if n["name"].startswith("autograd::engine::evaluate_function")
+    )
+    return {**doc, "nodes": nodes}
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [_renested, _misparented, _misparented_earlier],
+    ids=["renested", "misparented", "misparented-earlier"],
+)
 def test_the_reading_does_not_depend_on_nesting(
     gloo_job: dict[str, Any], tmp_path: Path, transform: Callable[[dict[str, Any]], dict[str, Any]]
 ) -> None:
