@@ -123,3 +123,27 @@ def test_a_lost_backend_event_in_a_kineto_trace_is_read_from_its_dispatcher(
     p = read_kineto(_write(doc, tmp_path / "lost-kineto.json"))
     assert sorted(c.size_bytes for c in p.collectives) == sorted(buckets)
     assert {c.name for c in p.collectives} == {"gloo:all_reduce"}
+
+
+def test_every_backend_collective_lost_is_named_after_the_process_group(
+    gloo_job: dict[str, Any], tmp_path: Path
+) -> None:
+    """With no backend node left at all (each one ended after the observer stopped), each dispatcher
+    stands for its collective under the backend the process group's ``backend_config`` names."""
+    doc = _load(gloo_job, 0)
+    doc["nodes"] = [n for n in doc["nodes"] if not str(n["name"]).startswith("gloo:")]
+    et = read_execution_trace(_write(doc, tmp_path / "none.json"))
+    assert sorted(c.size_bytes for c in et.collectives) == sorted(gloo_job["job"]["buckets"])
+    assert {(c.name, c.group, c.kind) for c in et.collectives} == {("gloo:all_reduce", "0", "all_reduce")}
+
+
+def test_every_backend_event_lost_in_a_kineto_trace_is_named_after_the_backend(
+    gloo_job: dict[str, Any], tmp_path: Path
+) -> None:
+    from commsched.workload.profiling import read_kineto
+
+    doc = json.loads((Path(gloo_job["dir"]) / "kineto0.json").read_text())
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if not str(e.get("name", "")).startswith("gloo:")]
+    p = read_kineto(_write(doc, tmp_path / "none-kineto.json"))
+    assert sorted(c.size_bytes for c in p.collectives) == sorted(gloo_job["job"]["buckets"])
+    assert {(c.name, c.kind) for c in p.collectives} == {("gloo:all_reduce", "all_reduce")}

@@ -40,6 +40,7 @@ from commsched.workload.profiling.kineto_events import (
     COLLECTIVE_RE,
     CpuEvent,
     EventTable,
+    dispatcher_kind,
     event_table,
     first_input_bytes,
     union_s,
@@ -158,7 +159,7 @@ def _collective_events(table: EventTable, window: tuple[float, float]) -> list[t
     stopped (the last bucket of a step, on a busy machine)."""
     events = sorted((e for e in table.cpu if _in(window, e.ts)), key=lambda e: e.ts)
     backend = [e for e in events if COLLECTIVE_RE.match(e.name)]
-    prefixes = {e.name.split(":")[0] for e in backend}
+    prefixes = {e.name.split(":")[0] for e in backend} or ({table.backend} if table.backend else set())
     prefix = prefixes.pop() if len(prefixes) == 1 else ""
     out = [(e, e.name) for e in backend]
     free = list(backend)
@@ -177,15 +178,18 @@ def _collective_events(table: EventTable, window: tuple[float, float]) -> list[t
 def _collectives(table: EventTable, window: tuple[float, float]) -> tuple[Collective, ...]:
     out = []
     events = _collective_events(table, window)
+    # a dispatcher's tensors are a TensorList without an element type: the backend events' own, else
+    # (every backend event lost) the gradients' the buckets are made of
     types = [e.args.get("Input type") for e, name in events if name == e.name]
-    seen_type = next((str(t[0]) for t in types if isinstance(t, list) and t), "")
+    types += [e.args.get("Input type") for e in _accumulations(table, window)]
+    seen_type = next((str(t[0]) for t in types if isinstance(t, list) and t and t[0]), "")
     for e, name in events:
         size = first_input_bytes(e) if name == e.name else _nested_bytes(e, seen_type)
         if math.isnan(size):
             nelems, dtype = e.args.get("In msg nelems"), e.args.get("dtype")
             size = float(nelems) * element_size(str(dtype)) if isinstance(nelems, int | float) else math.nan
         out.append(
-            Collective(name=name, size_bytes=size, group=_group_name(table, e), kind=name.split(":")[-1])
+            Collective(name=name, size_bytes=size, group=_group_name(table, e), kind=dispatcher_kind(name))
         )
     return tuple(c for c in out if not math.isnan(c.size_bytes))
 

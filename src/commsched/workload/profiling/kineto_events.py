@@ -54,6 +54,37 @@ C10D_OPS = {
 }  # fmt: skip
 
 
+def config_backend(config: object) -> str:
+    """The one backend a process group's ``backend_config`` names (``"cpu:gloo,cuda:gloo"`` -> ``gloo``),
+    else ``""`` (none, or a different one per device).
+
+    Examples
+    --------
+    >>> config_backend("cpu:gloo,cuda:gloo"), config_backend("cpu:gloo,cuda:nccl"), config_backend("nccl")
+    ('gloo', '', 'nccl')
+    """
+    if not isinstance(config, str):
+        return ""
+    names = {part.split(":")[-1].strip() for part in config.split(",") if part.strip()}
+    return names.pop() if len(names) == 1 and COLLECTIVE_RE.match(f"x:{next(iter(names))}") else ""
+
+
+def dispatcher_kind(name: str) -> str:
+    """The collective a trace's operation name stands for: the backend's own operation
+    (``gloo:all_reduce`` -> ``all_reduce``) or a ``c10d::`` dispatcher's (``c10d::allreduce_`` ->
+    ``all_reduce``).
+
+    Examples
+    --------
+    >>> dispatcher_kind("nccl:all_gather"), dispatcher_kind("c10d::allreduce_")
+    ('all_gather', 'all_reduce')
+    """
+    if name.startswith("c10d::"):
+        op = name.removeprefix("c10d::")
+        return C10D_OPS.get(op, op.rstrip("_"))
+    return name.rsplit(":", maxsplit=1)[-1].rstrip("_")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CpuEvent:
     """A CPU event (microseconds as in the trace) with its parent on the same thread."""
@@ -87,6 +118,8 @@ class EventTable:
     iterations: tuple[tuple[float, float], ...]
     device_name: str
     start_ns: int | None
+    #: the process-group backend the trace's ``distributedInfo`` names (``gloo``, ``nccl``), else ``""``
+    backend: str = ""
 
 
 def _number(e: dict[str, Any], key: str, where: str) -> float:
@@ -295,12 +328,15 @@ def event_table(doc: dict[str, Any], *, where: str) -> EventTable:
         else ""
     )
     base = doc.get("baseTimeNanoseconds")
+    info = doc.get("distributedInfo")
+    backend = config_backend(info.get("backend")) if isinstance(info, dict) else ""
     return EventTable(
         cpu=tuple(cpu),
         gpu=tuple(_launchers(cpu, gpu_rows, launch)),
         iterations=windows,
         device_name=name,
         start_ns=int(base) if isinstance(base, int) and not isinstance(base, bool) else None,
+        backend=backend,
     )
 
 

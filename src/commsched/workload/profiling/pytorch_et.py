@@ -35,7 +35,12 @@ import math
 from typing import Any
 
 from commsched.errors import InputError
-from commsched.workload.profiling.kineto_events import C10D_OPS, COLLECTIVE_RE
+from commsched.workload.profiling.kineto_events import (
+    C10D_OPS,
+    COLLECTIVE_RE,
+    config_backend,
+    dispatcher_kind,
+)
 from commsched.workload.profiling.records import Collective, ExecutionTrace
 from commsched.workload.profiling.types import element_size
 
@@ -108,16 +113,20 @@ def _group_of(node: dict[str, Any], by_id: dict[Any, dict[str, Any]], groups: li
     return str(groups[0].get("pg_name", "")) if len(groups) == 1 else ""
 
 
-def _collective_nodes(nodes: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
+def _collective_nodes(
+    nodes: list[dict[str, Any]], groups: list[dict[str, Any]]
+) -> list[tuple[dict[str, Any], str]]:
     """The collective nodes in the order they started, each with its name: by node id, which the
     observer gives on entry (a node is written when it ends, and a backend's collectives may end out of
     order). A backend's node is written when its work ends, on the backend's thread, and the observer
     drops it when that comes after it stopped (the last bucket of a step, on a busy machine); its nesting
     depends on timing too. So each ``c10d::*`` operation is paired, in id order, with the first unpaired
     backend node after it whose tensors are among its own, and one left without a pair stands for its
-    lost node."""
+    lost node, named after the backend the others (or else the process groups) name."""
     backend = [n for n in nodes if COLLECTIVE_RE.match(str(n.get("name", "")))]
-    prefixes = {str(n["name"]).split(":")[0] for n in backend}
+    prefixes = {str(n["name"]).split(":")[0] for n in backend} or {
+        config_backend(g.get("backend_config")) for g in groups
+    } - {""}
     prefix = prefixes.pop() if len(prefixes) == 1 else ""
     chosen = [(n, str(n["name"])) for n in backend]
     free = sorted(backend, key=_order)
@@ -195,13 +204,13 @@ def read_pytorch_et(doc: dict[str, Any], *, where: str) -> ExecutionTrace:
     nodes = _check(doc, where)
     by_id = {n["id"]: n for n in nodes}
     groups = _groups(nodes)
-    colls = _collective_nodes(nodes)
+    colls = _collective_nodes(nodes, groups)
     collectives = tuple(
         Collective(
             name=name,
             size_bytes=_input_bytes(n),
             group=_group_of(n, by_id, groups),
-            kind=name.split(":")[-1].rstrip("_"),
+            kind=dispatcher_kind(name),
         )
         for n, name in colls
     )
