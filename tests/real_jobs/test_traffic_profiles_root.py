@@ -5,7 +5,9 @@ model, so that the ranks do not fight for the machine's cores) of three shapes o
 four ranks one per GPU on two hosts, a ring of three hosts, two ranks; every job's first host behind
 ToR ``tor0`` and its peers behind ``tor2``/``tor4``, so that they share uplinks. Under ``ecmp-fair``
 and ``crux-full`` the iteration measured from each job's traffic (its hosts' byte counters alone) is
-within 5 % of the program's own log, and it is found by whole iterations' bytes, not by bursts.
+within 5 % of the program's own log, and it is found by whole iterations' bytes (the split the job's
+hosts agree on), not by bursts. The run's files (traffic samples, logs) are kept beside the test's
+temporary files, so that a failure can be replayed.
 """
 
 from __future__ import annotations
@@ -60,8 +62,8 @@ def test_iterations_from_traffic_hold_under_contention(tmp_path: Path) -> None:
     try:
         proc = subprocess.run(
             [sys.executable, "-c", "from commsched.cli.app import main; main()", "testbed", "run", str(path),
-             "--json", "--quiet", "--name", name, "--policies", "ecmp-fair,crux-full", "--window", "20",
-             "--profiling-window", "12"],
+             "--json", "--quiet", "--name", name, "--policies", "ecmp-fair,crux-full", "--window", "30",
+             "--profiling-window", "12", "--keep", str(tmp_path / "keep")],
             capture_output=True, text=True, check=False, timeout=900, env=env,
         )  # fmt: skip
     finally:

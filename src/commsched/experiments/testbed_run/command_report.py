@@ -330,8 +330,8 @@ def command_rows(
         start, end = inputs.windows[job.id]
         data = run.commands[job.id]
         per_host = [traffic_iterations(data[h]["traffic"], start=start, end=end) for h in job.hosts]
-        m = agreed_iterations([data[h]["traffic"] for h in job.hosts], start=start, end=end)
-        m = m or mean_over_hosts(per_host)
+        agreed = agreed_iterations([data[h]["traffic"] for h in job.hosts], start=start, end=end)
+        m = agreed or mean_over_hosts(per_host)
         s = simulated.get(job.id, float("nan"))
         info = run.decision.get("jobs", {}).get(job.id, {})
         logged = (
@@ -360,7 +360,9 @@ def command_rows(
             "scaled_bytes": inputs.profiles[job.id].get("comm_bytes"),
             "profile": inputs.profiles[job.id],
             "twin_missing": inputs.missing.get(job.id),
-            "traffic_method": next((x.method for x in per_host if x is not None), None),
+            # how the measured iteration was found: the hosts' agreed split by bytes, else the first
+            # host's own method (bursts or spectrum)
+            "traffic_method": "bytes" if agreed else next((x.method for x in per_host if x is not None), None),
             "held_syns": sum(int(d["report"]["held_syns"]) for d in data.values()),
             "connections": tr["fabric_connections"],
             "unpinned": tr["unpinned"],
