@@ -332,6 +332,7 @@ def command_rows(
         per_host = [traffic_iterations(data[h]["traffic"], start=start, end=end) for h in job.hosts]
         agreed = agreed_iterations([data[h]["traffic"] for h in job.hosts], start=start, end=end)
         m = agreed or mean_over_hosts(per_host)
+        method = "bytes" if agreed else next((x.method for x in per_host if x is not None), None)
         s = simulated.get(job.id, float("nan"))
         info = run.decision.get("jobs", {}).get(job.id, {})
         logged = (
@@ -362,7 +363,7 @@ def command_rows(
             "twin_missing": inputs.missing.get(job.id),
             # how the measured iteration was found: the hosts' agreed split by bytes, else the first
             # host's own method (bursts or spectrum)
-            "traffic_method": "bytes" if agreed else next((x.method for x in per_host if x is not None), None),
+            "traffic_method": method,
             "held_syns": sum(int(d["report"]["held_syns"]) for d in data.values()),
             "connections": tr["fabric_connections"],
             "unpinned": tr["unpinned"],
