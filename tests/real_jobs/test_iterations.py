@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from commsched.runtime.profiling.iterations import host_splits, job_split
+from commsched.runtime.profiling.agreement import job_split
+from commsched.runtime.profiling.iterations import Split, host_splits
 from commsched.runtime.profiling.profilecheck import check_profile
 from commsched.runtime.profiling.traffic import OutsideProfile, outside_profile, series, window_iterations
 
@@ -228,3 +229,73 @@ def test_the_agent_posts_a_consistent_profile_and_keeps_back_one_that_is_not(
     assert len(posted) == 1
     assert "longer than the period" in out["rejected"]
     assert job.profile is out
+
+
+def test_a_profile_found_by_counting_bursts_is_not_posted_and_the_next_window_is_longer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A profile whose parts agree but whose iterations were found by counting bursts (a burst
+    counter takes a stall inside an iteration for a compute gap: the period and bytes then come out a
+    part of an iteration's, as in the testbed's crux-full runs where one was posted 3.3x short) is kept
+    with the reason, not posted; the agent's next try covers a longer window."""
+    import threading
+    from types import SimpleNamespace
+
+    from commsched.runtime.enforce import loops
+
+    posted: list[dict] = []
+    e = SimpleNamespace(
+        lock=threading.Lock(),
+        cfg=SimpleNamespace(sample_s=DT, host="h0"),
+        view={"connections": [{"job": "j", "share": 1.0}], "jobs": {"j": {"hosts": ["h0"]}}},
+        poster=lambda job, body: posted.append(body) or {"status": 200},
+    )
+    shape = TABLE["4 ranks on 2 hosts, ecmp-fair (11 bursts)"]
+    h = _host(shape, 30, seed=7)
+    start, end = _window(h)
+    samples = list(zip(h.t, h.tx, h.tx, [0] * h.t.size, h.rx, strict=True))
+    right = loops.profile_now(e, SimpleNamespace(id="j", samples=samples, profile=None), start, end)
+    assert "rejected" not in right and len(posted) == 1
+    # the same (right) figures, found by counting bursts: still not posted
+    by_bursts = OutsideProfile(**{**right["measured"], "method": "bursts"})
+    monkeypatch.setattr(loops, "outside_profile", lambda *a, **k: by_bursts)
+    job = SimpleNamespace(id="j", samples=samples, profile=None, profile_window_s=4.0, profile_checked=0.0)
+    out = loops.profile_now(e, job, start, end)
+    assert len(posted) == 1 and "counting bursts" in out["rejected"] and out["tries"] == 1
+    out = loops.profile_now(e, job, start, end)
+    assert out["tries"] == 2
+
+    # the sampling loop's next try: a window of 3 profiling windows (two tries not posted)
+    windows: list[float] = []
+    monkeypatch.setattr(
+        loops, "window_iterations", lambda t, *a, start, end, **k: windows.append(end - start) or 1 / 0
+    )
+    job.profile["at"] = 0.0  # the last try long ago
+    loops.Loops._maybe_profile(SimpleNamespace(e=e), job)
+    assert windows == [pytest.approx(12.0)]
+
+
+def _split_at(starts: list[float], b: float, quiet: list[tuple[float, float]]) -> Split:
+    return Split(
+        starts=tuple(starts), counts=(1,) * (len(starts) - 1), silences=(20.0,) * len(starts), cover=1.0,
+        bytes_per_iteration=b, gap_s=0.2, stalls=0, byte_error=0.0, spread=0.0, quiet=tuple(quiet),
+        sample_s=0.01,
+    )  # fmt: skip
+
+
+def test_a_host_that_merges_iterations_gives_way_to_one_whose_starts_every_host_is_silent_at() -> None:
+    """Two hosts of a job iterating every second (compute silent on both from t - 0.2 to t): one host's
+    bytes split every iteration, the other's merged pairs of them (its silences varied too much). With
+    no majority the larger bytes per iteration used to win (2 s, twice the program's iteration); the
+    part whose starts both hosts are silent at is the job's. A part that starts while the other host
+    sends (a stall between the steps of a collective) does not win."""
+    its = [float(t) for t in range(1, 21)]
+    compute = [(t - 0.2, t) for t in its]
+    fine = _split_at(its, 5e6, compute)
+    merged = _split_at(its[::2], 1e7, [(t - 0.2, t + 0.01) for t in its])
+    agreed = job_split([[fine], [merged]])
+    assert agreed is not None and agreed.mean_s == pytest.approx(1.0)
+    # the same part, but the other host sends through every other of its starts: a stall, not compute
+    busy = _split_at(its[::2], 1e7, [(t - 0.2, t) for t in its[::2]])
+    agreed = job_split([[fine], [busy]])
+    assert agreed is not None and agreed.mean_s == pytest.approx(2.0)

@@ -27,7 +27,8 @@ from typing import Any
 from commsched.experiments.testbed_run.twin import MeasuredJob
 from commsched.runtime.enforce.loops import profile_body
 from commsched.runtime.launch.jobs import CommandJob
-from commsched.runtime.profiling.iterations import host_splits, job_split
+from commsched.runtime.profiling.agreement import job_split
+from commsched.runtime.profiling.iterations import host_splits, quiet_runs
 from commsched.runtime.profiling.traffic import IterationStats, outside_profile, series, window_iterations
 from commsched.testbed import Testbed
 from commsched.testbed.probe import trace_tuples
@@ -94,10 +95,20 @@ def _host_profile(tr: Mapping[str, Any], start: float, end: float) -> dict[str, 
 
 
 def twin_profile(
-    job: CommandJob, data: Mapping[str, Any], decision: Mapping[str, Any], *, end: float
+    job: CommandJob,
+    data: Mapping[str, Any],
+    decision: Mapping[str, Any],
+    *,
+    end: float,
+    until: float | None = None,
 ) -> dict[str, Any]:
     """The profile the twin gets: the one posted from the profiling window (else the same computed
     here), with the compute from the job's hosts over that window.
+
+    Where the agent posted none (it keeps back a profile whose iterations the bytes do not tell
+    apart) and the profiling window computed here shows no split by bytes either, the window runs on
+    to ``until`` (the end of the measuring window): a twin built from a burst counter's period would
+    simulate a part of an iteration as the job.
 
     Where every host's iterations were told apart by their bytes, the compute is the longest of the
     hosts' median silences between two iterations (a host whose peer starts sending before its own
@@ -117,11 +128,14 @@ def twin_profile(
         start = next((t for t, d in zip(tr["t"], tr["rx_data_bytes"], strict=True) if d > 0), 0.0)
         try:
             prof = _host_profile(tr, start, end)
+            if prof["method"] == "bursts" and until is not None and until > end:
+                prof, end = _host_profile(tr, start, until), until
         except Exception as exc:  # too little traffic for a period
             return {"error": f"{type(exc).__name__}: {exc}"}
         gpus = {str(g) for g in job.gpus}
         view = {"connections": [c for c in decision.get("connections", []) if str(c["src"]) in gpus]}
-        body = {**profile_body(prof, view, job.id), "from": "profiling window, computed at the end"}
+        where = "profiling and measuring windows" if end == until else "profiling window"
+        body = {**profile_body(prof, view, job.id), "from": f"{where}, computed at the end"}
         if rejected:
             body["rejected_by_agent"] = rejected
     per_host: dict[str, dict[str, Any]] = {}
@@ -250,8 +264,8 @@ def agreed_iterations(
     traffic: list[Mapping[str, Any]], *, start: float, end: float
 ) -> dict[str, float] | None:
     """Mean iteration time and count the job's hosts agree on over ``[start, end)``
-    (:func:`commsched.runtime.profiling.iterations.job_split`), ``None`` when they show no split."""
-    per_host = []
+    (:func:`commsched.runtime.profiling.agreement.job_split`), ``None`` when they show no split."""
+    per_host, quiet = [], []
     for tr in traffic:
         t, dt = tr["t"], float(tr["sample_s"])
         if len(t) < 2 or min(end, t[-1]) - start < 4 * dt:
@@ -259,7 +273,8 @@ def agreed_iterations(
         rx = series(t, tr["rx_data_bytes"], sample_s=dt, start=start, end=min(end, t[-1]))
         tx = series(t, tr["data_bytes"], sample_s=dt, start=start, end=min(end, t[-1]))
         per_host.append(host_splits(rx, sample_s=dt, start=start, also=tx))
-    agreed = job_split(per_host)
+        quiet.append(quiet_runs(rx, sample_s=dt, start=start, also=tx))
+    agreed = job_split(per_host, quiet=quiet)
     return None if agreed is None else {"mean": agreed.mean_s, "iterations": float(agreed.count)}
 
 
@@ -297,7 +312,7 @@ def command_inputs(
         paths.update(traced[job.id]["paths"])
         ended = run.ended.get(job.id)
         windows[job.id] = (p_end, min(w_end, ended) if ended is not None else w_end)
-        prof = twin_profile(job, data, run.decision, end=p_end)
+        prof = twin_profile(job, data, run.decision, end=p_end, until=windows[job.id][1])
         profiles[job.id] = prof
         bad = [k for k in ("compute_s", "comm_bytes") if not 0 <= float(prof.get(k, -1.0)) < math.inf]
         if "error" in prof or bad or float(prof["compute_s"]) <= 0:

@@ -36,6 +36,8 @@ WATCH_S = 0.1
 ALIVE_EVERY_S = 1.0
 PROFILE_EVERY_S = 0.5
 CONTINUOUS = 0.9
+#: a job's profiling window grows by one window per profile not posted, up to this many windows
+PROFILE_GROWTH = 4
 
 
 class LoopHost(EnforcerView, Protocol):
@@ -167,12 +169,16 @@ class Loops:
 
         Only the host of the job's first rank posts. The window slides until it holds at least three
         regular bursts (:func:`.traffic.steady`), so the start-up (connections, the first broadcast)
-        is not profiled; a job whose traffic never pauses (in :data:`CONTINUOUS` of the bins at
-        least: its communication hidden behind its compute) is profiled by its spectrum alone,
-        over the window that ends two windows after its first byte.
+        is not profiled; a profile that is not posted (:func:`profile_now`) is tried again on a
+        window half new and longer by one profiling window per try (up to :data:`PROFILE_GROWTH`
+        times it: more iterations for the bytes to tell apart); a job whose traffic never pauses
+        (in :data:`CONTINUOUS` of the bins at least: its communication hidden behind its compute)
+        is profiled by its spectrum alone, over the window that ends two windows after its first
+        byte.
         """
         e = self.e
-        window = job.profile_window_s
+        tries = int(job.profile.get("tries", 0)) if job.profile is not None else 0
+        window = job.profile_window_s * min(1 + tries, PROFILE_GROWTH)
         if window <= 0 or (job.profile is not None and "rejected" not in job.profile) or e.poster is None:
             return
         if job.profile is not None and time.time() - float(job.profile["at"]) < window / 2:
@@ -198,7 +204,7 @@ class Loops:
             continuous = st.method == "fft" and float(np.mean(x > 0)) >= CONTINUOUS
             if not steady(st) and not (continuous and now - first >= 2 * window):
                 return
-            job.profile = {"pending": True}  # posted once, by the thread below
+            job.profile = {"pending": True, "tries": tries}  # posted once, by the thread below
         except Exception:  # no period yet: wait for more traffic
             return
         threading.Thread(
@@ -227,7 +233,14 @@ def profile_now(e: LoopHost, job: JobState, start: float, end: float) -> dict[st
         sample_s=dt,
     )
     if why is not None:  # not posted: the job keeps what the daemon has; a later window may do
-        job.profile = {"measured": prof.to_json(), "rejected": why, "at": time.time(), "window": [start, end]}
+        tries = int(job.profile.get("tries", 0)) + 1 if isinstance(job.profile, dict) else 1
+        job.profile = {
+            "measured": prof.to_json(),
+            "rejected": why,
+            "at": time.time(),
+            "window": [start, end],
+            "tries": tries,
+        }
         return job.profile
     body = profile_body(prof.to_json(), e.view, job.id)
     out: dict[str, Any] = {

@@ -18,7 +18,7 @@ from the stalls by three things, never by reading the program's log:
   steps of a ring) are told apart by the time a unit of bytes takes at each phase of the coarser
   split: within true iterations every phase takes about as long (:data:`PHASE_RATIO`), within a
   split iteration the phase that holds the compute gap is much longer.
-* **agreement across the job's hosts** (:func:`job_split`): the ranks iterate together, so the
+* **agreement across the job's hosts** (:func:`.agreement.job_split`): the ranks iterate together, so the
   period is the one the most hosts have among their consistent splits.
 
 The mean iteration time is the span from the first boundary to the last over the iterations the
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +41,8 @@ __all__ = [
     "PHASE_RATIO",
     "Split",
     "host_splits",
-    "job_split",
+    "multiple_of",
+    "quiet_runs",
     "silent_runs_s",
 ]
 
@@ -74,9 +74,6 @@ COVER_MARGIN = 0.15
 #: a split needs boundaries in this share of its iterations
 COVER = 0.6
 
-#: hosts agree on a period within this fraction
-AGREE = 0.05
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Split:
@@ -98,6 +95,10 @@ class Split:
     stalls: int
     byte_error: float
     spread: float
+    #: the host's silent runs over the window, (start, end) in seconds, and its bin: where every
+    #: host of a job is silent at once the job computes (:func:`.agreement.job_split`)
+    quiet: tuple[tuple[float, float], ...] = ()
+    sample_s: float = 0.0
 
     @property
     def count(self) -> int:
@@ -235,8 +236,12 @@ def _fit(runs: _Runs, b0: float) -> tuple[float, np.ndarray[Any, Any], np.ndarra
     return b, member, k.astype(int)
 
 
-def _split(runs: _Runs, b0: float, *, sample_s: float, start: float) -> Split | None:
-    """The iterations of ``runs`` at ``b0`` bytes each; ``None`` where too few boundaries show."""
+def _split(runs: _Runs, b0: float, *, sample_s: float, start: float, parts: int = 1) -> Split | None:
+    """The iterations of ``runs`` at ``b0`` bytes each; ``None`` where too few boundaries show.
+
+    ``parts``: ``b0`` is a ``parts``-th of a split already found, whose boundaries' scatter in bytes
+    it may have (a few bytes sent again, once, move every later boundary off the slope by the same
+    bytes: ``parts`` times more of an iteration of ``b0``)."""
     fit = _fit(runs, b0)
     if fit is None:
         return None
@@ -256,7 +261,7 @@ def _split(runs: _Runs, b0: float, *, sample_s: float, start: float) -> Split | 
     counts = tuple(int(c) for c in np.diff(ks))
     at = runs.at[member]
     err = float(np.median(np.abs((at - at[0]) / b - k - np.median((at - at[0]) / b - k))))
-    if err > PHASE_TOL / 4:
+    if err > parts * PHASE_TOL / 4:
         return None  # true boundaries stand at their phase to a few bytes; these scatter over it
     per = [(t1 - t0) / c for t0, t1, c in zip(starts, starts[1:], counts, strict=False)]
     mid = statistics.fmean(per)
@@ -270,6 +275,11 @@ def _split(runs: _Runs, b0: float, *, sample_s: float, start: float) -> Split | 
         stalls=int(np.count_nonzero(~member)),
         byte_error=err,
         spread=statistics.pstdev(per) / mid if mid > 0 else math.inf,
+        quiet=tuple(
+            (start + float(e - n) * sample_s, start + float(e) * sample_s)
+            for e, n in zip(runs.end, runs.length, strict=True)
+        ),
+        sample_s=sample_s,
     )
 
 
@@ -329,62 +339,49 @@ def host_splits(
         total=float(cum[-1]),
     )
     splits: list[Split] = []
-    for b0 in _candidates(runs):
-        s = _split(runs, b0, sample_s=sample_s, start=start)
+
+    def add(s: Split | None) -> None:
         if s is not None and not any(
             abs(o.bytes_per_iteration / s.bytes_per_iteration - 1) <= BYTE_TOL for o in splits
         ):
             splits.append(s)
+
+    for b0 in _candidates(runs):
+        add(_split(runs, b0, sample_s=sample_s, start=start))
+    for coarse in list(splits):  # its parts, held to its own scatter in bytes
+        for m in range(2, MAX_PARTS + 1):
+            add(_split(runs, coarse.bytes_per_iteration / m, sample_s=sample_s, start=start, parts=m))
     splits.sort(key=lambda s: s.bytes_per_iteration)
     kept = [
         s
         for i, s in enumerate(splits)
-        if not any(_sub_split(s, c) for c in splits[i + 1 :] if _multiple(c, s))
+        if not any(_sub_split(s, c) for c in splits[i + 1 :] if multiple_of(c, s))
     ]
-    kept = [s for s in kept if not any(_multiple(s, f) for f in kept if f is not s)]
+    kept = [s for s in kept if not any(multiple_of(s, f) for f in kept if f is not s)]
     best = max((s.cover for s in kept), default=0.0)
     close = (s for s in kept if s.cover >= best - COVER_MARGIN)
     return sorted(close, key=lambda s: (-float(np.median(s.silences)), s.bytes_per_iteration))
 
 
-def _multiple(coarse: Split, fine: Split) -> bool:
+def multiple_of(coarse: Split, fine: Split) -> bool:
+    """Whether ``coarse``'s bytes per iteration are a whole multiple (two or more) of ``fine``'s."""
     r = coarse.bytes_per_iteration / fine.bytes_per_iteration
     return round(r) >= 2 and abs(r / round(r) - 1) <= BYTE_TOL
 
 
-def job_split(hosts: Sequence[Sequence[Split]]) -> Split | None:
-    """The split the job's hosts agree on.
-
-    ``hosts``: each host's :func:`host_splits`. A period is supported by the hosts that have a split
-    within :data:`AGREE` of it. The smallest bytes per iteration that more than half of the hosts
-    support is the job's; where none has such a majority, the most supported, the larger bytes per
-    iteration on a tie (a host that cannot tell stalls from iterations splits them, which gives
-    less). Returns, of the hosts' splits of that period, the one that counts the most iterations
-    (boundaries over the longest span), ``None`` when no host has one.
+def quiet_runs(
+    x: np.ndarray[Any, Any], *, sample_s: float, start: float = 0.0, also: np.ndarray[Any, Any] | None = None
+) -> tuple[tuple[float, float], ...]:
+    """The silent runs (two bins or more, inside the series) of one host's window as (start, end)
+    times, as :func:`.agreement.job_split` takes them.
 
     Examples
     --------
-    >>> def s(mean, b):
-    ...     return Split(starts=(0.0, 3 * mean), counts=(3,), silences=(1.0, 1.0), cover=1.0,
-    ...                  bytes_per_iteration=b, gap_s=0.1, stalls=0, byte_error=0.0, spread=0.0)
-    >>> job_split([[s(0.2, 1e5)], [s(1.0, 5e5)], [s(1.01, 5e5)]]).mean_s
-    1.0
+    >>> quiet_runs(np.r_[1.0, 0, 0, 0, 1, 0, 1], sample_s=0.5, start=10.0)
+    ((10.5, 12.0),)
     """
-    every = [(h, sp) for h, splits in enumerate(hosts) for sp in splits]
-    if not every:
-        return None
-
-    def support(s: Split) -> int:
-        return len({h for h, o in every if abs(o.mean_s / s.mean_s - 1) <= AGREE})
-
-    majority = [sp for _, sp in every if 2 * support(sp) > len(hosts)]
-    if majority:
-        least = min(majority, key=lambda sp: sp.bytes_per_iteration)
-        pick = [sp for sp in majority if abs(sp.bytes_per_iteration / least.bytes_per_iteration - 1) <= AGREE]
-    else:
-        top = max((sp for _, sp in every), key=lambda sp: (support(sp), sp.bytes_per_iteration))
-        pick = [sp for _, sp in every if abs(sp.mean_s / top.mean_s - 1) <= AGREE]
-    return max(pick, key=lambda sp: sp.count)  # the hosts' splits of it: the one counting most
+    active = _active(x) if also is None else _active(x) | _active(also)
+    return tuple((start + i * sample_s, start + (i + n) * sample_s) for i, n in _silent_runs(active))
 
 
 def silent_runs_s(x: np.ndarray[Any, Any], also: np.ndarray[Any, Any], *, sample_s: float) -> list[float]:

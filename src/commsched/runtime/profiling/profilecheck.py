@@ -26,7 +26,10 @@ def check_profile(
     period (:data:`PROFILE_TOL`); the bytes per iteration times the iterations the period puts in the
     window within one iteration's bytes, or :data:`PROFILE_TOL`, of the bytes counted there; and no
     two silent runs longer than the period (an iteration silent for longer than it lasts: the
-    period counts the bursts of an iteration, not its iterations).
+    period counts the bursts of an iteration, not its iterations); and iterations not found by
+    counting bursts alone (``method`` ``"bursts"``: a stall inside an iteration's communication
+    looks like a compute gap to a burst counter; a window whose iterations the bytes do not tell
+    apart waits for a later one).
 
     Examples
     --------
@@ -60,5 +63,10 @@ def check_profile(
         return (
             f"{len(long)} silent runs longer than the period {period:g} s (up to {max(long):.3g} s):"
             " the period is not an iteration"
+        )
+    if prof.get("method") == "bursts":
+        return (
+            "iterations found by counting bursts, not told apart by whole iterations' bytes: under"
+            " contention a burst may be a part of an iteration"
         )
     return None
