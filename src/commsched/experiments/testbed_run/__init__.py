@@ -21,7 +21,6 @@ from typing import Any
 
 from commsched.experiments.testbed_run.commands import command_jobs
 from commsched.experiments.testbed_run.layout import job_layouts
-from commsched.experiments.testbed_run.options import RunOptions
 from commsched.experiments.testbed_run.placing import (
     PolicyPlacement,
     placed_scenario,
@@ -33,7 +32,8 @@ from commsched.experiments.testbed_run.report import measured_means, policy_repo
 from commsched.io.scenario import Scenario
 from commsched.runtime.launch.jobs import JobLayout
 from commsched.runtime.launch.session import run_policy
-from commsched.runtime.launch.settings import RunSettings
+from commsched.runtime.launch.settings import RunOptions, RunSettings
+from commsched.runtime.launch.teardown import tear_down
 
 __all__ = ["RunOptions", "measured_means", "run_scenario"]
 
@@ -97,16 +97,7 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
         if opts.mtu_packets:
             report["gso_off_nics"] = mtu_packets(tb)
         settings = RunSettings(
-            profiling_window_s=opts.profiling_window_s,
-            window_s=opts.window_s,
-            priority_levels=scenario.priority_levels,
-            seed=seed,
-            topology=topology_spec,
-            time_scale=opts.time_scale,
-            profile_share=opts.profile_share,
-            rate_scale=opts.rate_scale,
-            oracle=opts.oracle,
-            progress=opts.progress,
+            options=opts, priority_levels=scenario.priority_levels, seed=seed, topology=topology_spec
         )
         ctx = _Context(
             scenario=scenario, topology_spec=topology_spec, settings=settings, opts=opts, work=work
@@ -115,7 +106,7 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
             tb = _run_one(ctx, tb, policy, report)
     finally:
         opts.say(f"tearing down testbed {opts.name}")
-        _down(opts.name)
+        tear_down(opts.name)
         if opts.keep_dir is not None:
             shutil.copytree(work, opts.keep_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.sock"))
         shutil.rmtree(work, ignore_errors=True)
@@ -173,16 +164,6 @@ def _run_one(ctx: _Context, tb: Any, policy: str, report: dict[str, Any]) -> Any
     out["probe"] = probed
     report["policies"][policy] = out
     return tb
-
-
-def _down(name: str) -> None:
-    """Remove the testbed and whatever its agents left (cgroups, nftables tables)."""
-    from commsched.runtime.enforce.ledger import clean_dir
-    from commsched.testbed import build
-    from commsched.testbed.state import agents_dir
-
-    clean_dir(agents_dir(name), kill=True)
-    build.down(name)
 
 
 def _set_circuits(
