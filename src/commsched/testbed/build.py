@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from commsched.errors import InputError, TestbedError
-from commsched.testbed import config, netns
+from commsched.testbed import config, htb, netns
 from commsched.testbed.layout import Layout, check_name, plan_layout
 from commsched.testbed.pinning import Pin, pin_lines, source_routing_pins
 from commsched.testbed.state import (
@@ -79,7 +79,7 @@ def _step_routes(layout: Layout, state: TestbedState) -> None:
 
 
 def _step_queues(layout: Layout, state: TestbedState) -> None:
-    _ns_batches(layout, config.namespace_tc_lines(layout, state.rate_scale), "tc")
+    _ns_batches(layout, htb.namespace_tc_lines(layout, state.rate_scale), "tc")
 
 
 def _step_pins(layout: Layout, state: TestbedState) -> None:
@@ -222,7 +222,7 @@ def rewire(name: str, circuits: Sequence[Sequence[int]]) -> TestbedState:
         sub = replace(new, cables=tuple(changed))
         netns.run(["ip", "-batch", "-"], "\n".join(config.veth_lines(sub)) + "\n")
         _ns_batches(sub, config.interface_ip_lines(sub), "ip")
-        _ns_batches(sub, config.namespace_tc_lines(sub, state.rate_scale), "tc")
+        _ns_batches(sub, htb.namespace_tc_lines(sub, state.rate_scale), "tc")
     _ns_batches(new, config.router_route_lines(new, verb="replace"), "ip")
     new_state = new_state.with_phase("up")
     write_state(new_state)

@@ -22,8 +22,8 @@ from typing import Any
 
 from commsched.errors import TestbedError
 from commsched.testbed import counters, flows, netns
-from commsched.testbed.config import class_of_dscp
 from commsched.testbed.handle import Testbed
+from commsched.testbed.htb import class_of_dscp
 from commsched.testbed.probe import PathKey, ProbeResult, nic_pairs
 from commsched.topology import LinkId, NodeId
 

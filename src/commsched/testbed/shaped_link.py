@@ -21,25 +21,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from commsched.errors import InputError
-from commsched.testbed import netns
+from commsched.testbed import htb, netns
 from commsched.testbed.netns import run as run_command
 
 SERVER_IP = "10.213.0.1"
 WORKER_IP = "10.213.0.2"
 #: most workers a shaped link gives their own address and leaf (10.213.0.2 ...)
 MAX_WORKERS = 64
-#: HTB quantum of the leaves (bytes): at least one GSO super-packet of a veth
-LEAF_QUANTUM_BYTES = 200_000
-
-
-def burst_bytes(rate_bps: float) -> int:
-    """HTB burst for a rate: 1 ms of it in bytes, at least 256 KiB (1 Gb/s then shapes to 99.7 %)."""
-    return max(256 << 10, int(rate_bps / 8 / 1000))
-
-
-def queue_bytes_for(rate_bps: float) -> int:
-    """Byte limit of a shaped link's queue: 5 ms of traffic at the rate, at least 256 KiB."""
-    return max(256 << 10, int(rate_bps / 8 * 0.005))
 
 
 def worker_ips(workers: int) -> tuple[str, ...]:
@@ -69,27 +57,11 @@ class ShapedLink:
         """``argv`` run inside namespace ``ns``."""
         return ["ip", "netns", "exec", ns, *argv]
 
-    def _class(
-        self, ns: str, dev: str, verb: str, *, parent: str, classid: str, rate: float, ceil: float
-    ) -> None:
-        burst = str(burst_bytes(ceil))
-        htb = ["htb", "rate", f"{int(rate)}bit", "ceil", f"{int(ceil)}bit", "burst", burst, "cburst", burst]
-        if classid != "1:1":
-            htb += ["quantum", str(LEAF_QUANTUM_BYTES)]
-        run_command(
-            self.argv(ns, ["tc", "class", verb, "dev", dev, "parent", parent, "classid", classid, *htb])
-        )
-
-    def _shape(self, ns: str, dev: str, rate_bps: float, verb: str) -> None:
-        self._class(ns, dev, verb, parent="1:", classid="1:1", rate=rate_bps, ceil=rate_bps)
-        share = rate_bps / len(self.worker_ips)
-        for i in range(len(self.worker_ips)):
-            self._class(ns, dev, verb, parent="1:1", classid=f"1:{10 + i}", rate=share, ceil=rate_bps)
-
     def set_rate(self, rate_bps: float) -> None:
         """Change both directions' rate in place (``tc class change``)."""
         for ns, dev in ((self.server_ns, self.server_dev), (self.worker_ns, self.worker_dev)):
-            self._shape(ns, dev, rate_bps, "change")
+            for line in htb.link_class_lines(dev, rate_bps, len(self.worker_ips), "change"):
+                run_command(self.argv(ns, ["tc", *line.split()]))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,16 +111,8 @@ def shaped_link(rate_bps: float, *, prefix: str = "csp", workers: int = 1) -> It
                 run_command(link.argv(ns, ["ip", "addr", "add", f"{ip}/24", "dev", dev]))
             run_command(link.argv(ns, ["ip", "link", "set", dev, "up"]))
             run_command(link.argv(ns, ["ip", "link", "set", "lo", "up"]))
-            run_command(link.argv(ns, ["tc", "qdisc", "add", "dev", dev, "root", "handle", "1:",
-                                       "htb", "default", "10"]))  # fmt: skip
-            link._shape(ns, dev, rate_bps, "add")
-            for i, ip in enumerate(ips):
-                leaf = ["bfifo", "limit", str(queue_bytes_for(rate_bps))]
-                run_command(link.argv(ns, ["tc", "qdisc", "add", "dev", dev, "parent", f"1:{10 + i}",
-                                           "handle", f"{10 + i}:", *leaf]))  # fmt: skip
-                flt = ["tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
-                       "u32", "match", "ip", match, f"{ip}/32", "flowid", f"1:{10 + i}"]  # fmt: skip
-                run_command(link.argv(ns, flt))
+            for line in htb.link_tree_lines(dev, rate_bps, match=match, ips=ips):
+                run_command(link.argv(ns, ["tc", *line.split()]))
         yield link
     finally:
         for ns in reversed(created):

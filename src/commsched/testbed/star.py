@@ -4,8 +4,8 @@ BytePS's §4.1 network: a full-bisection switch whose only bottlenecks are the N
 ``<prefix><pid>h`` holds a Linux bridge; each host ``i`` is a namespace ``<prefix><pid>n<i>`` joined to
 the bridge by a veth pair (host end ``<prefix><pid>e<i>`` with address ``10.214.0.<i+1>/24``, hub end
 ``<prefix><pid>p<i>``). The host end's egress (what the host sends) and the hub end's egress (what it
-receives) each go through an HTB class at the rate with a bounded ``bfifo`` leaf, as
-:mod:`commsched.testbed.shaped_link` shapes its link.
+receives) each go through an HTB class at the rate with a bounded ``bfifo`` leaf
+(:func:`commsched.testbed.htb.shaped_egress_lines`), as :mod:`commsched.testbed.shaped_link` shapes its link.
 
 The star is built with the testbed's machinery (:mod:`commsched.testbed.netns`): the same capability
 check, and the whole configuration as ``ip``/``tc`` batches (:func:`star_lines`, pure, so the layout is
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from commsched.errors import InputError
 from commsched.testbed import netns
-from commsched.testbed.shaped_link import burst_bytes, queue_bytes_for
+from commsched.testbed.htb import queue_bytes_for, shaped_egress_lines
 
 SUBNET = "10.214.0"
 MAX_HOSTS = 200
@@ -81,15 +81,6 @@ def plan_star(
     )
 
 
-def _shape_lines(dev: str, rate_bps: float, queue_bytes: int) -> list[str]:
-    rate, burst = f"{int(rate_bps)}bit", burst_bytes(rate_bps)
-    return [
-        f"qdisc add dev {dev} root handle 1: htb default 1",
-        f"class add dev {dev} parent 1: classid 1:1 htb rate {rate} ceil {rate} burst {burst} cburst {burst}",
-        f"qdisc add dev {dev} parent 1:1 handle 10: bfifo limit {queue_bytes}",
-    ]
-
-
 def star_lines(fab: StarFabric) -> StarLines:
     """Every command that builds ``fab``.
 
@@ -107,8 +98,8 @@ def star_lines(fab: StarFabric) -> StarLines:
         root.append(f"link add {host_dev} netns {ns} type veth peer name {hub_dev} netns {fab.hub_ns}")
         ip[fab.hub_ns] += [f"link set {hub_dev} master br0", f"link set {hub_dev} up"]
         ip[ns] = [f"addr add {ip_addr}/24 dev {host_dev}", f"link set {host_dev} up", "link set lo up"]
-        tc[ns] = _shape_lines(host_dev, fab.rate_bps, fab.queue_bytes)
-        tc[fab.hub_ns] += _shape_lines(hub_dev, fab.rate_bps, fab.queue_bytes)
+        tc[ns] = shaped_egress_lines(host_dev, fab.rate_bps, fab.queue_bytes)
+        tc[fab.hub_ns] += shaped_egress_lines(hub_dev, fab.rate_bps, fab.queue_bytes)
     return StarLines(root=tuple(root), ip=ip, tc=tc)
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,63 +21,24 @@ from typing import Any
 from commsched.experiments.testbed_run.commands import command_jobs
 from commsched.experiments.testbed_run.layout import job_layouts
 from commsched.experiments.testbed_run.placing import (
-    PolicyPlacement,
     placed_scenario,
     policy_placement,
     static_circuits,
 )
-from commsched.experiments.testbed_run.queues import deepen_queues, mtu_packets, shape_loopback, steady_tcp
 from commsched.experiments.testbed_run.report import measured_means, policy_report
 from commsched.io.scenario import Scenario
-from commsched.runtime.launch.jobs import JobLayout
+from commsched.runtime.launch.fabric import launched, probe_table, set_circuits, shape_intra_host, tune
 from commsched.runtime.launch.session import run_policy
 from commsched.runtime.launch.settings import RunOptions, RunSettings
-from commsched.runtime.launch.teardown import tear_down
 
 __all__ = ["RunOptions", "measured_means", "run_scenario"]
 
 
-def _probe_table(tb: Any, jobs: list[JobLayout], path: Path) -> dict[str, Any]:
-    """Probe every connection's NIC pair for its destination port; write the agents' table."""
-    from commsched.testbed.probe import probe
-
-    pairs: dict[int, dict[tuple[str, str], None]] = defaultdict(dict)
-    for job in jobs:
-        for src, dst in job.ring():
-            if src.nic != dst.nic and tb.topology.host_of(src.gpu).id != tb.topology.host_of(dst.gpu).id:
-                pairs[dst.port][(str(src.nic), str(dst.nic))] = None
-    entries: list[dict[str, Any]] = []
-    found = total = 0
-    for dport, chosen in sorted(pairs.items()):
-        res = probe(tb.topology, tb.layout, list(chosen), dport=dport)  # type: ignore[arg-type]
-        for pp in res.pairs:
-            total += len(pp.ports) + len(pp.missing)
-            found += len(pp.ports)
-            for links, sport in pp.ports.items():
-                entries.append(
-                    {
-                        "src_ip": tb.nic_address(pp.src),
-                        "dst_ip": tb.nic_address(pp.dst),
-                        "path": [int(x) for x in links],
-                        "sport": int(sport),
-                        "dport": dport,
-                    }
-                )
-    import json
-
-    path.write_text(json.dumps({"entries": entries}))
-    return {"ports": len(pairs), "paths_found": found, "paths": total}
-
-
 def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOptions) -> dict[str, Any]:
     """Build the testbed, run every policy, tear down; the report (see ``docs/testbed-run.md``)."""
-    from commsched.testbed import Testbed, build
-
     seed = scenario.seed if opts.seed is None else opts.seed
     work = Path(tempfile.mkdtemp(prefix=f"{opts.name}-"))
     work.chmod(0o755)  # command jobs may run as another user and read their files here
-    opts.say(f"building testbed {opts.name} ({scenario.topology.name}, rate scale {opts.rate_scale:g})")
-    state = build.up(scenario.topology, name=opts.name, rate_scale=opts.rate_scale, routing="ecmp", seed=seed)
     report: dict[str, Any] = {
         "scenario": scenario.name,
         "testbed": opts.name,
@@ -90,23 +50,18 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
         "policies": {},
     }
     try:
-        tb = Testbed(state)
-        if opts.queue_bytes:
-            report["queues_changed"] = deepen_queues(tb, opts.queue_bytes)
-        steady_tcp(tb)
-        if opts.mtu_packets:
-            report["gso_off_nics"] = mtu_packets(tb)
-        settings = RunSettings(
-            options=opts, priority_levels=scenario.priority_levels, seed=seed, topology=topology_spec
-        )
-        ctx = _Context(
-            scenario=scenario, topology_spec=topology_spec, settings=settings, opts=opts, work=work
-        )
-        for policy in opts.policies:
-            tb = _run_one(ctx, tb, policy, report)
+        with launched(scenario.topology, opts, seed=seed) as built:
+            report.update(tune(built, opts))
+            settings = RunSettings(
+                options=opts, priority_levels=scenario.priority_levels, seed=seed, topology=topology_spec
+            )
+            ctx = _Context(
+                scenario=scenario, topology_spec=topology_spec, settings=settings, opts=opts, work=work
+            )
+            tb = built
+            for policy in opts.policies:
+                tb = _run_one(ctx, tb, policy, report)
     finally:
-        opts.say(f"tearing down testbed {opts.name}")
-        tear_down(opts.name)
         if opts.keep_dir is not None:
             shutil.copytree(work, opts.keep_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.sock"))
         shutil.rmtree(work, ignore_errors=True)
@@ -133,17 +88,19 @@ def _run_one(ctx: _Context, tb: Any, policy: str, report: dict[str, Any]) -> Any
     opts = ctx.opts
     placing = policy_placement(ctx.scenario, policy)
     placed = placed_scenario(ctx.scenario, placing)
-    tb, circuits = _set_circuits(tb, opts.name, placing)
+    circuits = placing.circuits if placing.circuits_changed else None
+    static = static_circuits(tb.topology) if tb.topology.params.get("ocs") else None
+    tb = set_circuits(tb, circuits, static=static)
     nic_ip = {str(n): ip for h in tb.topology.hosts for n, ip in tb.host_addresses(h.id).items()}
     library = replace(placed, jobs=tuple(j for j in placed.jobs if not j.command))
     jobs = job_layouts(library, tb.topology, nic_ip)
     commands = command_jobs(placed, tb)
-    intra = shape_loopback(tb, jobs)
+    intra = shape_intra_host(tb, jobs)
     key = (tuple(sorted((k, tuple(v)) for k, v in placing.gpus.items())), circuits)
     if key not in ctx.tables:
         table = ctx.work / f"ports-{len(ctx.tables)}.json"
         opts.say(f"probing the paths of {len(jobs)} library jobs' connections")
-        ctx.tables[key] = (table, _probe_table(tb, jobs, table))
+        ctx.tables[key] = (table, probe_table(tb, jobs, table))
     table, probed = ctx.tables[key]
     report.setdefault("probe", probed)
     spec = ctx.topology_spec
@@ -164,25 +121,3 @@ def _run_one(ctx: _Context, tb: Any, policy: str, report: dict[str, Any]) -> Any
     out["probe"] = probed
     report["policies"][policy] = out
     return tb
-
-
-def _set_circuits(
-    tb: Any, name: str, placing: PolicyPlacement
-) -> tuple[Any, tuple[tuple[int, ...], ...] | None]:
-    """Set the OCS circuits ``placing`` asks for (``testbed rewire``), or the static ones back.
-
-    Returns the testbed (rebuilt from its new state when circuits changed) and the circuit table
-    the run uses (``None``: the static circuits).
-    """
-    from commsched.testbed import Testbed, build
-    from commsched.testbed.state import read_state
-
-    static = static_circuits(tb.topology) if tb.topology.params.get("ocs") else None
-    raw = read_state(name).topology.get("circuits")
-    current = None if raw is None else tuple(tuple(int(x) for x in r) for r in raw)
-    if current == static:
-        current = None
-    wanted = placing.circuits if placing.circuits_changed else None
-    if wanted == current:
-        return tb, wanted
-    return Testbed(build.rewire(name, wanted if wanted is not None else static or ())), wanted
