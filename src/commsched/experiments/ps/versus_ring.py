@@ -38,7 +38,8 @@ from commsched.intrajob.byteps import byteps_assignment, byteps_times
 from commsched.runtime.ps.errors import PSError
 from commsched.runtime.ps.keys import PART_BYTES, ServerMap, part_bounds, part_key
 from commsched.runtime.ps.pacing import SharePacing, share_pacing
-from commsched.testbed.star import StarFabric, star_fabric
+from commsched.testbed.fabric import star_fabric
+from commsched.testbed.star import StarFabric
 
 PY_PS = [sys.executable, "-m", "commsched.runtime.ps"]
 PY_VR = [sys.executable, "-m", "commsched.experiments.ps.versus_procs"]
