@@ -16,6 +16,7 @@ Every function returns ``tc -batch`` lines (one ``tc`` command each, without the
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ __all__ = [
     "LEVELS",
     "LoopbackHop",
     "burst_bytes",
+    "class_bytes_sent",
     "class_of_dscp",
     "egress_tc_lines",
     "link_class_lines",
@@ -41,6 +43,7 @@ __all__ = [
 
 #: strict-priority classes of a routed fabric's egress
 LEVELS = 8
+_CLASS_SENT = re.compile(r"^class htb (\S+) .*?\n\s*Sent (\d+) bytes", re.M)
 #: HTB quantum of a shaped link's leaves (bytes): at least one GSO super-packet of a veth
 LEAF_QUANTUM_BYTES = 200_000
 
@@ -97,6 +100,17 @@ def class_of_dscp(dscp: int) -> int:
         if table.dscp[level] == dscp:
             return 10 + level
     return 10 + LEVELS - 1
+
+
+def class_bytes_sent(text: str) -> dict[str, int]:
+    """Class id -> bytes it sent, from ``tc -s class show`` (iproute2 has no JSON for HTB classes).
+
+    Examples
+    --------
+    >>> class_bytes_sent("class htb 1:10 parent 1:1 prio 0 rate 8Kbit\\n Sent 1500 bytes 1 pkt")
+    {'1:10': 1500}
+    """
+    return {m[0]: int(m[1]) for m in _CLASS_SENT.findall(text)}
 
 
 def queue_limit_lines(iface: str, limit_bytes: int) -> list[str]:
