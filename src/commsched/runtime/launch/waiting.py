@@ -2,7 +2,7 @@
 
 :func:`wait_run` waits for the run's end (or every job's exit), printing a progress line per job
 every 5 s, asking the command jobs' agents for their profiles at the end of their profiling share
-(:data:`RunSettings.command_profile_share`), and reading every link's counters at the start and end
+(:data:`.settings.RunOptions.command_profile_share`), and reading every link's counters at the start and end
 of the measuring window; :func:`collect_outputs` reads the library job processes' results.
 """
 
