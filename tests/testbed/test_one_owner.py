@@ -207,10 +207,10 @@ TEARDOWN = "commsched.runtime.launch.teardown.tear_down"
 def test_one_teardown_for_testbed_down_and_the_end_of_a_run() -> None:
     callers = _callers(TEARDOWN)
     assert "commsched.cli.cmd_testbed.down" in callers
-    assert "commsched.runtime.launch.fabric.launched" in callers
-    run_end = _callers("commsched.runtime.launch.fabric.launched")
+    assert "commsched.runtime.launch.launcher.launched" in callers
+    run_end = _callers("commsched.runtime.launch.launcher.launched")
     assert "commsched.experiments.testbed_run.run_scenario" in run_end
-    assert callers == {"commsched.cli.cmd_testbed.down", "commsched.runtime.launch.fabric.launched"}
+    assert callers == {"commsched.cli.cmd_testbed.down", "commsched.runtime.launch.launcher.launched"}
 
 
 @pytest.mark.parametrize(

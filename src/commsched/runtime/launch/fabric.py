@@ -1,45 +1,26 @@
-"""The testbed of a run, from ``up`` to ``down``: built, tuned for real jobs, probed, rewired, torn down.
+"""What a run sets on its testbed: tuned for real jobs, rewired, loopback shaped, paths probed.
 
-:func:`launched` builds the testbed a run's jobs go on and tears it down at the end (with
-:func:`.teardown.tear_down`, as ``commsched testbed down`` does), whatever happens in between;
 :func:`tune` sets what real jobs need (:mod:`commsched.testbed.tuning`); per policy,
 :func:`set_circuits` rewires the OCS circuits a placement asks for, :func:`shape_intra_host` shapes the
 hops of flat rings that cross a host's loopback and :func:`probe_table` writes the agents' table of a
-source port per path.
+source port per path. :class:`.launcher.Launcher` calls them.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from commsched.runtime.launch.jobs import JobLayout
 from commsched.runtime.launch.settings import RunOptions
-from commsched.runtime.launch.teardown import tear_down
 from commsched.testbed.handle import Testbed
-from commsched.topology import Topology
 
-__all__ = ["launched", "probe_table", "set_circuits", "shape_intra_host", "tune"]
+__all__ = ["Circuits", "probe_table", "set_circuits", "shape_intra_host", "tune"]
 
 Circuits = tuple[tuple[int, ...], ...]
-
-
-@contextmanager
-def launched(topology: Topology, opts: RunOptions, *, seed: int) -> Iterator[Testbed]:
-    """Build testbed ``opts.name`` for ``topology`` (ECMP routing); tear it down on exit (also on failure)."""
-    from commsched.testbed import build
-
-    opts.say(f"building testbed {opts.name} ({topology.name}, rate scale {opts.rate_scale:g})")
-    state = build.up(topology, name=opts.name, rate_scale=opts.rate_scale, routing="ecmp", seed=seed)
-    try:
-        yield Testbed(state)
-    finally:
-        opts.say(f"tearing down testbed {opts.name}")
-        tear_down(opts.name)
 
 
 def tune(tb: Testbed, opts: RunOptions) -> dict[str, int]:

@@ -41,6 +41,12 @@ class Processes:
         #: stdout read past the line a caller asked for, per process
         self._rest: dict[str, bytes] = {}
 
+    def directory(self) -> Path:
+        """The log directory (a testbed run's work directory), which a testbed run's processes have."""
+        if self.logdir is None:
+            raise TestbedError("these processes log to this process's stderr, not under a directory")
+        return self.logdir
+
     def start(
         self,
         name: str,

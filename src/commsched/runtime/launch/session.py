@@ -276,7 +276,7 @@ def _start_jobs(
     st: RunSettings,
 ) -> list[str]:  # fmt: skip
     """One job process per (job, host index, host); returns their names once every one listens."""
-    work = procs.logdir
+    work = procs.directory()
     names, ready = [], []
     for job, k, host in specs:
         path = _spec(tb, job, k, work, agent=agents[host], st=st)

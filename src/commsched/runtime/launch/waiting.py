@@ -79,7 +79,7 @@ def wait_run(
 
     ended: dict[str, float] = {}
     last = polled = time.monotonic()
-    work = procs.logdir
+    work = procs.directory()
     start = end_at - st.options.profiling_window_s - st.options.window_s
     share = st.options.command_profile_share
     profile_at = (
