@@ -72,11 +72,11 @@ def _imports(tree: ast.Module, module: str) -> dict[str, str]:
             for a in node.names:
                 out[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
         elif isinstance(node, ast.ImportFrom):
-            # the package imports absolutely (ruff's TID252); a relative import is read from its package
             base = node.module or ""
-            if node.level:
-                parts = module.split(".")[: -node.level] if not _is_package(module) else module.split(".")
-                base = ".".join([*parts[: len(parts) - node.level + 1], *([base] if base else [])])
+            if node.level:  # relative: anchored as tests/test_layers.py anchors it
+                anchor = module.split(".") if _is_package(module) else module.split(".")[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
             for a in node.names:
                 out[a.asname or a.name] = f"{base}.{a.name}"
     return out
