@@ -9,7 +9,8 @@
   ``say``);
 * no ``tc`` or ``nft`` command is built outside ``testbed/`` and ``runtime/enforce/``;
 * ``testbed/`` and ``runtime/`` never reach ``experiments/``: no import (anywhere in a module), no
-  module name in a string, and no function of ``experiments/`` handed down to them as a callback.
+  module name in a string, and no function of ``experiments/`` handed down to them as a callback;
+* the experiments start no process by hand (the launcher's :class:`Processes` starts and stops them).
 """
 
 from __future__ import annotations
@@ -308,3 +309,19 @@ def test_no_function_of_experiments_is_handed_down_as_a_callback() -> None:
                 if isinstance(arg, ast.Lambda) or (isinstance(arg, ast.Name) and arg.id in own):
                     handed.append(f"{module}: {callee}({ast.unparse(arg)})")
     assert handed == []
+
+
+# -- processes -----------------------------------------------------------------------------------
+
+
+def test_experiments_start_no_process_by_hand() -> None:
+    """The experiments' processes (PS roles, probes, testbed jobs) go through the launcher's owner."""
+    by_hand = {
+        module
+        for module, tree in TREES.items()
+        if module.startswith("commsched.experiments")
+        and any(t.split(".")[0] in ("subprocess", "multiprocessing") for t in _imports(tree, module).values())
+    }
+    assert by_hand == set()
+    ps = [_imports(tree, m).values() for m, tree in TREES.items() if m.startswith("commsched.experiments.ps")]
+    assert "commsched.runtime.launch.procs.Processes" in {t for names in ps for t in names}
