@@ -22,7 +22,7 @@ from commsched.runtime.ps.errors import PSError
 from commsched.runtime.ps.pacing import pace_socket, paced_rate, server_host, share_pacing
 from commsched.runtime.ps.server import Server
 from commsched.runtime.ps.transports import TransportConfig
-from commsched.testbed.star import star_fabric
+from commsched.testbed.fabric import star_fabric
 
 GOODPUT_BPS = 1.914e8
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from commsched.errors import InputError
-from commsched.testbed import config
+from commsched.testbed import config, htb
 from commsched.testbed.layout import check_name, plan_layout
 from commsched.testbed.pinning import Pin, pin_lines, pins_from_plan, source_routing_pins
 from commsched.testbed.scale import default_rate_scale, scale_bytes
@@ -67,13 +67,13 @@ def test_router_hash_settings_and_seed_are_stable() -> None:
 
 
 def test_queues_are_eight_strict_classes_keyed_by_dscp() -> None:
-    lines = config.egress_tc_lines("c3", 2.5e8)
+    lines = htb.egress_tc_lines("c3", 2.5e8)
     leaves = [ln for ln in lines if "parent 1:1 classid" in ln]
     assert [f"prio {i}" in ln for i, ln in enumerate(leaves)] == [True] * 8
     assert all("ceil 250000000bit" in ln for ln in leaves)
     filters = [ln for ln in lines if ln.startswith("filter")]
     assert "match ip dsfield 0xb8 0xfc flowid 1:10" in filters[0]  # DSCP 46 -> highest class
-    assert config.class_of_dscp(46) == 10 and config.class_of_dscp(0) == 17 and config.class_of_dscp(63) == 17
+    assert htb.class_of_dscp(46) == 10 and htb.class_of_dscp(0) == 17 and htb.class_of_dscp(63) == 17
 
 
 def test_rate_scale_and_byte_scale_agree() -> None:

@@ -58,7 +58,8 @@ def transports_list(
 def _link(loopback: bool, rate_bps: float, workers: int = 1) -> AbstractContextManager[Any]:
     from contextlib import nullcontext
 
-    from commsched.testbed.shaped_link import LoopbackLink, shaped_link
+    from commsched.testbed.fabric import shaped_link
+    from commsched.testbed.shaped_link import LoopbackLink
 
     return nullcontext(LoopbackLink()) if loopback else shaped_link(rate_bps, workers=workers)
 
@@ -141,7 +142,7 @@ def dynamic(
     """
     from commsched.experiments.ps.bench import JobSpec, emulated_layers
     from commsched.experiments.ps.dynamic import dynamic_comparison, mean_s
-    from commsched.testbed.shaped_link import shaped_link
+    from commsched.testbed.fabric import shaped_link
 
     fractions = _level_fractions(levels, period_s)
     profile = zoo_lookup(model)

@@ -116,16 +116,14 @@ def up(
 def down(name: str = typer.Argument(..., help="Testbed name.")) -> None:
     """Remove a testbed: what its agents left (job processes, cgroups, nftables tables: their ledgers
     list them, after a crash or a clean stop), the namespaces it records, its state."""
-    from commsched.runtime.enforce.ledger import clean_dir
-    from commsched.testbed import build
-    from commsched.testbed.state import agents_dir, read_state
+    from commsched.runtime.launch.teardown import tear_down
 
     t0 = time.monotonic()
-    read_state(name)  # an unknown testbed is reported before anything is touched
-    made = clean_dir(agents_dir(name), kill=True)
-    gone = build.down(name)
+    gone = tear_down(name)
+    made = gone.agents_made
     extra = f", {len(made)} processes, cgroups and tables of its agents" if made else ""
-    _out([f"testbed {name} down in {time.monotonic() - t0:.1f} s: {len(gone)} namespaces removed{extra}"])
+    took = time.monotonic() - t0
+    _out([f"testbed {name} down in {took:.1f} s: {len(gone.namespaces)} namespaces removed{extra}"])
 
 
 def _status(name: str) -> dict[str, Any]:

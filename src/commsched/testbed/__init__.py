@@ -1,8 +1,11 @@
 """The emulated fabric testbed: a commsched topology as Linux namespaces, veth links and HTB queues.
 
 See ``docs/testbed.md``. Layer: may import ``topology``, ``workload``, ``scheduling``; never ``sim`` or
-``cli``. Modules: :mod:`.layout` (topology -> namespaces, cables, addresses), :mod:`.config` (the
-``ip``/``tc`` text), :mod:`.build` (up, down, rewire), :mod:`.state` (state files), :mod:`.probe`
+``cli``. Modules: :mod:`.fabric` (every fabric kind planned by one function: routed topologies, the
+star, the shaped link; and built), :mod:`.layout` (topology -> namespaces, cables, addresses),
+:mod:`.config` (the ``ip`` text and sysctls of a routed fabric), :mod:`.htb` (every queueing rule),
+:mod:`.star` and :mod:`.shaped_link` (their parts' names), :mod:`.tuning` (a built testbed tuned for
+real jobs), :mod:`.build` (up, down, rewire), :mod:`.state` (state files), :mod:`.probe`
 (source port per path), :mod:`.pinning` (source routing, plans), :mod:`.flows` and :mod:`.check`
 (real TCP flows), :mod:`.counters` (utilisation series), :mod:`.scale` (rates and bytes),
 :mod:`.handle` (the :class:`Testbed` a runtime loads).

@@ -13,7 +13,8 @@ from dataclasses import replace
 from typing import Any
 
 from commsched.errors import InputError, TestbedError
-from commsched.testbed import config, netns
+from commsched.testbed import config, fabric, htb, netns
+from commsched.testbed.fabric import FabricPlan, RoutedSpec
 from commsched.testbed.layout import Layout, check_name, plan_layout
 from commsched.testbed.pinning import Pin, pin_lines, source_routing_pins
 from commsched.testbed.state import (
@@ -53,48 +54,24 @@ def topology_spec(topo: Topology) -> dict[str, Any]:
     return spec
 
 
-def _ns_batches(layout: Layout, lines: dict[str, list[str]], tool: str) -> None:
-    jobs = [([tool, "-n", ns, "-batch", "-"], "\n".join(ls) + "\n") for ns, ls in lines.items() if ls]
-    netns.run_many(jobs)
+def _fabric_step(step: str) -> Callable[[FabricPlan, TestbedState], None]:
+    def run(plan: FabricPlan, state: TestbedState) -> None:
+        fabric.create_step(plan, step)
+
+    return run
 
 
-def _step_namespaces(layout: Layout, state: TestbedState) -> None:
-    netns.run(["ip", "-batch", "-"], "".join(f"netns add {ns}\n" for ns in layout.namespaces))
-
-
-def _step_sysctls(layout: Layout, state: TestbedState) -> None:
-    opt = config.OPTIONAL_SYSCTLS
-    for host in layout.hosts:
-        netns.write_sysctls(layout.netns(host), config.host_sysctls(), optional=opt)
-    for r in layout.routers:
-        netns.write_sysctls(layout.netns(r), config.router_sysctls(state.seed, r), optional=opt)
-
-
-def _step_links(layout: Layout, state: TestbedState) -> None:
-    netns.run(["ip", "-batch", "-"], "\n".join(config.veth_lines(layout)) + "\n")
-
-
-def _step_routes(layout: Layout, state: TestbedState) -> None:
-    _ns_batches(layout, config.namespace_ip_lines(layout), "ip")
-
-
-def _step_queues(layout: Layout, state: TestbedState) -> None:
-    _ns_batches(layout, config.namespace_tc_lines(layout, state.rate_scale), "tc")
-
-
-def _step_pins(layout: Layout, state: TestbedState) -> None:
+def _step_pins(plan: FabricPlan, state: TestbedState) -> None:
     pins = [Pin.from_json(p) for p in state.pinned]
     if pins:
-        _ns_batches(layout, pin_lines(layout, pins), "ip")
+        assert isinstance(plan.fabric, Layout)
+        fabric.run_batches("ip", pin_lines(plan.fabric, pins))
 
 
-#: the creation steps in order; the state file names the step started last
-STEPS: tuple[tuple[str, Callable[[Layout, TestbedState], None]], ...] = (
-    ("namespaces", _step_namespaces),
-    ("sysctls", _step_sysctls),
-    ("links", _step_links),
-    ("routes", _step_routes),
-    ("queues", _step_queues),
+#: the creation steps in order (the fabric's, then the pinned routes); the state file names the step
+#: started last
+STEPS: tuple[tuple[str, Callable[[FabricPlan, TestbedState], None]], ...] = (
+    *((step, _fabric_step(step)) for step in fabric.FABRIC_STEPS),
     ("pins", _step_pins),
 )
 
@@ -124,13 +101,13 @@ def up(
         raise InputError(f"unknown routing {routing!r}", where="--routing", expected=" | ".join(ROUTINGS))
     if not 0 < rate_scale <= 1:
         raise InputError(f"rate scale {rate_scale}", where="--rate-scale", expected="a number in (0, 1]")
-    layout = plan_layout(topo, name)
+    plan = fabric.plan_fabric(RoutedSpec(topology=topo, name=name, rate_scale=rate_scale, seed=seed))
     netns.require_capability()
     if state_path(name).exists():
         raise InputError(
             f"testbed {name!r} exists", where="--name", expected="a new name, or 'testbed down' first"
         )
-    clash = [ns for ns in layout.namespaces if netns.exists(ns)]
+    clash = [ns for ns in plan.namespaces if netns.exists(ns)]
     if clash:
         raise InputError(f"namespace {clash[0]!r} exists already", where="--name", expected="a new name")
     if routing == "source-routing":
@@ -143,7 +120,7 @@ def up(
         rate_scale=rate_scale,
         routing=routing,
         seed=seed,
-        namespaces=layout.namespaces,
+        namespaces=plan.namespaces,
         phase="planned",
         pinned=tuple(p.to_json() for p in pins),
         notes=("intra-host links (NVLink/PCIe) are not emulated",),
@@ -153,7 +130,7 @@ def up(
         for phase, step in STEPS:
             state = state.with_phase(phase)
             write_state(state)
-            step(layout, state)
+            step(plan, state)
     except BaseException:
         down(name)
         raise
@@ -218,12 +195,12 @@ def rewire(name: str, circuits: Sequence[Sequence[int]]) -> TestbedState:
         dels: dict[str, list[str]] = {}
         for c in changed:
             dels.setdefault(new.node_ns(c.a), []).append(f"link del {c.a.iface}")
-        _ns_batches(new, dels, "ip")
+        fabric.run_batches("ip", dels)
         sub = replace(new, cables=tuple(changed))
         netns.run(["ip", "-batch", "-"], "\n".join(config.veth_lines(sub)) + "\n")
-        _ns_batches(sub, config.interface_ip_lines(sub), "ip")
-        _ns_batches(sub, config.namespace_tc_lines(sub, state.rate_scale), "tc")
-    _ns_batches(new, config.router_route_lines(new, verb="replace"), "ip")
+        fabric.run_batches("ip", config.interface_ip_lines(sub))
+        fabric.run_batches("tc", htb.namespace_tc_lines(sub, state.rate_scale))
+    fabric.run_batches("ip", config.router_route_lines(new, verb="replace"))
     new_state = new_state.with_phase("up")
     write_state(new_state)
     return new_state

@@ -14,7 +14,6 @@ Three measurements, each with real packets and the kernel's byte counters:
 
 from __future__ import annotations
 
-import re
 import statistics
 import time
 from dataclasses import dataclass
@@ -22,12 +21,11 @@ from typing import Any
 
 from commsched.errors import TestbedError
 from commsched.testbed import counters, flows, netns
-from commsched.testbed.config import class_of_dscp
 from commsched.testbed.handle import Testbed
+from commsched.testbed.htb import class_bytes_sent, class_of_dscp
 from commsched.testbed.probe import PathKey, ProbeResult, nic_pairs
 from commsched.topology import LinkId, NodeId
 
-_CLASS_SENT = re.compile(r"^class htb (\S+) .*?\n\s*Sent (\d+) bytes", re.M)
 HIGH_DSCP = 46
 LOW_DSCP = 0
 
@@ -211,7 +209,7 @@ def measure_shaping(tb: Testbed, src: NodeId, dst: NodeId, *, flow_s: float = 2.
 
 def _class_bytes(ns: str, iface: str) -> dict[str, int]:
     text = netns.run(["tc", "-s", "-n", ns, "class", "show", "dev", iface])  # no JSON for HTB classes
-    return {m[0]: int(m[1]) for m in _CLASS_SENT.findall(text)}
+    return class_bytes_sent(text)
 
 
 def _priority_once(tb: Testbed, res: ProbeResult, st: CheckSettings) -> tuple[LinkId, float, float]:

@@ -1,4 +1,4 @@
-"""The configuration text of every namespace: sysctls, ``ip -batch`` lines and ``tc -batch`` lines (pure).
+"""The configuration text of every namespace of a routed fabric: sysctls and ``ip -batch`` lines (pure).
 
 Routing (default ``ecmp``): every router holds a ``/32`` route to every NIC with one ``onlink``
 next hop per interface that lies on a shortest path (all parallel cables included); the kernel's
@@ -9,10 +9,8 @@ the same on every build. A host sends from NIC ``i``'s address through NIC ``i``
 per NIC), so the first hop of a connection is fixed by its source address and the source port picks
 the rest, as in Crux.
 
-Queues: every egress is HTB with one parent class at the scaled link rate (burst ~1 ms of traffic)
-and 8 strict-priority leaf classes keyed by DSCP (the default DSCP table of
-:mod:`commsched.scheduling.dscp`, class 0 highest), each with a tiny guaranteed rate and a
-byte-limited ``bfifo`` queue. Unmarked traffic (DSCP 0) falls in the lowest class.
+Queues: every egress is HTB with strict-priority leaf classes keyed by DSCP (:mod:`.htb`, the one
+module that writes HTB rules).
 """
 
 from __future__ import annotations
@@ -21,11 +19,9 @@ import hashlib
 from collections import defaultdict, deque
 from collections.abc import Mapping
 
-from commsched.scheduling.dscp import default_dscp_table, tos_byte
 from commsched.testbed.layout import End, Layout
 from commsched.topology import NodeId
 
-LEVELS = 8
 NIC_TABLE_BASE = 100
 PIN_TABLE_BASE = 1000
 
@@ -178,60 +174,6 @@ def namespace_ip_lines(layout: Layout) -> dict[str, list[str]]:
         for ns, lines in part.items():
             out.setdefault(ns, []).extend(lines)
     return out
-
-
-def _rate(bps: float) -> str:
-    return f"{max(8000, round(bps))}bit"
-
-
-def egress_tc_lines(iface: str, rate_bps: float) -> list[str]:
-    """``tc -batch`` lines for one egress: HTB parent at the rate, 8 strict-priority DSCP leaves.
-
-    Examples
-    --------
-    >>> egress_tc_lines("c0", 5e8)[0]
-    'qdisc replace dev c0 root handle 1: htb default 17'
-    >>> egress_tc_lines("c0", 5e8)[1].split(" htb ")[1]
-    'rate 500000000bit ceil 500000000bit burst 65536 cburst 65536'
-    """
-    burst = max(65536, round(rate_bps / 8 * 1e-3))  # bytes: ~1 ms of traffic (bits / 8 = bytes)
-    limit = max(196608, round(rate_bps / 8 * 5e-3))  # bytes: ~5 ms of queue per class
-    floor = max(8000.0, rate_bps * 1e-3)  # guaranteed rate of every class (0.1 % of the link)
-    table = default_dscp_table()
-    out = [
-        f"qdisc replace dev {iface} root handle 1: htb default {10 + LEVELS - 1}",
-        f"class add dev {iface} parent 1: classid 1:1 htb rate {_rate(rate_bps)} ceil {_rate(rate_bps)} "
-        f"burst {burst} cburst {burst}",
-    ]
-    for level in range(LEVELS):
-        minor = 10 + level
-        dscp = table.dscp[level]
-        out += [
-            f"class add dev {iface} parent 1:1 classid 1:{minor} htb rate {_rate(floor)} "
-            f"ceil {_rate(rate_bps)} prio {level} quantum 60000 burst {burst} cburst {burst}",
-            f"qdisc add dev {iface} parent 1:{minor} handle {minor}: bfifo limit {limit}",
-            f"filter add dev {iface} parent 1: protocol ip prio {level + 1} u32 "
-            f"match ip dsfield {tos_byte(dscp):#04x} 0xfc flowid 1:{minor}",
-        ]
-    return out
-
-
-def namespace_tc_lines(layout: Layout, rate_scale: float) -> dict[str, list[str]]:
-    """Namespace -> ``tc -batch`` lines shaping every egress at capacity x ``rate_scale``."""
-    out: dict[str, list[str]] = defaultdict(list)
-    for c in layout.cables:
-        for e in (c.a, c.b):
-            out[layout.node_ns(e)] += egress_tc_lines(e.iface, c.capacity_bps * rate_scale)
-    return dict(out)
-
-
-def class_of_dscp(dscp: int) -> int:
-    """The HTB leaf minor (``1:MINOR``) that DSCP ``dscp`` lands in (unknown code points: lowest class)."""
-    table = default_dscp_table()
-    for level in range(LEVELS):
-        if table.dscp[level] == dscp:
-            return 10 + level
-    return 10 + LEVELS - 1
 
 
 def seed_map(layout: Layout, seed: int) -> Mapping[str, int]:

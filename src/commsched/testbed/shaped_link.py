@@ -8,38 +8,25 @@ connections leave from it) and its own leaf in each direction (``u32`` on source
 address) at ``rate / workers`` that may borrow up to the whole rate: the workers share the link
 max-min fairly, as the models assume (one FIFO leaf for all of them splits it unevenly, measured up to
 10 % between two workers within an iteration, and every part then completes at the slower worker's
-pace). :meth:`ShapedLink.set_rate` changes the rate in place (``tc class change``). Everything is
-removed in ``finally`` (deleting a namespace deletes its veth end and qdiscs). Commands and the
-capability check are the testbed's (:mod:`commsched.testbed.netns`).
+pace). :meth:`ShapedLink.set_rate` changes the rate in place (``tc class change``). This module names
+the link's parts (:func:`plan_link`, pure); :func:`commsched.testbed.fabric.plan_fabric` plans it as
+every fabric is planned and :func:`commsched.testbed.fabric.shaped_link` builds it and removes it on
+exit (deleting a namespace deletes its veth end and qdiscs).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from commsched.errors import InputError
-from commsched.testbed import netns
+from commsched.testbed import htb
 from commsched.testbed.netns import run as run_command
 
 SERVER_IP = "10.213.0.1"
 WORKER_IP = "10.213.0.2"
 #: most workers a shaped link gives their own address and leaf (10.213.0.2 ...)
 MAX_WORKERS = 64
-#: HTB quantum of the leaves (bytes): at least one GSO super-packet of a veth
-LEAF_QUANTUM_BYTES = 200_000
-
-
-def burst_bytes(rate_bps: float) -> int:
-    """HTB burst for a rate: 1 ms of it in bytes, at least 256 KiB (1 Gb/s then shapes to 99.7 %)."""
-    return max(256 << 10, int(rate_bps / 8 / 1000))
-
-
-def queue_bytes_for(rate_bps: float) -> int:
-    """Byte limit of a shaped link's queue: 5 ms of traffic at the rate, at least 256 KiB."""
-    return max(256 << 10, int(rate_bps / 8 * 0.005))
 
 
 def worker_ips(workers: int) -> tuple[str, ...]:
@@ -69,27 +56,11 @@ class ShapedLink:
         """``argv`` run inside namespace ``ns``."""
         return ["ip", "netns", "exec", ns, *argv]
 
-    def _class(
-        self, ns: str, dev: str, verb: str, *, parent: str, classid: str, rate: float, ceil: float
-    ) -> None:
-        burst = str(burst_bytes(ceil))
-        htb = ["htb", "rate", f"{int(rate)}bit", "ceil", f"{int(ceil)}bit", "burst", burst, "cburst", burst]
-        if classid != "1:1":
-            htb += ["quantum", str(LEAF_QUANTUM_BYTES)]
-        run_command(
-            self.argv(ns, ["tc", "class", verb, "dev", dev, "parent", parent, "classid", classid, *htb])
-        )
-
-    def _shape(self, ns: str, dev: str, rate_bps: float, verb: str) -> None:
-        self._class(ns, dev, verb, parent="1:", classid="1:1", rate=rate_bps, ceil=rate_bps)
-        share = rate_bps / len(self.worker_ips)
-        for i in range(len(self.worker_ips)):
-            self._class(ns, dev, verb, parent="1:1", classid=f"1:{10 + i}", rate=share, ceil=rate_bps)
-
     def set_rate(self, rate_bps: float) -> None:
         """Change both directions' rate in place (``tc class change``)."""
         for ns, dev in ((self.server_ns, self.server_dev), (self.worker_ns, self.worker_dev)):
-            self._shape(ns, dev, rate_bps, "change")
+            for line in htb.link_class_lines(dev, rate_bps, len(self.worker_ips), "change"):
+                run_command(self.argv(ns, ["tc", *line.split()]))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,50 +77,16 @@ class LoopbackLink:
         return list(argv)
 
 
-@contextmanager
-def shaped_link(rate_bps: float, *, prefix: str = "csp", workers: int = 1) -> Iterator[ShapedLink]:
-    """Create the namespace pair shaped at ``rate_bps`` each way; remove it on exit (also on failure).
-
-    ``workers`` addresses and leaves are made on the worker side (traffic of other addresses goes to
-    the first worker's leaf).
+def plan_link(*, prefix: str = "csp", workers: int = 1) -> ShapedLink:
+    """The names and addresses of a shaped link with ``workers`` worker addresses (nothing is created).
 
     Examples
     --------
-    >>> with shaped_link(1e9) as link:  # doctest: +SKIP
-    ...     subprocess.run(link.argv(link.worker_ns, ["ping", "-c1", link.server_ip]))
+    >>> link = plan_link(prefix="t", workers=2)
+    >>> link.worker_ips, link.server_ns.endswith("a")
+    (('10.213.0.2', '10.213.0.3'), True)
     """
-    if not 1 <= workers <= MAX_WORKERS:
-        raise InputError(f"{workers} workers", where="workers", expected=f"1..{MAX_WORKERS}")
-    netns.require_capability()
     tag = f"{prefix}{os.getpid()}"
     ips = worker_ips(workers)
-    link = ShapedLink(server_ns=f"{tag}a", worker_ns=f"{tag}b", server_dev=f"{tag}x", worker_dev=f"{tag}y",
+    return ShapedLink(server_ns=f"{tag}a", worker_ns=f"{tag}b", server_dev=f"{tag}x", worker_dev=f"{tag}y",
                       worker_ip=ips[0], worker_ips=ips)  # fmt: skip
-    created: list[str] = []
-    try:
-        for ns in (link.server_ns, link.worker_ns):
-            run_command(["ip", "netns", "add", ns])
-            created.append(ns)
-        run_command(["ip", "link", "add", link.server_dev, "netns", link.server_ns, "type", "veth",
-                     "peer", "name", link.worker_dev, "netns", link.worker_ns])  # fmt: skip
-        sides = ((link.server_ns, link.server_dev, (link.server_ip,), "dst"),
-                 (link.worker_ns, link.worker_dev, ips, "src"))  # fmt: skip
-        for ns, dev, own, match in sides:
-            for ip in own:
-                run_command(link.argv(ns, ["ip", "addr", "add", f"{ip}/24", "dev", dev]))
-            run_command(link.argv(ns, ["ip", "link", "set", dev, "up"]))
-            run_command(link.argv(ns, ["ip", "link", "set", "lo", "up"]))
-            run_command(link.argv(ns, ["tc", "qdisc", "add", "dev", dev, "root", "handle", "1:",
-                                       "htb", "default", "10"]))  # fmt: skip
-            link._shape(ns, dev, rate_bps, "add")
-            for i, ip in enumerate(ips):
-                leaf = ["bfifo", "limit", str(queue_bytes_for(rate_bps))]
-                run_command(link.argv(ns, ["tc", "qdisc", "add", "dev", dev, "parent", f"1:{10 + i}",
-                                           "handle", f"{10 + i}:", *leaf]))  # fmt: skip
-                flt = ["tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
-                       "u32", "match", "ip", match, f"{ip}/32", "flowid", f"1:{10 + i}"]  # fmt: skip
-                run_command(link.argv(ns, flt))
-        yield link
-    finally:
-        for ns in reversed(created):
-            netns.run(["ip", "netns", "del", ns], check=False)

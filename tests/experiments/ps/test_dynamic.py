@@ -18,7 +18,7 @@ from commsched.experiments.ps.dynamic import (
     mercury_gap,
 )
 from commsched.runtime.ps.transports import TransportConfig
-from commsched.testbed.shaped_link import shaped_link
+from commsched.testbed.fabric import shaped_link
 from commsched.workload.zoo import get_model
 
 needs_root = pytest.mark.skipif(

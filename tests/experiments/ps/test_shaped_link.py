@@ -10,8 +10,8 @@ import pytest
 
 from commsched.errors import CapabilityError
 from commsched.experiments.ps.bench import measure_goodput
+from commsched.testbed.fabric import shaped_link
 from commsched.testbed.netns import require_capability
-from commsched.testbed.shaped_link import shaped_link
 
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("tc") is None, reason="needs root and iproute2 (namespaces, tc)"

@@ -11,7 +11,7 @@ import pytest
 from commsched.errors import InputError
 from commsched.experiments.ps.versus_ring import VersusResult, VersusSpec, measure_nic_goodput, versus_ring
 from commsched.intrajob.byteps import byteps_assignment, byteps_times
-from commsched.testbed.star import star_fabric
+from commsched.testbed.fabric import star_fabric
 
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("tc") is None, reason="needs root and iproute2 (namespaces, tc)"

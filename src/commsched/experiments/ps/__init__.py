@@ -8,5 +8,6 @@
   (:mod:`commsched.testbed.star`); its processes are :mod:`.versus_procs`.
 
 The runtime they drive is :mod:`commsched.runtime.ps`; the shaped links are the testbed's
-(:mod:`commsched.testbed.shaped_link`, :mod:`commsched.testbed.star`).
+(:mod:`commsched.testbed.shaped_link`, :mod:`commsched.testbed.star`, built by
+:mod:`commsched.testbed.fabric`).
 """

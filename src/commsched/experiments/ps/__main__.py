@@ -16,8 +16,8 @@ import socket
 import sys
 from dataclasses import asdict
 
-from commsched.errors import InputError
-from commsched.runtime.ps.errors import process_exit_code
+from commsched.errors import CommschedError, InputError
+from commsched.runtime.ps.errors import error_exit_code
 
 
 def _emulate(path: str) -> None:
@@ -54,19 +54,24 @@ def _source(argv: list[str]) -> None:
     source((argv[0], int(argv[1])), duration_s=float(argv[2]), bind=argv[3] if len(argv) == 4 else None)
 
 
-def main(argv: list[str]) -> int:
-    def run() -> None:
-        if argv[:1] == ["emulate"] and len(argv) == 2:
-            _emulate(argv[1])
-        elif argv[:1] == ["sink"] and len(argv) == 4:
-            _sink(argv[1:])
-        elif argv[:1] == ["source"] and len(argv) in (4, 5):
-            _source(argv[1:])
-        else:
-            expected = "emulate SPEC | sink HOST FLOWS DURATION | source HOST PORT DURATION [BIND]"
-            raise InputError(" ".join(argv) or "nothing", where="arguments", expected=expected)
+def _run(argv: list[str]) -> None:
+    if argv[:1] == ["emulate"] and len(argv) == 2:
+        _emulate(argv[1])
+    elif argv[:1] == ["sink"] and len(argv) == 4:
+        _sink(argv[1:])
+    elif argv[:1] == ["source"] and len(argv) in (4, 5):
+        _source(argv[1:])
+    else:
+        expected = "emulate SPEC | sink HOST FLOWS DURATION | source HOST PORT DURATION [BIND]"
+        raise InputError(" ".join(argv) or "nothing", where="arguments", expected=expected)
 
-    return process_exit_code(run)
+
+def main(argv: list[str]) -> int:
+    try:
+        _run(argv)
+    except CommschedError as exc:
+        return error_exit_code(exc)
+    return 0
 
 
 if __name__ == "__main__":

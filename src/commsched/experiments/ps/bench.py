@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -22,6 +21,7 @@ from typing import Any
 
 from commsched.experiments.ps.emulate import EmulatedLayer
 from commsched.experiments.ps.predict import F32_BYTES, predicted_iteration_s
+from commsched.runtime.launch.procs import Processes
 from commsched.runtime.ps.errors import PSError, PSTimeoutError
 from commsched.runtime.ps.transports import TransportConfig
 from commsched.testbed.shaped_link import LoopbackLink, ShapedLink
@@ -31,6 +31,8 @@ from commsched.workload.records import LayerProfile
 PY_PS = [sys.executable, "-m", "commsched.runtime.ps"]
 #: the experiment's emulated workers and goodput probes
 PY_EXP = [sys.executable, "-m", "commsched.experiments.ps"]
+#: how long a scheduler, a sink or a ring's rank 0 may take to print its port (s)
+START_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,34 +81,31 @@ def _env(transport: TransportConfig, *, role: str, root: tuple[str, int], spec: 
     return env
 
 
+def started_port(procs: Processes, name: str) -> str:
+    """The port ``name`` prints first (a scheduler, a sink, rank 0 of a ring) once it listens."""
+    port = procs.first_line(name, START_TIMEOUT_S)
+    if port is None:
+        raise PSError(f"{name} did not start: {procs.tail(name)}")
+    return port
+
+
 def collect_results(
-    workers: Sequence[subprocess.Popen[str]], what: str, deadline: float
+    procs: Processes, names: Sequence[str], what: str, deadline: float
 ) -> list[dict[str, Any]]:
-    """Each worker's last printed line as JSON, waiting until ``deadline`` (monotonic seconds).
+    """Each worker's (``names``) last printed line as JSON, waiting until ``deadline`` (monotonic seconds).
 
     Raises :class:`PSTimeoutError` for a worker still running then, :class:`PSError` for one that failed.
     """
     out = []
-    for w in workers:
-        try:
-            text, _ = w.communicate(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            raise PSTimeoutError(f"{what}: a worker did not finish in time") from None
-        if w.returncode != 0:
-            raise PSError(f"{what}: a worker exited with status {w.returncode}")
+    for name in names:
+        text = procs.output(name, max(1.0, deadline - time.monotonic()))
+        if text is None:
+            raise PSTimeoutError(f"{what}: a worker did not finish in time")
+        code = procs.procs[name].returncode
+        if code != 0:
+            raise PSError(f"{what}: a worker exited with status {code}")
         out.append(json.loads(text.strip().splitlines()[-1]))
     return out
-
-
-def stop_processes(procs: Sequence[subprocess.Popen[str]]) -> None:
-    """Kill the processes still running and reap them all."""
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-    for p in procs:
-        p.wait()
-        if p.stdout is not None:
-            p.stdout.close()
 
 
 def measure_goodput(
@@ -145,25 +144,24 @@ def _probe(link: ShapedLink | LoopbackLink, *, flows: int, duration_s: float, re
         sink_ns, sink_host, source_ns = link.worker_ns, "0.0.0.0", link.server_ns
     else:
         sink_ns, sink_host, source_ns = link.server_ns, link.server_ip, link.worker_ns
-    sink = subprocess.Popen(
-        link.argv(sink_ns, [*PY_EXP, "sink", sink_host, str(flows), str(duration_s)]),
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    sources: list[subprocess.Popen[str]] = []
+    procs = Processes(None)
     try:
-        assert sink.stdout is not None
-        port = sink.stdout.readline().strip()
+        procs.start("sink", link.argv(sink_ns, [*PY_EXP, "sink", sink_host, str(flows), str(duration_s)]),
+                    capture_stdout=True)  # fmt: skip
+        port = started_port(procs, "sink")
         for i in range(flows):
             ends = [ips[i % len(ips)], port, str(duration_s + 0.5)]
             if not reverse:
                 ends = [link.server_ip, port, str(duration_s + 0.5), ips[i % len(ips)]]
-            sources.append(subprocess.Popen(link.argv(source_ns, [*PY_EXP, "source", *ends]), text=True))
-        out, _ = sink.communicate(timeout=duration_s + 30)
+            procs.start(f"source-{i}", link.argv(source_ns, [*PY_EXP, "source", *ends]))
+        out = procs.output("sink", duration_s + 30)
+        if out is None:
+            raise PSError("the goodput probe failed: the sink did not finish in time")
         return float(json.loads(out.strip().splitlines()[-1])["goodput_bps"])
-    except (subprocess.TimeoutExpired, ValueError, KeyError, IndexError) as exc:
+    except (ValueError, KeyError, IndexError) as exc:
         raise PSError(f"the goodput probe failed: {exc}") from None
     finally:
-        stop_processes([sink, *sources])
+        procs.close()
 
 
 def run_job(
@@ -174,7 +172,7 @@ def run_job(
     during: Callable[[threading.Event], None] | None = None,
 ) -> JobRun:
     """Run scheduler, servers and workers of one job; ``during`` runs in a thread meanwhile."""
-    procs: list[subprocess.Popen[str]] = []
+    procs = Processes(None)
     with tempfile.TemporaryDirectory(prefix="csp") as tmp:
         path = os.path.join(tmp, "spec.json")
         with open(path, "w", encoding="utf-8") as fh:
@@ -183,35 +181,30 @@ def run_job(
         stop = threading.Event()
         helper: threading.Thread | None = None
         try:
-            sched = subprocess.Popen(
-                link.argv(link.server_ns, [*PY_PS, "scheduler", link.server_ip]),
-                stdout=subprocess.PIPE, text=True,
-                env=_env(transport, role="scheduler", root=(link.server_ip, 0), spec=spec),
-            )  # fmt: skip
-            procs.append(sched)
-            assert sched.stdout is not None
-            root = (link.server_ip, int(sched.stdout.readline().strip() or 0))
-            for _ in range(spec.num_servers):
+            env = _env(transport, role="scheduler", root=(link.server_ip, 0), spec=spec)
+            argv = link.argv(link.server_ns, [*PY_PS, "scheduler", link.server_ip])
+            procs.start("scheduler", argv, capture_stdout=True, env=env)
+            root = (link.server_ip, int(started_port(procs, "scheduler") or 0))
+            for i in range(spec.num_servers):
                 env = _env(transport, role="server", root=root, spec=spec)
-                argv = link.argv(link.server_ns, [*PY_PS, "role"])
-                procs.append(subprocess.Popen(argv, env=env, text=True))
+                procs.start(f"server-{i}", link.argv(link.server_ns, [*PY_PS, "role"]), env=env)
             workers = []
             for rank in range(spec.num_workers):
                 env = {**_env(transport, role="worker", root=root, spec=spec), "DMLC_WORKER_ID": str(rank),
                        "DMLC_NODE_HOST": link.worker_ips[rank % len(link.worker_ips)]}  # fmt: skip
                 argv = link.argv(link.worker_ns, [*PY_EXP, "emulate", path])
-                workers.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True))
-            procs.extend(workers)
+                procs.start(f"worker-{rank}", argv, env=env, capture_stdout=True)
+                workers.append(f"worker-{rank}")
             helper = threading.Thread(target=during, args=(stop,), daemon=True) if during else None
             if helper is not None:
                 helper.start()
             deadline = time.monotonic() + spec.timeout_s * (spec.iterations + spec.warmup + 2)
-            results = collect_results(workers, transport.name, deadline)
+            results = collect_results(procs, workers, transport.name, deadline)
         finally:
             stop.set()
             if helper is not None:
                 helper.join(30)  # it restores the link's rate: done before the link may go away
-            stop_processes(procs)
+            procs.close()
     per_iter = [max(r["iteration_s"][i] for r in results) for i in range(spec.iterations)]
     return JobRun(
         transport=transport.name,

@@ -14,10 +14,10 @@ import time
 
 import numpy as np
 
-from commsched.errors import InputError
+from commsched.errors import CommschedError, InputError
 from commsched.experiments.ps.emulate import BARRIER, gradient
 from commsched.experiments.ps.versus_ring import VersusSpec
-from commsched.runtime.ps.errors import process_exit_code
+from commsched.runtime.ps.errors import error_exit_code
 from commsched.runtime.ps.pacing import SharePacing
 
 
@@ -123,24 +123,28 @@ def _ring_worker(spec: VersusSpec, rank: int, host: str, store: str | None) -> d
     return {"rank": rank, "iteration_s": times, "started_s": starts, "max_abs_error": err}
 
 
+def _run(argv: list[str]) -> None:
+    if argv[:1] == ["server"] and len(argv) == 3:
+        spec, goodput_bps = _load(argv[2])
+        _server(int(argv[1]), spec.pacing_plan(goodput_bps))
+    elif argv[:1] == ["byteps"] and len(argv) == 2:
+        spec, goodput_bps = _load(argv[1])
+        print(json.dumps(_byteps_worker(spec, spec.pacing_plan(goodput_bps))))
+    elif argv[:1] == ["ring"] and len(argv) in (4, 5):
+        res = _ring_worker(_load(argv[1])[0], int(argv[2]), argv[3], argv[4] if len(argv) == 5 else None)
+        print(json.dumps(res))
+    else:
+        expected = "server INDEX SPEC | byteps SPEC | ring SPEC RANK HOST [STORE]"
+        raise InputError(" ".join(argv) or "nothing", where="arguments", expected=expected)
+
+
 def main(argv: list[str]) -> int:
     """Run one process of a comparison; errors print one line on stderr (exit 2 for bad input, else 1)."""
-
-    def run() -> None:
-        if argv[:1] == ["server"] and len(argv) == 3:
-            spec, goodput_bps = _load(argv[2])
-            _server(int(argv[1]), spec.pacing_plan(goodput_bps))
-        elif argv[:1] == ["byteps"] and len(argv) == 2:
-            spec, goodput_bps = _load(argv[1])
-            print(json.dumps(_byteps_worker(spec, spec.pacing_plan(goodput_bps))))
-        elif argv[:1] == ["ring"] and len(argv) in (4, 5):
-            res = _ring_worker(_load(argv[1])[0], int(argv[2]), argv[3], argv[4] if len(argv) == 5 else None)
-            print(json.dumps(res))
-        else:
-            expected = "server INDEX SPEC | byteps SPEC | ring SPEC RANK HOST [STORE]"
-            raise InputError(" ".join(argv) or "nothing", where="arguments", expected=expected)
-
-    return process_exit_code(run)
+    try:
+        _run(argv)
+    except CommschedError as exc:
+        return error_exit_code(exc)
+    return 0
 
 
 if __name__ == "__main__":

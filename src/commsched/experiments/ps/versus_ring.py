@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,13 +31,15 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from commsched.errors import InputError
-from commsched.experiments.ps.bench import JobRun, collect_results, stop_processes
+from commsched.experiments.ps.bench import JobRun, collect_results, started_port
 from commsched.experiments.ps.emulate import EmulatedLayer
 from commsched.intrajob.byteps import byteps_assignment, byteps_times
+from commsched.runtime.launch.procs import Processes
 from commsched.runtime.ps.errors import PSError
 from commsched.runtime.ps.keys import PART_BYTES, ServerMap, part_bounds, part_key
 from commsched.runtime.ps.pacing import SharePacing, share_pacing
-from commsched.testbed.star import StarFabric, star_fabric
+from commsched.testbed.fabric import star_fabric
+from commsched.testbed.star import StarFabric
 
 PY_PS = [sys.executable, "-m", "commsched.runtime.ps"]
 PY_VR = [sys.executable, "-m", "commsched.experiments.ps.versus_procs"]
@@ -189,7 +190,7 @@ def run_byteps(fab: StarFabric, spec: VersusSpec, *, goodput_bps: float) -> JobR
     """BytePS: scheduler on worker host 0, a server on every host, ``n`` workers (mixed-mode split);
     with ``spec.pacing`` every connection paced by its share of ``goodput_bps`` per NIC."""
     n, k = spec.workers, spec.cpu_machines
-    procs: list[subprocess.Popen[str]] = []
+    procs = Processes(None)
     with tempfile.TemporaryDirectory(prefix=fab.hub_ns[:-1]) as tmp:
         path = _write_spec(tmp, spec, goodput_bps)
         base = {**os.environ, "DMLC_NUM_WORKER": str(n), "DMLC_NUM_SERVER": str(n + k),
@@ -201,70 +202,65 @@ def run_byteps(fab: StarFabric, spec: VersusSpec, *, goodput_bps: float) -> JobR
                 "DMLC_PS_ROOT_URI": fab.host_ip[0],
                 "DMLC_PS_ROOT_PORT": "0",
             }
-            sched = subprocess.Popen(fab.argv(0, [*PY_PS, "scheduler", fab.host_ip[0]]), env=env,
-                                     stdout=subprocess.PIPE, text=True)  # fmt: skip
-            procs.append(sched)
-            assert sched.stdout is not None
+            procs.start("scheduler", fab.argv(0, [*PY_PS, "scheduler", fab.host_ip[0]]), env=env,
+                        capture_stdout=True)  # fmt: skip
             base.update(
-                {"DMLC_PS_ROOT_URI": fab.host_ip[0], "DMLC_PS_ROOT_PORT": sched.stdout.readline().strip()}
+                {"DMLC_PS_ROOT_URI": fab.host_ip[0], "DMLC_PS_ROOT_PORT": started_port(procs, "scheduler")}
             )
             # hosts 0..n-1 are the workers, n..n+k-1 the CPU machines; CPU servers take indices 0..k-1
             for index, host in [*((j, n + j) for j in range(k)), *((k + i, i) for i in range(n))]:
                 env = {**base, "DMLC_ROLE": "server", "DMLC_NODE_HOST": fab.host_ip[host]}
-                procs.append(
-                    subprocess.Popen(fab.argv(host, [*PY_VR, "server", str(index), path]), env=env, text=True)
-                )
+                procs.start(f"server-{index}", fab.argv(host, [*PY_VR, "server", str(index), path]), env=env)
             workers = []
             for rank in range(n):
                 env = {**base, "DMLC_ROLE": "worker", "DMLC_WORKER_ID": str(rank),
                        "DMLC_NODE_HOST": fab.host_ip[rank]}  # fmt: skip
-                workers.append(subprocess.Popen(fab.argv(rank, [*PY_VR, "byteps", path]), env=env,
-                                                stdout=subprocess.PIPE, text=True))  # fmt: skip
-            procs.extend(workers)
-            results = collect_results(workers, "byteps", _deadline(spec))
+                procs.start(f"worker-{rank}", fab.argv(rank, [*PY_VR, "byteps", path]), env=env,
+                            capture_stdout=True)  # fmt: skip
+                workers.append(f"worker-{rank}")
+            results = collect_results(procs, workers, "byteps", _deadline(spec))
         finally:
-            stop_processes(procs)
+            procs.close()
     return _job_run("byteps", results, spec.iterations)
 
 
 def run_allreduce(fab: StarFabric, spec: VersusSpec) -> JobRun:
     """The ring all-reduce of the same tensors among the ``n`` worker hosts (rank 0 holds the store)."""
-    procs: list[subprocess.Popen[str]] = []
+    procs = Processes(None)
     with tempfile.TemporaryDirectory(prefix=fab.hub_ns[:-1]) as tmp:
         path = _write_spec(tmp, spec)
         try:
-            first = subprocess.Popen(fab.argv(0, [*PY_VR, "ring", path, "0", fab.host_ip[0]]),
-                                     stdout=subprocess.PIPE, text=True)  # fmt: skip
-            procs.append(first)
-            assert first.stdout is not None
-            port = first.stdout.readline().strip()
-            workers = [first]
+            procs.start(
+                "worker-0", fab.argv(0, [*PY_VR, "ring", path, "0", fab.host_ip[0]]), capture_stdout=True
+            )
+            port = started_port(procs, "worker-0")
+            workers = ["worker-0"]
             for rank in range(1, spec.workers):
                 argv = [*PY_VR, "ring", path, str(rank), fab.host_ip[rank], f"{fab.host_ip[0]}:{port}"]
-                workers.append(subprocess.Popen(fab.argv(rank, argv), stdout=subprocess.PIPE, text=True))
-            procs.extend(workers[1:])
-            results = collect_results(workers, "allreduce", _deadline(spec))
+                procs.start(f"worker-{rank}", fab.argv(rank, argv), capture_stdout=True)
+                workers.append(f"worker-{rank}")
+            results = collect_results(procs, workers, "allreduce", _deadline(spec))
         finally:
-            stop_processes(procs)
+            procs.close()
     return _job_run("allreduce", results, spec.iterations)
 
 
 def measure_nic_goodput(fab: StarFabric, *, duration_s: float = 1.5) -> float:
     """Raw TCP goodput (bits/s) of one flow from host 1 to host 0 (one NIC each way)."""
-    sink = subprocess.Popen(fab.argv(0, [*PY_EXP, "sink", fab.host_ip[0], "1", str(duration_s)]),
-                            stdout=subprocess.PIPE, text=True)  # fmt: skip
-    source: list[subprocess.Popen[str]] = []
+    procs = Processes(None)
     try:
-        assert sink.stdout is not None
-        port = sink.stdout.readline().strip()
-        argv = [*PY_EXP, "source", fab.host_ip[0], port, str(duration_s + 0.5)]
-        source.append(subprocess.Popen(fab.argv(1, argv), text=True))
-        out, _ = sink.communicate(timeout=duration_s + 30)
+        procs.start("sink", fab.argv(0, [*PY_EXP, "sink", fab.host_ip[0], "1", str(duration_s)]),
+                    capture_stdout=True)  # fmt: skip
+        port = started_port(procs, "sink")
+        procs.start("source", fab.argv(1, [*PY_EXP, "source", fab.host_ip[0], port, str(duration_s + 0.5)]))
+        out = procs.output("sink", duration_s + 30)
+        if out is None:
+            raise PSError("the goodput probe failed: the sink did not finish in time")
         return float(json.loads(out.strip().splitlines()[-1])["goodput_bps"])
-    except (subprocess.TimeoutExpired, ValueError, KeyError, IndexError) as exc:
+    except (ValueError, KeyError, IndexError) as exc:
         raise PSError(f"the goodput probe failed: {exc}") from None
     finally:
-        stop_processes([sink, *source])
+        procs.close()
 
 
 def versus_ring(spec: VersusSpec, *, rate_bps: float, prefix: str = "cs6") -> VersusResult:

@@ -1,84 +1,44 @@
 """Real jobs on the emulated testbed beside the simulator's prediction (``commsched testbed run``).
 
-For a scenario with explicit placements, :func:`run_scenario` builds its topology as a testbed, probes
-a source port per path for every connection the jobs open (per destination port), and runs each
-policy in turn through the launcher (:mod:`commsched.runtime.launch`): daemon, one agent per host,
-one job process per (job, host), for a profiling window plus a measuring window. Each policy's measured
-mean iteration times are reported beside the simulated twin's (:mod:`.twin`), with the allocated-GPU
-utilisation of both.
+For a scenario with explicit placements, :func:`run_scenario` turns each policy into a launch plan
+(:func:`launch_plan`: where its jobs run, which OCS circuits its placement asks for), has the launcher
+(:mod:`commsched.runtime.launch`) build the testbed, run the plan (daemon, one agent per host, one job
+process per (job, host), for a profiling window plus a measuring window) and tear the testbed down, and
+reports each policy's measured mean iteration times beside the simulated twin's (:mod:`.twin`), with
+the allocated-GPU utilisation of both.
 
-This is an edge module: it imports the simulator and the runtime / testbed side by side.
-"""
+This is an edge module: it imports the simulator and the runtime side by side."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from commsched.experiments.testbed_run.commands import command_jobs
 from commsched.experiments.testbed_run.layout import job_layouts
-from commsched.experiments.testbed_run.options import RunOptions
 from commsched.experiments.testbed_run.placing import (
     PolicyPlacement,
     placed_scenario,
     policy_placement,
     static_circuits,
 )
-from commsched.experiments.testbed_run.queues import deepen_queues, mtu_packets, shape_loopback, steady_tcp
 from commsched.experiments.testbed_run.report import measured_means, policy_report
 from commsched.io.scenario import Scenario
-from commsched.runtime.launch.jobs import JobLayout
-from commsched.runtime.launch.session import run_policy
-from commsched.runtime.launch.settings import RunSettings
+from commsched.runtime.launch.launcher import Launched, LaunchPlan, launched
+from commsched.runtime.launch.settings import RunOptions, RunSettings
+from commsched.testbed.handle import Testbed
 
-__all__ = ["RunOptions", "measured_means", "run_scenario"]
-
-
-def _probe_table(tb: Any, jobs: list[JobLayout], path: Path) -> dict[str, Any]:
-    """Probe every connection's NIC pair for its destination port; write the agents' table."""
-    from commsched.testbed.probe import probe
-
-    pairs: dict[int, dict[tuple[str, str], None]] = defaultdict(dict)
-    for job in jobs:
-        for src, dst in job.ring():
-            if src.nic != dst.nic and tb.topology.host_of(src.gpu).id != tb.topology.host_of(dst.gpu).id:
-                pairs[dst.port][(str(src.nic), str(dst.nic))] = None
-    entries: list[dict[str, Any]] = []
-    found = total = 0
-    for dport, chosen in sorted(pairs.items()):
-        res = probe(tb.topology, tb.layout, list(chosen), dport=dport)  # type: ignore[arg-type]
-        for pp in res.pairs:
-            total += len(pp.ports) + len(pp.missing)
-            found += len(pp.ports)
-            for links, sport in pp.ports.items():
-                entries.append(
-                    {
-                        "src_ip": tb.nic_address(pp.src),
-                        "dst_ip": tb.nic_address(pp.dst),
-                        "path": [int(x) for x in links],
-                        "sport": int(sport),
-                        "dport": dport,
-                    }
-                )
-    import json
-
-    path.write_text(json.dumps({"entries": entries}))
-    return {"ports": len(pairs), "paths_found": found, "paths": total}
+__all__ = ["RunOptions", "launch_plan", "measured_means", "run_scenario"]
 
 
 def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOptions) -> dict[str, Any]:
     """Build the testbed, run every policy, tear down; the report (see ``docs/testbed-run.md``)."""
-    from commsched.testbed import Testbed, build
-
     seed = scenario.seed if opts.seed is None else opts.seed
     work = Path(tempfile.mkdtemp(prefix=f"{opts.name}-"))
     work.chmod(0o755)  # command jobs may run as another user and read their files here
-    opts.say(f"building testbed {opts.name} ({scenario.topology.name}, rate scale {opts.rate_scale:g})")
-    state = build.up(scenario.topology, name=opts.name, rate_scale=opts.rate_scale, routing="ecmp", seed=seed)
     report: dict[str, Any] = {
         "scenario": scenario.name,
         "testbed": opts.name,
@@ -89,119 +49,54 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
         "queue_bytes": opts.queue_bytes,
         "policies": {},
     }
+    settings = RunSettings(
+        options=opts, priority_levels=scenario.priority_levels, seed=seed, topology=topology_spec
+    )
     try:
-        tb = Testbed(state)
-        if opts.queue_bytes:
-            report["queues_changed"] = deepen_queues(tb, opts.queue_bytes)
-        steady_tcp(tb)
-        if opts.mtu_packets:
-            report["gso_off_nics"] = mtu_packets(tb)
-        settings = RunSettings(
-            profiling_window_s=opts.profiling_window_s,
-            window_s=opts.window_s,
-            priority_levels=scenario.priority_levels,
-            seed=seed,
-            topology=topology_spec,
-            time_scale=opts.time_scale,
-            profile_share=opts.profile_share,
-            rate_scale=opts.rate_scale,
-            oracle=opts.oracle,
-            progress=opts.progress,
-        )
-        ctx = _Context(
-            scenario=scenario, topology_spec=topology_spec, settings=settings, opts=opts, work=work
-        )
-        for policy in opts.policies:
-            tb = _run_one(ctx, tb, policy, report)
+        with launched(scenario.topology, settings, work=work) as launcher:
+            report.update(launcher.tuned)
+            for policy in opts.policies:
+                placing = policy_placement(scenario, policy)
+                placed = placed_scenario(scenario, placing)
+                plan = launch_plan(placed, placing, launcher.testbed)
+                done = launcher.launch(plan)
+                report.setdefault("probe", done.probe)
+                report["policies"][policy] = _policy_report(placed, placing, plan, done, opts)
     finally:
-        opts.say(f"tearing down testbed {opts.name}")
-        _down(opts.name)
         if opts.keep_dir is not None:
             shutil.copytree(work, opts.keep_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.sock"))
         shutil.rmtree(work, ignore_errors=True)
     return report
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Context:
-    """What every policy of one run shares (``tables``: probe tables per placement and circuits)."""
-
-    scenario: Scenario
-    topology_spec: dict[str, Any]
-    settings: RunSettings
-    opts: RunOptions
-    work: Path
-    tables: dict[tuple[Any, ...], tuple[Path, dict[str, Any]]] = field(default_factory=dict)
-
-
-def _run_one(ctx: _Context, tb: Any, policy: str, report: dict[str, Any]) -> Any:
-    """Place, lay out, probe and run the jobs under ``policy``; its report goes in ``report``.
-
-    Returns the testbed (rebuilt when the policy's circuits changed it).
-    """
-    opts = ctx.opts
-    placing = policy_placement(ctx.scenario, policy)
-    placed = placed_scenario(ctx.scenario, placing)
-    tb, circuits = _set_circuits(tb, opts.name, placing)
+def launch_plan(placed: Scenario, placing: PolicyPlacement, tb: Testbed) -> LaunchPlan:
+    """Where the jobs of ``placed`` (a policy's placement of the scenario) run on ``tb``."""
     nic_ip = {str(n): ip for h in tb.topology.hosts for n, ip in tb.host_addresses(h.id).items()}
     library = replace(placed, jobs=tuple(j for j in placed.jobs if not j.command))
-    jobs = job_layouts(library, tb.topology, nic_ip)
-    commands = command_jobs(placed, tb)
-    intra = shape_loopback(tb, jobs)
-    key = (tuple(sorted((k, tuple(v)) for k, v in placing.gpus.items())), circuits)
-    if key not in ctx.tables:
-        table = ctx.work / f"ports-{len(ctx.tables)}.json"
-        opts.say(f"probing the paths of {len(jobs)} library jobs' connections")
-        ctx.tables[key] = (table, _probe_table(tb, jobs, table))
-    table, probed = ctx.tables[key]
-    report.setdefault("probe", probed)
-    spec = ctx.topology_spec
-    if circuits is not None:
-        spec = {**spec, "circuits": [list(r) for r in circuits]}
-    settings = replace(ctx.settings, topology=spec)
-    run = run_policy(tb, jobs, policy, settings, work=ctx.work / policy, table=table, commands=commands)
-    twin_scenario = placed if circuits is None else replace(placed, topology=tb.topology)
-    out = policy_report(
-        twin_scenario, tb, run, jobs=jobs, opts=opts, commands=commands, intra_links=intra["links"]
+    return LaunchPlan(
+        policy=placing.policy,
+        jobs=tuple(job_layouts(library, tb.topology, nic_ip)),
+        commands=tuple(command_jobs(placed, tb)),
+        circuits=placing.circuits if placing.circuits_changed else None,
+        static_circuits=static_circuits(tb.topology) if tb.topology.params.get("ocs") else None,
+        placement=tuple(sorted((k, tuple(str(g) for g in v)) for k, v in placing.gpus.items())),
     )
-    out["intra_host"] = {"shaped": len(intra["shaped"]), "unshaped": intra["unshaped"]}
+
+
+def _policy_report(
+    placed: Scenario, placing: PolicyPlacement, plan: LaunchPlan, done: Launched, opts: RunOptions
+) -> dict[str, Any]:
+    """One policy's part of the report: measured beside the simulated twin, placement, probe."""
+    tb, jobs, commands = done.testbed, list(plan.jobs), list(plan.commands)
+    twin_scenario = placed if plan.circuits is None else replace(placed, topology=tb.topology)
+    out = policy_report(
+        twin_scenario, tb, done.run, jobs=jobs, opts=opts, commands=commands, intra_links=done.intra["links"]
+    )
+    out["intra_host"] = {"shaped": len(done.intra["shaped"]), "unshaped": done.intra["unshaped"]}
     out["placement"] = {
         "placed_by": placing.placed_by,
         "hosts": {**{j.id: list(j.hosts) for j in jobs}, **{c.id: list(c.hosts) for c in commands}},
         "circuits_changed": placing.circuits_changed if placing.circuits is not None else None,
     }
-    out["probe"] = probed
-    report["policies"][policy] = out
-    return tb
-
-
-def _down(name: str) -> None:
-    """Remove the testbed and whatever its agents left (cgroups, nftables tables)."""
-    from commsched.runtime.enforce.ledger import clean_dir
-    from commsched.testbed import build
-    from commsched.testbed.state import agents_dir
-
-    clean_dir(agents_dir(name), kill=True)
-    build.down(name)
-
-
-def _set_circuits(
-    tb: Any, name: str, placing: PolicyPlacement
-) -> tuple[Any, tuple[tuple[int, ...], ...] | None]:
-    """Set the OCS circuits ``placing`` asks for (``testbed rewire``), or the static ones back.
-
-    Returns the testbed (rebuilt from its new state when circuits changed) and the circuit table
-    the run uses (``None``: the static circuits).
-    """
-    from commsched.testbed import Testbed, build
-    from commsched.testbed.state import read_state
-
-    static = static_circuits(tb.topology) if tb.topology.params.get("ocs") else None
-    raw = read_state(name).topology.get("circuits")
-    current = None if raw is None else tuple(tuple(int(x) for x in r) for r in raw)
-    if current == static:
-        current = None
-    wanted = placing.circuits if placing.circuits_changed else None
-    if wanted == current:
-        return tb, wanted
-    return Testbed(build.rewire(name, wanted if wanted is not None else static or ())), wanted
+    out["probe"] = done.probe
+    return out

@@ -5,9 +5,9 @@ host ``k``, as in the hierarchical ring), and one process per host (:mod:`commsc
 Hierarchical ring: rail ``r`` is the ring of the ``r``-th GPU of every host; on host ``k`` it listens
 on the NIC of GPU ``k*g + r``. Flat ring (``ring`` with several GPUs per host): one ring over all
 ``n`` ranks in GPU order, each rank listening on its GPU's NIC; the hops between two GPUs of one host
-go over the host's loopback (:func:`.queues.shape_loopback`). Listeners that share a NIC address get
-consecutive ports from :data:`DPORT_BASE`; the ECMP hash includes the destination port, so the prober
-runs once per port in use.
+go over the host's loopback (:func:`commsched.runtime.launch.fabric.shape_intra_host`). Listeners that
+share a NIC address get consecutive ports from :data:`DPORT_BASE`; the ECMP hash includes the
+destination port, so the prober runs once per port in use.
 
 Collectives the job library does not run on the testbed are refused with the reason
 (:data:`NOT_RUN`); a command job (an unmodified program, :mod:`.commands`) may declare any.

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from commsched.experiments.testbed_run.command_report import command_inputs, command_rows
-from commsched.experiments.testbed_run.options import RunOptions
 from commsched.experiments.testbed_run.twin import TwinFacts, simulate_twin
 from commsched.io.scenario import Scenario
 from commsched.runtime.launch.jobs import CommandJob, JobLayout
 from commsched.runtime.launch.session import PolicyRun
+from commsched.runtime.launch.settings import RunOptions
 from commsched.topology import LinkId
 
 __all__ = ["Twins", "library_rows", "measured_means", "policy_report"]

@@ -1,8 +1,12 @@
-"""The processes of one testbed run: daemon, host agents, job processes; all stopped in ``close``.
+"""The processes of a run: daemon, host agents, job processes, a PS experiment's roles; all stopped in
+``close``.
 
 Every process is started by :class:`Processes` and remembered by its pid; ``close`` sends SIGTERM to
 each, waits briefly, then SIGKILLs the ones still there (their whole process group: ``ip netns exec``
-runs the Python process as its child). Nothing is stopped by name.
+runs the Python process as its child). Nothing is stopped by name. A process's stderr goes to its log
+file under the log directory (without one: to this process's stderr); its stdout, when captured, is
+read line by line (:meth:`Processes.first_line`, :meth:`Processes.announced`) or whole at its exit
+(:meth:`Processes.output`).
 """
 
 from __future__ import annotations
@@ -29,16 +33,30 @@ def cli_argv(*args: str) -> list[str]:
 
 
 class Processes:
-    """Child processes of a run, each with a log file under ``logdir``."""
+    """Child processes of a run, each with a log file under ``logdir`` (``None``: stderr inherited)."""
 
-    def __init__(self, logdir: Path) -> None:
+    def __init__(self, logdir: Path | None) -> None:
         self.logdir = logdir
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        #: stdout read past the line a caller asked for, per process
+        self._rest: dict[str, bytes] = {}
+
+    def directory(self) -> Path:
+        """The log directory (a testbed run's work directory), which a testbed run's processes have."""
+        if self.logdir is None:
+            raise TestbedError("these processes log to this process's stderr, not under a directory")
+        return self.logdir
 
     def start(
-        self, name: str, argv: Sequence[str], *, capture_stdout: bool = False
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        capture_stdout: bool = False,
+        env: dict[str, str] | None = None,
     ) -> subprocess.Popen[bytes]:
-        log = open(self.logdir / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+        """Start ``argv`` as ``name`` (its own session), with ``env`` (default: this process's)."""
+        log = None if self.logdir is None else open(self.logdir / f"{name}.log", "wb")  # noqa: SIM115
         try:
             proc = subprocess.Popen(
                 list(argv),
@@ -46,33 +64,64 @@ class Processes:
                 stderr=log,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                env=env,
             )
         finally:
-            log.close()
+            if log is not None:
+                log.close()
         self.procs[name] = proc
         return proc
 
-    def announced(self, name: str, timeout_s: float) -> str:
-        """The address from the ``listening on ADDR`` line a daemon or agent prints on start."""
+    def _line(self, name: str, timeout_s: float, prefix: str) -> str | None:
+        """The first stdout line of ``name`` that starts with ``prefix`` (``None``: none in time)."""
         proc = self.procs[name]
         assert proc.stdout is not None
         deadline = time.monotonic() + timeout_s
-        buf = b""
-        while time.monotonic() < deadline:
+        buf = self._rest.pop(name, b"")
+        while True:
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                text = line.decode(errors="replace")
+                if text.startswith(prefix):
+                    self._rest[name] = buf
+                    return text
+            if time.monotonic() >= deadline:
+                break
             ready, _, _ = select.select([proc.stdout], [], [], 0.2)
             if ready:
                 chunk = os.read(proc.stdout.fileno(), 4096)
                 if not chunk:
                     break
                 buf += chunk
-                for line in buf.decode(errors="replace").splitlines():
-                    if line.startswith("listening on "):
-                        return line.removeprefix("listening on ").strip()
             elif proc.poll() is not None:
                 break
-        raise TestbedError(f"{name} did not start: {self.tail(name)}")
+        self._rest[name] = buf
+        return None
+
+    def announced(self, name: str, timeout_s: float) -> str:
+        """The address from the ``listening on ADDR`` line a daemon or agent prints on start."""
+        line = self._line(name, timeout_s, "listening on ")
+        if line is None:
+            raise TestbedError(f"{name} did not start: {self.tail(name)}")
+        return line.removeprefix("listening on ").strip()
+
+    def first_line(self, name: str, timeout_s: float) -> str | None:
+        """The first line ``name`` prints on stdout, stripped (``None``: none within ``timeout_s``)."""
+        line = self._line(name, timeout_s, "")
+        return None if line is None else line.strip()
+
+    def output(self, name: str, timeout_s: float) -> str | None:
+        """The rest of ``name``'s stdout, once it exits (``None``: still running at the timeout)."""
+        proc = self.procs[name]
+        try:
+            out, _ = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+        return (self._rest.pop(name, b"") + (out or b"")).decode(errors="replace")
 
     def tail(self, name: str) -> str:
+        if self.logdir is None:
+            return "(its stderr is this process's)"
         try:
             lines = (self.logdir / f"{name}.log").read_text(errors="replace").strip().splitlines()
         except OSError:

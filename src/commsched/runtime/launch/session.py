@@ -84,11 +84,11 @@ def _start_services(
             "daemon", "--db", str(work / "daemon.db"), "--listen", f"unix:{dsock}",
             "--token-file", str(work / "token"), "--policy", policy, "--topology", str(topo["kind"]),
             *params, "--priority-levels", str(st.priority_levels), "--seed", str(st.seed),
-            "--profiling-window", str(st.profiling_window_s), "--heartbeat-timeout", "0",
+            "--profiling-window", str(st.options.profiling_window_s), "--heartbeat-timeout", "0",
         ),
         capture_stdout=True,
     )  # fmt: skip
-    procs.announced("daemon", st.start_timeout_s)
+    procs.announced("daemon", st.options.start_timeout_s)
     agents: dict[str, Path] = {}
     for name in hosts:
         asock = work / f"agent-{name}.sock"
@@ -96,7 +96,7 @@ def _start_services(
         ports = [] if _uses_hash(policy) else ["--ports", str(table)]
         # an enforcing agent needs the cgroup hierarchy, which `ip netns exec` hides (nsenter keeps it)
         extra = (
-            ["--enforce", "--testbed", tb.name, "--oracle", st.oracle] if enforce else []
+            ["--enforce", "--testbed", tb.name, "--oracle", st.options.oracle] if enforce else []
         )  # profiles: asked for (_wait)
         argv = cli_argv(
             "agent", "--daemon", f"unix:{dsock}", "--host", name, "--listen", f"unix:{asock}",
@@ -107,7 +107,7 @@ def _start_services(
         procs.start(f"agent-{name}", wrap(name, argv), capture_stdout=True)
         agents[name] = asock
     for name in agents:
-        procs.announced(f"agent-{name}", st.start_timeout_s)
+        procs.announced(f"agent-{name}", st.options.start_timeout_s)
     return dsock, token, agents
 
 
@@ -118,7 +118,7 @@ def _profile_spec(job: JobLayout, k: int, work: Path, st: RunSettings) -> dict[s
     factors turn its measurement (testbed bytes and seconds) into the job's declared units.
     """
     h = len(job.hosts)
-    window = st.profile_share * st.profiling_window_s
+    window = st.options.profile_share * st.options.profiling_window_s
     if k != 0 or h < 2 or window <= 0:
         return None
     # flat ring: each of the host's g ranks sends 2 (n - 1) / n of the buffer to its successor
@@ -128,15 +128,15 @@ def _profile_spec(job: JobLayout, k: int, work: Path, st: RunSettings) -> dict[s
         "window_s": window,
         "daemon": str(work / "daemon.sock"),
         "token_file": str(work / "token"),
-        "compute_scale": 1.0 / st.time_scale,
-        "bytes_scale": 1.0 / share / (st.rate_scale * st.time_scale),
-        "time_scale": 1.0 / st.time_scale,
+        "compute_scale": 1.0 / st.options.time_scale,
+        "bytes_scale": 1.0 / share / (st.options.rate_scale * st.options.time_scale),
+        "time_scale": 1.0 / st.options.time_scale,
     }
 
 
 def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, *, agent: Path, st: RunSettings) -> Path:
     # the rail's shard of the scaled buffer, dilated like the compute (a flat ring: all of it per rank)
-    rail_bytes = tb.scale_bytes(job.sync_bytes) * st.time_scale / (1 if job.flat else job.rails)
+    rail_bytes = tb.scale_bytes(job.sync_bytes) * st.options.time_scale / (1 if job.flat else job.rails)
     flat = (
         {
             "ranks": len(job.listeners),
@@ -152,7 +152,7 @@ def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, *, agent: Path, st: R
         "host_index": k,
         "hosts": len(job.hosts),
         "rails": job.rails,
-        "compute_s": job.compute_s * st.time_scale,
+        "compute_s": job.compute_s * st.options.time_scale,
         "overlap": job.overlap,
         "rail_bytes": rail_bytes,
         "listen": [[[job.listener(r, i).ip, job.listener(r, i).port] for i in range(len(job.hosts))]
@@ -162,10 +162,10 @@ def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, *, agent: Path, st: R
         "go": str(work / "go"),
         "out": str(work / f"{job.id}-{k}.json"),
         "progress": str(work / f"{job.id}-{k}.progress"),
-        "refresh_s": st.refresh_s,
-        "calibration": st.calibration,
+        "refresh_s": st.options.refresh_s,
+        "calibration": st.options.calibration,
         "timeout_s": 60.0,
-        "go_timeout_s": st.start_timeout_s + 60.0,
+        "go_timeout_s": st.options.start_timeout_s + 60.0,
         "profile": _profile_spec(job, k, work, st),
     }  # fmt: skip
     path = work / f"{job.id}-{k}.spec.json"
@@ -276,7 +276,7 @@ def _start_jobs(
     st: RunSettings,
 ) -> list[str]:  # fmt: skip
     """One job process per (job, host index, host); returns their names once every one listens."""
-    work = procs.logdir
+    work = procs.directory()
     names, ready = [], []
     for job, k, host in specs:
         path = _spec(tb, job, k, work, agent=agents[host], st=st)
@@ -284,14 +284,14 @@ def _start_jobs(
         procs.start(name, tb.exec_argv(host, [*cli_argv()[:1], "-m", "commsched.runtime.jobproc", str(path)]))
         names.append(name)
         ready.append(work / f"{job.id}-{k}.ready")
-    _wait_files(ready, procs, names, st.start_timeout_s)
+    _wait_files(ready, procs, names, st.options.start_timeout_s)
     return names
 
 
 def _go(work: Path, st: RunSettings) -> tuple[float, float]:
     """Tell every job process when to start and end (the ``go`` file, written atomically)."""
     start = time.time() + 0.5
-    end_at = start + st.profiling_window_s + st.window_s
+    end_at = start + st.options.profiling_window_s + st.options.window_s
     tmp = work / "go.tmp"
     tmp.write_text(json.dumps({"start": start, "end_at": end_at}))
     tmp.replace(work / "go")
@@ -321,7 +321,7 @@ def run_policy(
     token = ""
     try:
         used = sorted({h for j in jobs for h in j.hosts} | {h for c in commands for h in c.hosts})
-        st.say(f"{policy}: starting the daemon and {len(used)} host agents")
+        st.options.say(f"{policy}: starting the daemon and {len(used)} host agents")
         dsock, token, agents = _start_services(
             tb, procs, work, policy=policy, st=st, table=table, enforce=bool(commands), hosts=used
         )
@@ -329,13 +329,16 @@ def run_policy(
         names = _start_jobs(tb, procs, specs, agents=agents, st=st)
         _register(dsock, token, _bodies(jobs, commands), agents, 60.0)
         if commands:
-            st.say(f"{policy}: starting {len(commands)} command jobs: {', '.join(c.id for c in commands)}")
+            st.options.say(
+                f"{policy}: starting {len(commands)} command jobs: {', '.join(c.id for c in commands)}"
+            )
             cmd.start_commands(commands, agents, token, work)
-            cmd.wait_iterating(commands, agents, token, work, st.start_timeout_s)
+            cmd.wait_iterating(commands, agents, token, work, st.options.start_timeout_s)
         start, end_at = _go(work, st)
-        st.say(
-            f"{policy}: {len(jobs) + len(commands)} jobs running: {st.profiling_window_s:g} s profiling "
-            f"window, then {st.window_s:g} s measured"
+        o = st.options
+        o.say(
+            f"{policy}: {len(jobs) + len(commands)} jobs running: {o.profiling_window_s:g} s profiling "
+            f"window, then {o.window_s:g} s measured"
         )
         ended, link_bytes = wait_run(
             procs, names, commands, agents=agents, token=token, st=st, end_at=end_at, tb=tb

@@ -2,7 +2,7 @@
 
 :func:`wait_run` waits for the run's end (or every job's exit), printing a progress line per job
 every 5 s, asking the command jobs' agents for their profiles at the end of their profiling share
-(:data:`RunSettings.command_profile_share`), and reading every link's counters at the start and end
+(:data:`.settings.RunOptions.command_profile_share`), and reading every link's counters at the start and end
 of the measuring window; :func:`collect_outputs` reads the library job processes' results.
 """
 
@@ -34,7 +34,7 @@ def _post_profiles(
     """Ask the command jobs' agents for their profiles over ``window`` (start, end) and say what came."""
     for jid, body in cmd.post_profiles(commands, agents, token, window[0], window[1]).items():
         got = body.get("measured")
-        st.say(
+        st.options.say(
             f"  {jid}: profile posted: period {got['period_s']:.3f} s, "
             f"compute {got['compute_s']:.3f} s, {got['bytes_per_iteration'] / 1e6:.2f} MB/iteration"
             if got and "rejected" not in body
@@ -54,9 +54,9 @@ def _say_progress(
     for n in names:
         done = work / f"{n.removeprefix('job-')}.progress"
         count = done.read_text() if done.exists() else "0"
-        st.say(f"  {n.removeprefix('job-')}: {count} iterations")
+        st.options.say(f"  {n.removeprefix('job-')}: {count} iterations")
     for job in commands:
-        st.say(f"  {job.id}: {cmd.progress_line(job, agents, token, work)}")
+        st.options.say(f"  {job.id}: {cmd.progress_line(job, agents, token, work)}")
 
 
 def wait_run(
@@ -79,11 +79,13 @@ def wait_run(
 
     ended: dict[str, float] = {}
     last = polled = time.monotonic()
-    work = procs.logdir
-    start = end_at - st.profiling_window_s - st.window_s
-    share = st.command_profile_share
-    profile_at = start + share * st.profiling_window_s if commands and st.profile_share else None
-    window_at: float | None = start + st.profiling_window_s if commands else None
+    work = procs.directory()
+    start = end_at - st.options.profiling_window_s - st.options.window_s
+    share = st.options.command_profile_share
+    profile_at = (
+        start + share * st.options.profiling_window_s if commands and st.options.profile_share else None
+    )
+    window_at: float | None = start + st.options.profiling_window_s if commands else None
     before: dict[Any, int] = {}
     while time.time() < end_at + 1.0:
         if window_at is not None and time.time() >= window_at:
@@ -99,7 +101,7 @@ def wait_run(
                     ended[job.id] = time.time()
         if lib_done and len(ended) == len(commands):
             break
-        if st.progress is not None and time.monotonic() - last >= 5.0:
+        if st.options.progress is not None and time.monotonic() - last >= 5.0:
             last = time.monotonic()
             _say_progress(names, commands, agents=agents, token=token, st=st, work=work)
         time.sleep(0.5)

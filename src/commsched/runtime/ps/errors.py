@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from commsched.errors import CommschedError, InputError, ProtocolError
 
-__all__ = ["PSError", "PSTimeoutError", "ProtocolError", "process_exit_code"]
+__all__ = ["PSError", "PSTimeoutError", "ProtocolError", "error_exit_code", "process_exit_code"]
 
 
 class PSError(CommschedError):
@@ -34,3 +34,15 @@ def process_exit_code(body: Callable[[], None]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def error_exit_code(exc: CommschedError) -> int:
+    """Print ``exc`` as one line on stderr; the exit status of a process it ends (2 for bad input, else 1).
+
+    For a process whose own entry point catches the package's errors (no callback handed down).
+    """
+    if isinstance(exc, InputError):
+        print(f"error: {exc.line()}", file=sys.stderr)
+        return 2
+    print(f"error: {exc}", file=sys.stderr)
+    return 1

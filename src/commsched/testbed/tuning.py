@@ -1,0 +1,87 @@
+"""A built testbed tuned for real jobs: deeper class queues, steady TCP, MTU packets, a shaped loopback.
+
+Deeper switch queues are a lossless fabric, as RoCE with PFC is (Crux §6, vClos §8). The testbed's
+class queues hold ~5 ms of traffic (at least 192 KiB), right for its shaping and priority checks. A
+data-parallel job starts every ring step with a burst on all its connections at once; on a ToR uplink
+shared 2:1 those bursts overflow such a queue, and a TCP flow of a few dozen segments that loses its
+tail waits for a retransmission timeout (200 ms minimum on Linux), several iterations' worth. The
+fabrics the papers measured do not drop (RoCE with priority flow control), and the fluid simulator has
+no loss either, so a run gives every class queue room for every byte a step can have in flight.
+
+The queues stay FIFOs: a FIFO shares a link less evenly among the TCP flows in it than the
+simulator's max-min share, and a ring step ends with its slowest flow. A per-flow fair queue
+(``fq_codel``, ``sfq``, ``fq``) would match the model better, but the kernels this runs on here have
+none of them built (only ``bfifo``/``pfifo`` under HTB).
+
+The queueing rules themselves are :mod:`.htb`'s.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from commsched.testbed import htb, netns
+from commsched.testbed.handle import Testbed
+
+__all__ = ["LOOPBACK_MAX_BPS", "deepen_queues", "mtu_packets", "shape_loopback", "steady_tcp"]
+
+#: the fastest rate a hop over a host's loopback is shaped to: HTB held 2 Gbit/s within 5-11 % here
+#: (docs/testbed.md); a faster intra-host link is left unshaped (loopback's own speed, several
+#: Gbit/s for a Python TCP flow on this machine, and the report says so)
+LOOPBACK_MAX_BPS = 2e9
+
+
+def deepen_queues(tb: Testbed, limit_bytes: int) -> int:
+    """Set every class queue of every emulated egress to ``limit_bytes``; returns how many changed."""
+    lines: dict[str, list[str]] = defaultdict(list)
+    for cable in tb.layout.cables:
+        for end in (cable.a, cable.b):
+            lines[tb.layout.node_ns(end)] += htb.queue_limit_lines(end.iface, limit_bytes)
+    for ns, batch in lines.items():
+        netns.run(["ip", "netns", "exec", ns, "tc", "-batch", "-"], "\n".join(batch) + "\n")
+    return sum(len(b) for b in lines.values())
+
+
+def steady_tcp(tb: Testbed) -> None:
+    """No slow start after idle in the host namespaces (``net.ipv4.tcp_slow_start_after_idle=0``).
+
+    A job's connections idle during its compute; Linux would restart each from the initial window at
+    every iteration, which no RDMA transport does and the fluid model does not assume.
+    """
+    for host in tb.topology.hosts:
+        ns = tb.host_namespace(host.id)
+        netns.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.tcp_slow_start_after_idle=0"])
+
+
+def mtu_packets(tb: Testbed) -> int:
+    """No segmentation offload on the host NICs (``gso_max_size 1500``); returns how many changed.
+
+    A sender's TCP stack otherwise hands 64 KB segments down the veth, and every router stores and
+    forwards each of them whole through an HTB bucket of about the same size: tens of milliseconds
+    per hop at the emulated rates, added to every ring step. A switch forwards frames of the MTU.
+    """
+    lines: dict[str, list[str]] = defaultdict(list)
+    for host in tb.topology.hosts:
+        for nic in tb.host_addresses(host.id):
+            end = tb.layout.nic_cable(nic).a
+            lines[tb.layout.node_ns(end)].append(f"link set dev {end.iface} gso_max_size 1500")
+    for ns, batch in lines.items():
+        netns.run(["ip", "-n", ns, "-batch", "-"], "\n".join(batch) + "\n")
+    return sum(len(b) for b in lines.values())
+
+
+def shape_loopback(tb: Testbed, hops: Mapping[str, Sequence[htb.LoopbackHop]]) -> None:
+    """Shape the loopback of every host of ``hops`` (host id -> its hops, :func:`.htb.loopback_lines`).
+
+    A hop ``GPU a -> GPU b`` of one host runs between two listeners of that host's namespace, so its
+    packets cross the namespace's loopback; one HTB class per destination (address and port) holds it
+    to its rate. The loopback's old root qdisc (if any) is replaced.
+    """
+    for host, host_hops in hops.items():
+        if not host_hops:
+            continue
+        ns = tb.host_namespace(host)
+        netns.run(["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", "lo", "root"], check=False)
+        batch = htb.loopback_lines(host_hops)
+        netns.run(["ip", "netns", "exec", ns, "tc", "-batch", "-"], "\n".join(batch) + "\n")
