@@ -5,9 +5,11 @@
   :mod:`commsched.runtime.agent`);
 * :mod:`.jobproc` — one testbed job process on a host (``python -m commsched.runtime.jobside.jobproc
   SPEC.json``): compute as a sleep, real all-reduces through the job library, its profile posted to the
-  daemon.
+  daemon;
+* :mod:`.profilepost` — :class:`~.profilepost.ProfilePoster`, the job's profiler that posts ``W_j``,
+  ``t_j`` and the iteration period to the daemon at the end of the profiling window.
 
-The collectives themselves are :mod:`commsched.runtime.transport`, the in-job profiler and its poster
+The collectives themselves are :mod:`commsched.runtime.transport`, the in-job profiler
 :mod:`commsched.runtime.profiling`. Nothing is imported here, so that importing a module of this
 package needs only the core.
 """

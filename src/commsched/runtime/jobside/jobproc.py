@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from commsched.runtime.jobside.agentpolicy import AgentPolicy
-from commsched.runtime.profiling.jobprofile import ProfilePoster
+from commsched.runtime.jobside.profilepost import ProfilePoster
 from commsched.runtime.transport import Options, init
 
 __all__ = ["main", "run"]
