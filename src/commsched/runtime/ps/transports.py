@@ -124,9 +124,7 @@ class TransportConfig:
             if getattr(self, f) < 8:
                 raise InputError(f"{getattr(self, f)} bytes", where=f, expected=">= 8")
         if self.mark is not None and not isinstance(self.mark, Mark):
-            raise InputError(
-                f"{self.mark!r}", where="mark", expected="a commsched.runtime.protocol.marks.Mark"
-            )
+            raise InputError(f"{self.mark!r}", where="mark", expected="a commsched.runtime.Mark")
 
     @property
     def tos(self) -> int | None:
