@@ -27,9 +27,9 @@ import numpy as np
 
 from commsched.experiments.ps.bench import JobSpec, run_job
 from commsched.experiments.ps.emulate import EmulatedLayer
+from commsched.runtime.ps.frame import new_buffer
 from commsched.runtime.ps.summation import Summation
 from commsched.runtime.ps.transports import TransportConfig
-from commsched.runtime.ps.wire import new_buffer
 from commsched.testbed.shaped_link import LoopbackLink
 
 PART = 64 << 20  # bytes

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from commsched.runtime import Options, StoreServer, init
-from commsched.runtime.transport.store import StoreClient
+from commsched.runtime.transport.rendezvous import StoreClient
 
 TARGET = 0.60
 PIECE = 4 << 20

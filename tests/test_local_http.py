@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from commsched.runtime.localhttp import LocalClient, LocalHTTPError
+from commsched.runtime.http.localclient import LocalClient, LocalHTTPError
 from tests.paths import REPO
 
 SRC = REPO / "src" / "commsched"
-HOME = SRC / "runtime" / "localhttp.py"
-#: the daemon's listener binds its Unix socket (a server, not a client)
-LISTENER = SRC / "runtime" / "daemon" / "server.py"
+HOME = SRC / "runtime" / "http" / "localclient.py"
+#: the services' listener binds its Unix socket (a server, not a client)
+LISTENER = SRC / "runtime" / "http" / "serving.py"
 CLIENT_MODULES = ("httpx", "http.client", "urllib.request", "requests", "aiohttp")
 
 

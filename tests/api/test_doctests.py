@@ -20,6 +20,7 @@ MODULES = (
     "commsched.catalog",
     "commsched.registry",
     "commsched.testing",
+    "commsched.testing.invariants",
     "commsched._lazy",
     "commsched._docgen",
     "commsched.io.results",

@@ -49,7 +49,7 @@ class LiveServer:
 def serve_in_thread(app: Any) -> LiveServer:
     import uvicorn
 
-    from commsched.runtime.daemon.server import Listen, bind
+    from commsched.runtime.http.serving import Listen, bind
 
     sock = bind(Listen(host="127.0.0.1", port=0))
     port = sock.getsockname()[1]

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from commsched.cli.app import app
-from commsched.runtime.daemon.server import load_token, parse_listen
+from commsched.runtime.http.serving import load_token, parse_listen
 
 runner = CliRunner()
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from commsched.runtime.jobproc import run
+from commsched.runtime.jobside.jobproc import run
 from tests.runtime_daemon.conftest import AUTH, TOKEN, Proc, start_process
 
 pytestmark = pytest.mark.slow

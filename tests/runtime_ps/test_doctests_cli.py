@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from commsched.cli.app import app
 
 MODULES = [
-    "commsched.runtime.ps.wire",
+    "commsched.runtime.ps.frame",
     "commsched.runtime.ps.keys",
     "commsched.runtime.ps.summation",
     "commsched.runtime.ps.transports",

@@ -15,18 +15,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commsched.runtime.ps import wire
+from commsched.runtime.ps import frame
 from commsched.runtime.ps.client import PSClient
 from commsched.runtime.ps.errors import PSError
+from commsched.runtime.ps.frame import Kind
 from commsched.runtime.ps.launch import local_job_env
 from commsched.runtime.ps.transports import TransportConfig
-from commsched.runtime.ps.wire import Kind
 from tests.runtime_ps.conftest import servers
 
 
 def _raw_worker(address: tuple[str, int], rank: int, workers: int) -> socket.socket:
     s = socket.create_connection(address)
-    s.sendall(wire.encode(Kind.HELLO, key=rank, offset=workers))
+    s.sendall(frame.encode(Kind.HELLO, key=rank, offset=workers))
     return s
 
 
@@ -40,9 +40,9 @@ def test_truncated_push_fails_the_job_never_a_wrong_sum(
         try:
             h = c.push_pull_async(x, name="g")
             rogue = _raw_worker(srv[0].address, 1, 2)
-            rogue.sendall(wire.encode(Kind.INIT, key=0, offset=4096))
+            rogue.sendall(frame.encode(Kind.INIT, key=0, offset=4096))
             kind = Kind.PUSHPULL if transport == "mercury" else Kind.PUSH
-            rogue.sendall(wire.encode(kind, key=0, offset=0, length=4096) + b"\0" * 100)  # then dies
+            rogue.sendall(frame.encode(kind, key=0, offset=0, length=4096) + b"\0" * 100)  # then dies
             rogue.close()
             t0 = time.monotonic()
             with pytest.raises(PSError, match=r"worker 1 failed.*truncated"):
@@ -61,20 +61,20 @@ def test_malformed_message_is_rejected_and_other_keys_stay_right(
         rogue = _raw_worker(srv[0].address, 1, 2)
         try:
             h = c.push_pull_async(x, name="g")  # key 0, one 4096-byte part
-            rogue.sendall(wire.encode(Kind.INIT, key=0, offset=4096))
+            rogue.sendall(frame.encode(Kind.INIT, key=0, offset=4096))
             # out of bounds, undeclared key, wrong size: each rejected with an ERROR, nothing summed
-            bad = [wire.encode(Kind.PUSH, key=0, offset=8, length=4096) + b"\1" * 4096,
-                   wire.encode(Kind.PUSH, key=99, offset=0, length=8) + b"\1" * 8,
-                   wire.encode(Kind.PUSH, key=0, offset=0, length=8) + b"\1" * 8]  # fmt: skip
-            replies = wire.Reader(rogue)
+            bad = [frame.encode(Kind.PUSH, key=0, offset=8, length=4096) + b"\1" * 4096,
+                   frame.encode(Kind.PUSH, key=99, offset=0, length=8) + b"\1" * 8,
+                   frame.encode(Kind.PUSH, key=0, offset=0, length=8) + b"\1" * 8]  # fmt: skip
+            replies = frame.Reader(rogue)
             for msg in bad:
                 rogue.sendall(msg)
                 hdr = replies.header()
                 reason = bytes(replies.payload(hdr.length))
                 assert hdr.kind == Kind.ERROR and b"rejected PUSH" in reason
             ones = np.ones(1024, np.float32)
-            rogue.sendall(wire.encode(Kind.PUSH, key=0, offset=0, length=4096) + ones.tobytes())
-            rogue.sendall(wire.encode(Kind.PULL, key=0))
+            rogue.sendall(frame.encode(Kind.PUSH, key=0, offset=0, length=4096) + ones.tobytes())
+            rogue.sendall(frame.encode(Kind.PULL, key=0))
             assert replies.header().kind == Kind.ACK
             hdr = replies.header()
             data = replies.payload(hdr.length)
@@ -92,7 +92,7 @@ def test_garbage_header_fails_the_job(small_config: Callable[[str], TransportCon
         try:
             h = c.push_pull_async(np.ones(10, np.float32), name="g")
             rogue = _raw_worker(srv[0].address, 1, 2)
-            rogue.sendall(b"\xff" * wire.HEADER_BYTES)
+            rogue.sendall(b"\xff" * frame.HEADER_BYTES)
             with pytest.raises(PSError, match="unknown message kind"):
                 h.wait(5)
             rogue.close()

@@ -52,11 +52,11 @@ def test_unknown_hash_mode_is_an_input_error() -> None:
 def test_summation_threads_are_byte_balanced() -> None:
     srv = Server(num_workers=1, threads=2)
     try:
-        from commsched.runtime.ps import wire
-        from commsched.runtime.ps.wire import Kind
+        from commsched.runtime.ps import frame
+        from commsched.runtime.ps.frame import Kind
 
         for key, nbytes in enumerate([1000, 10, 10, 10, 500]):
-            srv._thread_of(wire.decode(wire.encode(Kind.INIT, key=key, offset=nbytes)))
+            srv._thread_of(frame.decode(frame.encode(Kind.INIT, key=key, offset=nbytes)))
         assert sorted(srv.thread_bytes) == [530, 1000]  # each new key to the least-loaded thread
     finally:
         srv.stop()

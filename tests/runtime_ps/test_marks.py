@@ -13,7 +13,7 @@ import time
 import pytest
 
 from commsched.errors import InputError
-from commsched.runtime.marks import Mark, mark_for_class, socket_mark
+from commsched.runtime.protocol.marks import Mark, mark_for_class, socket_mark
 from commsched.runtime.ps.client import PSClient
 from commsched.runtime.ps.roles import mark_from_env, transport_from_env
 from commsched.runtime.ps.server import Server

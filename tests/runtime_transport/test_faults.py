@@ -17,7 +17,7 @@ from commsched.runtime import Options, StoreServer, init
 from commsched.runtime.transport.collectives import recv
 from commsched.runtime.transport.frame import HEADER, FrameHeader, FrameKind, encode_header
 from commsched.runtime.transport.group import Group, GroupConfig
-from commsched.runtime.transport.wire import make_listener
+from commsched.runtime.transport.sockets import make_listener
 
 PEER = """
 import sys, time, numpy as np

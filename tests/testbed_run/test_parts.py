@@ -17,9 +17,9 @@ from commsched.experiments.testbed_run.layout import job_layouts
 from commsched.experiments.testbed_run.twin import GOODPUT, TwinFacts, simulate_twin, twin_topology
 from commsched.io.scenario import scenario_from_text
 from commsched.io.shipped import shipped_text
-from commsched.runtime.agent.client import AgentPolicy
 from commsched.runtime.agent.ports import answer, parse_probe_table
-from commsched.runtime.jobproc import run
+from commsched.runtime.jobside.agentpolicy import AgentPolicy
+from commsched.runtime.jobside.jobproc import run
 from commsched.runtime.launch.jobs import DPORT_BASE
 from commsched.runtime.launch.session import PolicyRun
 from commsched.topology import LinkId

@@ -80,7 +80,7 @@ def daemon(
     _need_runtime()
     from commsched.runtime.daemon import ClusterConfig, DaemonService, Store
     from commsched.runtime.daemon.api import create_app
-    from commsched.runtime.daemon.server import bind, load_token, parse_listen, serve
+    from commsched.runtime.http.serving import bind, load_token, parse_listen, serve
 
     where = parse_listen(listen)
     if topology is None and param:
@@ -173,7 +173,7 @@ def agent(
     from commsched.runtime.agent import counter_source, load_probe_table
     from commsched.runtime.agent.app import create_agent_app
     from commsched.runtime.agent.follower import Follower
-    from commsched.runtime.daemon.server import bind, parse_listen, serve
+    from commsched.runtime.http.serving import bind, parse_listen, serve
 
     if not daemon_url.startswith(("http://", "https://", "unix:")):
         raise InputError(
@@ -245,7 +245,7 @@ def _parse_nics(items: list[str]) -> list[dict[str, str | None]]:
 def _agent_metrics(follower: Any, listen: str | None, token: str | None) -> tuple[Any, Any]:
     """The agent's metrics, and their listener on ``listen`` (``HOST:PORT``) when given."""
     from commsched.runtime.agent.metrics import AgentMetrics, serve_metrics
-    from commsched.runtime.daemon.server import parse_listen
+    from commsched.runtime.http.serving import parse_listen
 
     metrics = AgentMetrics(follower)
     if listen is None:

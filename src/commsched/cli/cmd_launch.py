@@ -24,7 +24,7 @@ DEFAULT_AGENT = "unix:/run/commsched/agent.sock"
 
 
 def _client(url: str, token: str | None) -> Any:
-    from commsched.runtime.localhttp import LocalClient
+    from commsched.runtime.http.localclient import LocalClient
 
     try:
         return LocalClient(url.rstrip("/"), token=token, timeout=30.0)
@@ -35,7 +35,7 @@ def _client(url: str, token: str | None) -> Any:
 
 
 def _ask(url: str, token: str | None, method: str, path: str, body: Any = None) -> dict[str, Any]:
-    from commsched.runtime.localhttp import LocalHTTPError
+    from commsched.runtime.http.localclient import LocalHTTPError
 
     try:
         with _client(url, token) as c:

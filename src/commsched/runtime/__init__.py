@@ -14,9 +14,9 @@ Examples
 Marking(source_port=None, dscp=10)
 """
 
-from commsched.runtime.agent.client import AgentPolicy
-from commsched.runtime.marks import Mark, mark_for_class
+from commsched.runtime.jobside.agentpolicy import AgentPolicy
 from commsched.runtime.profiling.profiler import Profile, Profiler, iteration_period
+from commsched.runtime.protocol.marks import Mark, mark_for_class
 from commsched.runtime.transport import (
     Communicator,
     ConnectionInfo,

@@ -1,7 +1,7 @@
 """Where a scenario's jobs run on a testbed: per job, its hosts, rails, listening addresses, ports.
 
 A job of ``n`` GPUs on ``h`` hosts has ``g = n / h`` GPUs per host (its ranks ``k*g .. k*g+g-1`` on
-host ``k``, as in the hierarchical ring), and one process per host (:mod:`commsched.runtime.jobproc`).
+host ``k``, as in the hierarchical ring), and one process per host (:mod:`commsched.runtime.jobside.jobproc`).
 Hierarchical ring: rail ``r`` is the ring of the ``r``-th GPU of every host; on host ``k`` it listens
 on the NIC of GPU ``k*g + r``. Flat ring (``ring`` with several GPUs per host): one ring over all
 ``n`` ranks in GPU order, each rank listening on its GPU's NIC; the hops between two GPUs of one host

@@ -20,12 +20,12 @@ from commsched.runtime.agent.counters import CounterSource
 from commsched.runtime.agent.follower import Follower
 from commsched.runtime.agent.jobs_api import add_job_routes
 from commsched.runtime.agent.ports import ProbeTable, answer
-from commsched.runtime.httpjson import StrictJSONRoute, add_shape_handlers
-from commsched.runtime.wire import PORT_API
+from commsched.runtime.http.strictjson import StrictJSONRoute, add_shape_handlers
+from commsched.runtime.protocol.control import PORT_API
 
 __all__ = ["AGENT_API_VERSION", "create_agent_app"]
 
-#: version of the agent's local protocol (:data:`commsched.runtime.wire.PORT_API`)
+#: version of the agent's local protocol (:data:`commsched.runtime.protocol.control.PORT_API`)
 AGENT_API_VERSION = PORT_API
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from commsched.errors import InputError
-from commsched.runtime.localhttp import LocalClient, LocalHTTPError
-from commsched.runtime.wire import HostView
+from commsched.runtime.http.localclient import LocalClient, LocalHTTPError
+from commsched.runtime.protocol.control import HostView
 
 __all__ = ["Follower", "read_state", "write_state"]
 
@@ -99,7 +99,7 @@ class Follower:
 
     @property
     def host_view(self) -> HostView:
-        """The last host view, typed (:class:`~commsched.runtime.wire.HostView`)."""
+        """The last host view, typed (:class:`~commsched.runtime.protocol.control.HostView`)."""
         with self._lock:
             return self._host_view
 

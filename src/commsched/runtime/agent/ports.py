@@ -8,8 +8,8 @@ The source port that pins a connection onto its planned path comes, in this orde
    (:func:`commsched.topology.ecmp.port_for_path`, as ``commsched plan`` does).
 
 The mark (DSCP and TOS byte) is the one of the job's class in the decision
-(:func:`commsched.runtime.marks.mark_for_class`). The answer is a
-:class:`~commsched.runtime.wire.PortAnswer`.
+(:func:`commsched.runtime.protocol.marks.mark_for_class`). The answer is a
+:class:`~commsched.runtime.protocol.control.PortAnswer`.
 
 Probe-table file: a JSON list of ``{"src_ip": "10.0.0.1", "dst_ip": "10.0.1.1", "path": [3, 17, 42],
 "sport": 49153}`` (``src_port`` is accepted for ``sport``), or an object holding that list under
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from commsched.errors import InputError
-from commsched.runtime.wire import HostView, PortAnswer
+from commsched.runtime.protocol.control import HostView, PortAnswer
 
 __all__ = ["ProbeTable", "answer", "load_probe_table"]
 
@@ -115,7 +115,7 @@ def answer(
 ) -> PortAnswer | None:
     """Source port and mark for connection ``(job, src_rank, dst_rank)`` under the host view ``view``.
 
-    ``view``: the :class:`~commsched.runtime.wire.HostView` (or its JSON, validated here);
+    ``view``: the :class:`~commsched.runtime.protocol.control.HostView` (or its JSON, validated here);
     ``dport``: the destination port the connection goes to; entries probed for it come first.
     Returns ``None`` when the decision has no such job. Connections the decision does not route
     (same host, or not in the job's collective) get the job's mark and ``src_port`` ``None`` (any port).

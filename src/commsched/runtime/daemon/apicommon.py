@@ -1,9 +1,9 @@
 """What every route of the daemon's HTTP API shares: the token, the strict JSON body, the error shape.
 
 Every error the API answers has one shape, ``{"error": ONE LINE, "field": WHERE}``: a refused token
-(401), a value the service refuses (400, 404, 409), and what :mod:`commsched.runtime.httpjson` answers
+(401), a value the service refuses (400, 404, 409), and what :mod:`commsched.runtime.http.strictjson` answers
 for every JSON service of the runtime (a malformed body, a bad parameter, an unknown route: 404, 405,
-422). Bodies are read strictly (:class:`~commsched.runtime.httpjson.StrictJSONRoute`: no key twice),
+422). Bodies are read strictly (:class:`~commsched.runtime.http.strictjson.StrictJSONRoute`: no key twice),
 and the models of :mod:`.models` take no coercion (``"gpus": true`` or ``"gpus": "8"`` is not a GPU
 count).
 """
@@ -18,8 +18,8 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from commsched.errors import InputError
-from commsched.runtime.daemon.jobs import StateConflictError, UnknownJobError
-from commsched.runtime.httpjson import add_shape_handlers
+from commsched.runtime.daemon.jobrequest import StateConflictError, UnknownJobError
+from commsched.runtime.http.strictjson import add_shape_handlers
 
 __all__ = ["UnauthorizedError", "add_error_handlers", "token_guards"]
 

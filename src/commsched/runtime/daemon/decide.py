@@ -27,8 +27,15 @@ from typing import Any
 
 from commsched.runtime.daemon.records import ClusterConfig, JobRecord
 from commsched.runtime.daemon.replay import placed_routing, replay_placement
-from commsched.runtime.marks import mark_for_class
-from commsched.runtime.wire import DECISION_FORMAT, Cause, Connection, Decision, JobDecision, LinkLoad
+from commsched.runtime.protocol.control import (
+    DECISION_FORMAT,
+    Cause,
+    Connection,
+    Decision,
+    JobDecision,
+    LinkLoad,
+)
+from commsched.runtime.protocol.marks import mark_for_class
 from commsched.scheduling.memo import Memo
 from commsched.scheduling.state import ClusterState, PlacedJob
 from commsched.topology import NodeId, Topology
@@ -168,7 +175,7 @@ def decision(
     Returns
     -------
     Decision
-        Per job its rank, class and mark (:func:`commsched.runtime.marks.mark_for_class`); every
+        Per job its rank, class and mark (:func:`commsched.runtime.protocol.marks.mark_for_class`); every
         inter-host connection with its path and source port; the planned load per link.
     """
     from commsched.errors import UnknownNameError

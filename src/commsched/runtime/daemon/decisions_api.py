@@ -15,11 +15,11 @@ from fastapi import APIRouter, Query
 from fastapi import Path as FastPath
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 
-from commsched.runtime.daemon.jobs import UnknownJobError
+from commsched.runtime.daemon.jobrequest import UnknownJobError
 from commsched.runtime.daemon.models import API_VERSION
 from commsched.runtime.daemon.page import render_status
 from commsched.runtime.daemon.service import DaemonService
-from commsched.runtime.httpjson import StrictJSONRoute
+from commsched.runtime.http.strictjson import StrictJSONRoute
 
 __all__ = ["Versions", "decisions_router", "status_router"]
 

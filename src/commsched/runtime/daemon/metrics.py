@@ -37,7 +37,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
 from commsched.runtime.daemon.service import DaemonService
-from commsched.runtime.wire import Cause
+from commsched.runtime.protocol.control import Cause
 
 __all__ = ["DECISION_BUCKETS_S", "DaemonMetrics", "metrics_router"]
 

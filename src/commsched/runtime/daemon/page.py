@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from commsched.runtime.daemon.service import DaemonService
-    from commsched.runtime.wire import Decision
+    from commsched.runtime.protocol.control import Decision
 
 __all__ = ["render_status"]
 

@@ -12,11 +12,11 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from commsched.runtime.daemon.jobs import JobRequest
+from commsched.runtime.daemon.jobrequest import JobRequest
 from commsched.runtime.daemon.models import ClusterIn, CountersIn, HostIn, JobIn, ProfileIn
 from commsched.runtime.daemon.records import ClusterConfig, ProfileRecord
 from commsched.runtime.daemon.service import DaemonService
-from commsched.runtime.httpjson import StrictJSONRoute
+from commsched.runtime.http.strictjson import StrictJSONRoute
 
 __all__ = ["cluster_json", "cluster_router", "hosts_router", "jobs_router"]
 

@@ -23,10 +23,10 @@ from typing import Any
 
 from commsched.runtime.daemon.cluster import build_cluster, check_host, check_names
 from commsched.runtime.daemon.decide import decision
-from commsched.runtime.daemon.jobs import JobRequest, StateConflictError, UnknownJobError, resolve_job
+from commsched.runtime.daemon.jobrequest import JobRequest, StateConflictError, UnknownJobError, resolve_job
 from commsched.runtime.daemon.records import ClusterConfig, JobRecord, ProfileRecord
 from commsched.runtime.daemon.store import Store
-from commsched.runtime.wire import Cause, Decision, HostView
+from commsched.runtime.protocol.control import Cause, Decision, HostView
 from commsched.scheduling.memo import Memo
 from commsched.topology import Topology
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from commsched.errors import InputError
 from commsched.runtime.enforce.pathprobe import FabricMap
-from commsched.runtime.fields import Fields
+from commsched.runtime.protocol.fields import Fields
 from commsched.topology import NodeId
 
 __all__ = ["fabric_from_json", "fabric_to_json", "load_fabric"]

@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from commsched.runtime.marks import Mark, mark_for_class
+from commsched.runtime.protocol.marks import Mark, mark_for_class
 from commsched.scheduling.dscp import default_dscp_table
 
 __all__ = [

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from commsched.errors import TestbedError
+from commsched.runtime.http.localclient import LocalClient
 from commsched.runtime.launch.jobs import CommandJob
-from commsched.runtime.localhttp import LocalClient
 
 __all__ = [
     "collect",

@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from commsched.errors import TestbedError
+from commsched.runtime.http.localclient import LocalClient
 from commsched.runtime.launch import commands as cmd
 from commsched.runtime.launch.jobs import CommandJob, JobLayout
 from commsched.runtime.launch.procs import Processes, cli_argv
 from commsched.runtime.launch.settings import RunSettings
 from commsched.runtime.launch.waiting import collect_outputs, wait_run
-from commsched.runtime.localhttp import LocalClient
 from commsched.testbed import Testbed
 from commsched.testbed.probe import trace_ports
 from commsched.topology import NodeId
@@ -281,7 +281,9 @@ def _start_jobs(
     for job, k, host in specs:
         path = _spec(tb, job, k, work, agent=agents[host], st=st)
         name = f"job-{job.id}-{k}"
-        procs.start(name, tb.exec_argv(host, [*cli_argv()[:1], "-m", "commsched.runtime.jobproc", str(path)]))
+        procs.start(
+            name, tb.exec_argv(host, [*cli_argv()[:1], "-m", "commsched.runtime.jobside.jobproc", str(path)])
+        )
         names.append(name)
         ready.append(work / f"{job.id}-{k}.ready")
     _wait_files(ready, procs, names, st.options.start_timeout_s)

@@ -4,9 +4,9 @@
   process (``torch`` is an optional extra);
 * :mod:`.profiler` — the in-job profiler (Crux §5): bytes and compute per iteration, and the one estimator
   of a job's iteration period with its correction (:func:`.profiler.job_period`);
-* :mod:`.jobprofile` — the job process's poster of that profile to the daemon;
 * :mod:`.traffic` — a job's profile from outside, from a host's byte counters;
-* :mod:`.body` — the one builder of the daemon's profile body, which both of them post.
+* :mod:`.body` — the one builder of the daemon's profile body, which the job's poster
+  (:mod:`commsched.runtime.jobside.profilepost`) and the traffic profile both post.
 
 What turns measurements into a model profile (Kineto, execution traces, profile files, a measured step's
 layers) is the workload side, :mod:`commsched.workload.profiling`. Nothing is imported here, so that each

@@ -1,6 +1,6 @@
 """The one builder of the daemon's profile body (``PUT /v1/jobs/{id}/profile``).
 
-A job's profile reaches the daemon from inside the job (:mod:`commsched.runtime.profiling.jobprofile`: the
+A job's profile reaches the daemon from inside the job (:mod:`commsched.runtime.jobside.profilepost`: the
 compute it reports, the bytes its transport sent, the period) or from outside it (the agent's counters,
 :mod:`commsched.runtime.profiling.traffic`); both end here, in :func:`profile_body`, so that the body has
 one shape: ``compute_s`` (``W_j``, seconds of compute per iteration, at least 1 us), ``comm_bytes``

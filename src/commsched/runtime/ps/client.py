@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from commsched.runtime.marks import Mark, mark_socket
-from commsched.runtime.ps import wire
+from commsched.runtime.protocol.marks import Mark, mark_socket
+from commsched.runtime.ps import frame
 from commsched.runtime.ps.errors import ProtocolError, PSError, PSTimeoutError
+from commsched.runtime.ps.frame import DTYPES, Kind
 from commsched.runtime.ps.keys import ServerMap, part_bounds, part_key
 from commsched.runtime.ps.pacing import pace_socket
 from commsched.runtime.ps.transports import Credit, SendQueue, TransportConfig
-from commsched.runtime.ps.wire import DTYPES, Kind
 
 Array = npt.NDArray[np.floating]
 #: send buffer of a Mercury socket (the kernel doubles it): what a newly ready front tensor waits
@@ -163,7 +163,7 @@ class PSClient:
             if transport.kind.packets:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, MERCURY_SNDBUF_BYTES)
             packets = int(transport.kind.packets)  # the server bounds its reply queue for packets
-            s.sendall(wire.encode(Kind.HELLO, key=rank, offset=num_workers, priority=packets))
+            s.sendall(frame.encode(Kind.HELLO, key=rank, offset=num_workers, priority=packets))
         self._senders = [
             threading.Thread(target=self._sender, args=(i,), daemon=True) for i in range(len(servers))
         ]
@@ -253,7 +253,7 @@ class PSClient:
             self._cv.notify_all()
         for s in self._socks:
             try:
-                s.sendall(wire.encode(Kind.BYE))
+                s.sendall(frame.encode(Kind.BYE))
                 s.shutdown(socket.SHUT_WR)
             except OSError:
                 pass
@@ -342,11 +342,11 @@ class PSClient:
                             self._inited.add(part.key)
                             batch.append(
                                 (
-                                    wire.encode(Kind.INIT, key=part.key, offset=len(part.src), dtype=dtype),
+                                    frame.encode(Kind.INIT, key=part.key, offset=len(part.src), dtype=dtype),
                                     None,
                                 )
                             )
-                        hdr = wire.encode(
+                        hdr = frame.encode(
                             kind,
                             key=part.key,
                             offset=chunk.offset,
@@ -356,14 +356,14 @@ class PSClient:
                         )
                         batch.append((hdr, part.src[chunk.offset : chunk.offset + chunk.nbytes]))
                         if not mercury:
-                            pull = wire.encode(Kind.PULL, key=part.key, priority=chunk.priority, dtype=dtype)
+                            pull = frame.encode(Kind.PULL, key=part.key, priority=chunk.priority, dtype=dtype)
                             batch.append((pull, None))
-                wire.send_messages(sock, batch)
+                frame.send_messages(sock, batch)
         except OSError as exc:
             self._fail(f"worker {self.rank}: sending failed: {exc}")
 
     def _receiver(self, index: int) -> None:
-        reader = wire.Reader(self._socks[index])
+        reader = frame.Reader(self._socks[index])
         try:
             while True:
                 hdr = reader.header()
@@ -387,7 +387,7 @@ class PSClient:
             if not self._closing:
                 self._fail(f"worker {self.rank}: server {index} connection lost: {exc}")
 
-    def _data(self, index: int, reader: wire.Reader, hdr: wire.Header) -> None:
+    def _data(self, index: int, reader: frame.Reader, hdr: frame.Header) -> None:
         """Receive a summed slice into its place in the output (what is not buffered yet: no copy)."""
         part = self._by_key.get(hdr.key)
         if part is None or hdr.offset + hdr.length > len(part.dst):

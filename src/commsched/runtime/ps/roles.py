@@ -11,7 +11,7 @@ runs the scheduler on ``MASTER_PORT + 1`` (``MASTER_PORT`` itself stays free for
 commsched's own knobs: ``COMMSCHED_PS_TRANSPORT`` (fifo | bytescheduler | p3 | mercury),
 ``COMMSCHED_PS_TIMEOUT`` (seconds, default 30), ``BYTEPS_PARTITION_BYTES``, ``COMMSCHED_PS_CREDIT_BYTES``,
 and the job's mark: ``COMMSCHED_PS_CLASS`` (its priority class, 0 = highest, as the daemon decides it:
-:func:`commsched.runtime.marks.mark_for_class`) or ``COMMSCHED_PS_DSCP`` (a DSCP code point, 0-63),
+:func:`commsched.runtime.protocol.marks.mark_for_class`) or ``COMMSCHED_PS_DSCP`` (a DSCP code point, 0-63),
 not both; every socket of the job then carries it on both ends (``IP_TOS`` / ``IPV6_TCLASS`` =
 ``dscp << 2``).
 """
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from commsched.errors import InputError
-from commsched.runtime.marks import Mark, mark_for_class
+from commsched.runtime.protocol.marks import Mark, mark_for_class
 from commsched.runtime.ps.transports import TransportConfig
 
 ROLES: tuple[str, ...] = ("scheduler", "server", "worker")

@@ -1,6 +1,6 @@
 """A parameter server: accepts workers, runs the summation service on byte-balanced threads.
 
-One receive thread per worker connection reads framed messages (:mod:`commsched.runtime.ps.wire`)
+One receive thread per worker connection reads framed messages (:mod:`commsched.runtime.ps.frame`)
 and hands them to the summation thread that owns the key. Pushes are acknowledged at once, pulls are
 answered when the part is complete, Mercury packets come back summed to every worker as soon as all
 copies are in. A part-mode connection has its own writer thread: summation threads only queue their
@@ -24,13 +24,13 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from commsched.runtime.marks import Mark, mark_socket
-from commsched.runtime.ps import wire
+from commsched.runtime.protocol.marks import Mark, mark_socket
+from commsched.runtime.ps import frame
 from commsched.runtime.ps.client import MERCURY_SNDBUF_BYTES
 from commsched.runtime.ps.errors import ProtocolError, PSError
+from commsched.runtime.ps.frame import Header, Kind
 from commsched.runtime.ps.pacing import pace_socket
 from commsched.runtime.ps.summation import Summation
-from commsched.runtime.ps.wire import Header, Kind
 
 _STOP = None
 #: pull data leaves a part-mode connection in slices of this size, so an acknowledgement waits
@@ -77,7 +77,7 @@ class _Outbox:
         for conn, msgs in batches:
             try:
                 with conn.lock:
-                    wire.send_messages(conn.sock, msgs)
+                    frame.send_messages(conn.sock, msgs)
             except OSError:
                 pass  # the peer is gone; its own receive thread reports it
 
@@ -95,7 +95,7 @@ class Server:
         Summation threads (BytePS's ``BYTEPS_SERVER_ENGINE_THREAD``).
     mark
         The job's mark, set on the listener before ``listen`` (the handshake is marked) and on every
-        accepted socket (:func:`commsched.runtime.marks.mark_socket`: ``IP_TOS`` or ``IPV6_TCLASS``);
+        accepted socket (:func:`commsched.runtime.protocol.marks.mark_socket`: ``IP_TOS`` or ``IPV6_TCLASS``);
         ``None``: unmarked. ``tos`` (a TOS byte) is the older spelling of the same, for callers not
         yet moved to ``mark``.
     pacing_bytes_s
@@ -197,7 +197,7 @@ class Server:
                 mark_socket(sock, self._mark)
             self._spawn(self._serve, sock)
 
-    def _hello(self, reader: wire.Reader) -> int:
+    def _hello(self, reader: frame.Reader) -> int:
         sock = reader.sock
         hdr = reader.header()
         reader.payload(hdr.length)
@@ -229,7 +229,7 @@ class Server:
         rank = -1
         outbox = _Outbox()
         try:
-            reader = wire.Reader(sock)
+            reader = frame.Reader(sock)
             rank = self._hello(reader)
             # summed Mercury packets leave in batches: before this thread blocks for more input, or
             # when a batch is full (one sendmsg per worker instead of one per packet and worker)
@@ -284,7 +284,7 @@ class Server:
                 self.failure = reason
             conns = [(r, c) for r, c in self._conns.items() if r != rank and r not in self._byes]
         for _, c in conns:
-            self._send(c, wire.encode(Kind.ERROR, length=len(reason.encode())), reason.encode())
+            self._send(c, frame.encode(Kind.ERROR, length=len(reason.encode())), reason.encode())
         self.done.set()
 
     def _send(
@@ -298,7 +298,7 @@ class Server:
             return
         try:
             with conn.lock:
-                wire.send_message(conn.sock, header, payload)
+                frame.send_message(conn.sock, header, payload)
         except OSError:
             pass  # the peer is gone; its own receive thread reports it
 
@@ -316,7 +316,7 @@ class Server:
                         header, payload = conn.data.popleft()
                     else:
                         return
-                wire.send_message(conn.sock, header, payload)
+                frame.send_message(conn.sock, header, payload)
         except OSError:
             pass  # the peer is gone; its own receive thread reports it
 
@@ -328,7 +328,7 @@ class Server:
         view = memoryview(data)
         for lo in range(0, len(data), DATA_SLICE_BYTES):
             piece = view[lo : lo + DATA_SLICE_BYTES]
-            hdr = wire.encode(Kind.DATA, key=key, offset=offset + lo, length=len(piece), dtype=dtype)
+            hdr = frame.encode(Kind.DATA, key=key, offset=offset + lo, length=len(piece), dtype=dtype)
             self._send(conn, hdr, piece, urgent=False)
 
     def _engine(self, index: int, q: queue.SimpleQueue[tuple[int, Header, memoryview] | None]) -> None:
@@ -350,7 +350,7 @@ class Server:
             reason = f"rejected {hdr.kind.name} of key {hdr.key} from worker {rank}: {exc}".encode()
             conn = self._conns.get(rank)
             if conn is not None:
-                self._send(conn, wire.encode(Kind.ERROR, key=hdr.key, length=len(reason)), reason)
+                self._send(conn, frame.encode(Kind.ERROR, key=hdr.key, length=len(reason)), reason)
 
     def _apply(
         self,
@@ -365,13 +365,13 @@ class Server:
         elif hdr.kind == Kind.PUSH:
             summ.push(worker=rank, key=hdr.key, offset=hdr.offset, payload=payload)
             conn = self._conns[rank]
-            self._send(conn, wire.encode(Kind.ACK, key=hdr.key, length=0, priority=hdr.priority))
+            self._send(conn, frame.encode(Kind.ACK, key=hdr.key, length=0, priority=hdr.priority))
         elif hdr.kind == Kind.PULL:
             summ.pull(worker=rank, key=hdr.key)
         else:
             done = summ.packet(worker=rank, key=hdr.key, offset=hdr.offset, payload=payload)
             if done is not None:
-                out = wire.encode(
+                out = frame.encode(
                     Kind.DATA, key=hdr.key, offset=hdr.offset, length=len(payload), dtype=hdr.dtype
                 )
                 with self._lock:

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from commsched.errors import ProtocolError
-from commsched.runtime.ps.wire import DTYPES
+from commsched.runtime.ps.frame import DTYPES
 
 F32 = npt.NDArray[np.float32]
 #: called with (worker, key, offset, dtype code, result bytes) when a result is due to a worker

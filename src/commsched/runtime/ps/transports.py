@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from commsched.errors import InputError
 from commsched.registry import Registry
-from commsched.runtime.marks import Mark
+from commsched.runtime.protocol.marks import Mark
 from commsched.runtime.ps.keys import PART_BYTES
 
 #: Mercury's packet size as implemented ("~30 KB", Mercury §VI-C), bytes
@@ -107,8 +107,9 @@ class TransportConfig:
     packet_bytes
         Mercury's packet size.
     mark
-        The mark (DSCP; :attr:`~commsched.runtime.marks.Mark.tos` is the byte) set on both ends of
-        every connection of the job (:func:`commsched.runtime.marks.mark_socket`), or ``None``: unmarked.
+        The mark (DSCP; :attr:`~commsched.runtime.protocol.marks.Mark.tos` is the byte) set on both ends
+        of every connection of the job (:func:`commsched.runtime.protocol.marks.mark_socket`), or ``None``:
+        unmarked.
     """
 
     name: str = "fifo"
@@ -123,7 +124,7 @@ class TransportConfig:
             if getattr(self, f) < 8:
                 raise InputError(f"{getattr(self, f)} bytes", where=f, expected=">= 8")
         if self.mark is not None and not isinstance(self.mark, Mark):
-            raise InputError(f"{self.mark!r}", where="mark", expected="a commsched.runtime.marks.Mark")
+            raise InputError(f"{self.mark!r}", where="mark", expected="a commsched.runtime.Mark")
 
     @property
     def tos(self) -> int | None:

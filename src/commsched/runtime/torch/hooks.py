@@ -14,7 +14,7 @@ from commsched.runtime.torch.staging import Stager
 from commsched.runtime.transport.communicator import DEFAULT_OPTIONS, Communicator, Options
 from commsched.runtime.transport.group import Group, GroupConfig
 from commsched.runtime.transport.policy import as_policy
-from commsched.runtime.transport.wire import make_listener
+from commsched.runtime.transport.sockets import make_listener
 
 
 class HookState:

@@ -1,7 +1,7 @@
 """Collectives over TCP with per-connection path pinning (source port) and priority marking (DSCP).
 
 Modules: :mod:`.frame` (wire format), :mod:`.policy` (source port + DSCP per connection),
-:mod:`.wire` (sockets), :mod:`.store` (rendezvous), :mod:`.group` (one rank's connections),
+:mod:`.sockets` (sockets), :mod:`.rendezvous` (rendezvous), :mod:`.group` (one rank's connections),
 :mod:`.collectives` (the algorithms), :mod:`.communicator` (the job-facing handle).
 """
 
@@ -15,7 +15,7 @@ from commsched.runtime.transport.policy import (
     get_dscp,
     set_dscp,
 )
-from commsched.runtime.transport.store import StoreClient, StoreServer
+from commsched.runtime.transport.rendezvous import StoreClient, StoreServer
 
 __all__ = [
     "Communicator",

@@ -29,8 +29,8 @@ from commsched.errors import InputError
 from commsched.runtime.transport import collectives
 from commsched.runtime.transport.group import ByteObserver, ConnectionInfo, Group, GroupConfig
 from commsched.runtime.transport.policy import DEFAULT_POLICY, ConnectionPolicy, PolicyFunction, as_policy
-from commsched.runtime.transport.store import StoreClient, rendezvous
-from commsched.runtime.transport.wire import make_listener
+from commsched.runtime.transport.rendezvous import StoreClient, rendezvous
+from commsched.runtime.transport.sockets import make_listener
 
 
 class Communicator:
@@ -138,7 +138,7 @@ def init(
     """Join a job's group, either from an explicit ``peers`` list or through a rendezvous ``store``.
 
     With ``peers`` this rank listens on ``peers[rank]``. With ``store`` (a
-    :class:`~commsched.runtime.transport.store.StoreServer` address) it listens on
+    :class:`~commsched.runtime.transport.rendezvous.StoreServer` address) it listens on
     ``(options.host, 0)`` and exchanges addresses through the store.
     """
     policy = as_policy(options.policy)

@@ -29,7 +29,7 @@ from commsched.runtime.transport.policy import (
     get_dscp,
     set_dscp,
 )
-from commsched.runtime.transport.wire import (
+from commsched.runtime.transport.sockets import (
     make_listener,
     open_connection,
     read_hello,

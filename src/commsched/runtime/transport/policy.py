@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from commsched.errors import InputError
-from commsched.runtime.marks import Mark, mark_socket, socket_mark
+from commsched.runtime.protocol.marks import Mark, mark_socket, socket_mark
 
 MAX_DSCP = 63
 
@@ -149,7 +149,7 @@ class ProfilingWindowPolicy:
 def set_dscp(sock: socket.socket, dscp: int) -> None:
     """Mark ``sock`` (open, listening or connected) with ``dscp``: ``IP_TOS`` or ``IPV6_TCLASS``.
 
-    The byte is :attr:`commsched.runtime.marks.Mark.tos` (``dscp << 2``: the low two bits are ECN,
+    The byte is :attr:`commsched.runtime.protocol.marks.Mark.tos` (``dscp << 2``: the low two bits are ECN,
     which the kernel manages for TCP).
     """
     mark_socket(sock, Mark(dscp=dscp))

@@ -21,8 +21,8 @@ from commsched.runtime import AgentPolicy, mark_for_class
 from commsched.runtime.agent.ports import answer
 from commsched.runtime.daemon import ClusterConfig, JobRecord
 from commsched.runtime.daemon.decide import decision
+from commsched.runtime.protocol.control import Cause, Decision, HostView, PortAnswer
 from commsched.runtime.transport.policy import get_dscp, set_dscp
-from commsched.runtime.wire import Cause, Decision, HostView, PortAnswer
 from commsched.topology.builders import build_topology
 
 CFG = ClusterConfig(topology={"kind": "crux_testbed"})

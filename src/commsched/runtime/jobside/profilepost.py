@@ -1,7 +1,7 @@
 """A job process's profile as Crux measures it, posted to the daemon at the end of its window.
 
 :class:`ProfilePoster` wraps :class:`commsched.runtime.profiling.profiler.Profiler` for a job process
-(:mod:`commsched.runtime.jobproc`): the transport's observer feeds it every chunk sent, the job
+(:mod:`commsched.runtime.jobside.jobproc`): the transport's observer feeds it every chunk sent, the job
 reports the compute of every iteration, and once the window is full it posts ``W_j``, ``t_j`` and
 the iteration period to the daemon (``PUT /v1/jobs/{id}/profile``) over the daemon's Unix socket.
 """
@@ -14,7 +14,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from commsched.runtime.localhttp import LocalClient
+from commsched.runtime.http.localclient import LocalClient
 from commsched.runtime.profiling.body import MeasuredProfile, profile_body
 from commsched.runtime.profiling.profiler import Profiler, job_period
 

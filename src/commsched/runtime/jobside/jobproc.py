@@ -1,6 +1,6 @@
 """One job process on a host: compute as a sleep, then real all-reduces of the job's bytes, timed.
 
-``python -m commsched.runtime.jobproc SPEC.json`` runs the part of a data-parallel job that lives on
+``python -m commsched.runtime.jobside.jobproc SPEC.json`` runs the part of a data-parallel job that lives on
 one host (a testbed host namespace): per iteration it sleeps the compute time, releasing the
 communication after the fraction ``overlap`` of it (Crux's model: the next iteration starts when both
 are done), and runs the inter-host phase of the hierarchical ring all-reduce for real: one ring
@@ -51,8 +51,8 @@ from typing import Any
 
 import numpy as np
 
-from commsched.runtime.agent.client import AgentPolicy
-from commsched.runtime.profiling.jobprofile import ProfilePoster
+from commsched.runtime.jobside.agentpolicy import AgentPolicy
+from commsched.runtime.jobside.profilepost import ProfilePoster
 from commsched.runtime.transport import Options, init
 
 __all__ = ["main", "run"]
@@ -243,7 +243,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: ``python -m commsched.runtime.jobproc SPEC.json``; writes ``spec['out']``."""
+    """Entry point: ``python -m commsched.runtime.jobside.jobproc SPEC.json``; writes ``spec['out']``."""
     args = sys.argv[1:] if argv is None else argv
     spec = json.loads(Path(args[0]).read_text())
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from commsched.errors import ProtocolError
-from commsched.runtime.ps import wire
+from commsched.runtime.ps import frame
 from commsched.runtime.ps.client import PSClient
 from commsched.runtime.ps.errors import PSError
+from commsched.runtime.ps.frame import Kind
 from commsched.runtime.ps.transports import TransportConfig
-from commsched.runtime.ps.wire import Kind
 from tests.runtime_ps.conftest import run_workers, servers
 
 
@@ -23,7 +23,7 @@ def _stream(seed: int, count: int, max_len: int) -> list[tuple[bytes, bytes]]:
     for i in range(count):
         n = int(rng.integers(0, max_len))
         payload = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
-        out.append((wire.encode(Kind.PUSHPULL, key=i, offset=8 * i, length=n, priority=i % 7), payload))
+        out.append((frame.encode(Kind.PUSHPULL, key=i, offset=8 * i, length=n, priority=i % 7), payload))
     return out
 
 
@@ -45,7 +45,7 @@ def test_reader_reassembles_messages_split_anywhere(size: int) -> None:
     with a, b:
         t = threading.Thread(target=_dribble, args=(a, b"".join(h + p for h, p in msgs), size))
         t.start()
-        reader = wire.Reader(b, size=size)
+        reader = frame.Reader(b, size=size)
         got = []
         for _ in msgs:
             hdr = reader.header()
@@ -63,9 +63,9 @@ def test_reader_reassembles_messages_split_anywhere(size: int) -> None:
 def test_reader_reports_a_message_cut_short() -> None:
     a, b = socket.socketpair()
     with a, b:
-        a.sendall(wire.encode(Kind.PUSH, key=1, length=1000) + b"x" * 10)
+        a.sendall(frame.encode(Kind.PUSH, key=1, length=1000) + b"x" * 10)
         a.shutdown(socket.SHUT_WR)
-        reader = wire.Reader(b, size=256)
+        reader = frame.Reader(b, size=256)
         hdr = reader.header()
         with pytest.raises(ProtocolError, match="truncated"):
             reader.payload(hdr.length)
@@ -86,8 +86,8 @@ def test_send_messages_survives_partial_sends() -> None:
 
         t = threading.Thread(target=drain)
         t.start()
-        wire.send_messages(a, [(h, memoryview(p) if i % 2 else p) for i, (h, p) in enumerate(msgs)])
-        wire.send_messages(a, [])
+        frame.send_messages(a, [(h, memoryview(p) if i % 2 else p) for i, (h, p) in enumerate(msgs)])
+        frame.send_messages(a, [])
         a.shutdown(socket.SHUT_WR)
         t.join(10)
     assert bytes(got) == expected

@@ -1,4 +1,4 @@
-"""Typed reading of one JSON object's fields, with errors that name the field (for :mod:`.wire`).
+"""Typed reading of one JSON object's fields, with errors that name the field (for :mod:`.control`).
 
 Examples
 --------

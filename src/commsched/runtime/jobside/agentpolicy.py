@@ -3,8 +3,8 @@
 A job process passes :class:`AgentPolicy` to the transport (``Options(policy=AgentPolicy(...))``, also
 through :func:`commsched.runtime.torch.install`), and every connection it opens then binds the source
 port and carries the mark (DSCP, ``dscp << 2`` on the socket) that the host agent answers from the
-daemon's decision (``GET /v1/port``, a :class:`~commsched.runtime.wire.PortAnswer`), over the agent's
-Unix socket (``commsched agent --listen unix:PATH``).
+daemon's decision (``GET /v1/port``, a :class:`~commsched.runtime.protocol.control.PortAnswer`), over
+the agent's Unix socket (``commsched agent --listen unix:PATH``).
 
 Examples
 --------
@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from commsched.errors import InputError
-from commsched.runtime.localhttp import LocalClient, LocalHTTPError
+from commsched.runtime.http.localclient import LocalClient, LocalHTTPError
+from commsched.runtime.protocol.control import PortAnswer
 from commsched.runtime.transport.policy import Marking
-from commsched.runtime.wire import PortAnswer
 
 __all__ = ["AgentPolicy"]
 

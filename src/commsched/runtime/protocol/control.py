@@ -14,11 +14,11 @@ add fields but never rename or retype one):
   the IP address of every NIC they use.
 * :class:`PortAnswer` (``api`` 1): what the agent answers a job for one connection
   (``GET /v1/port``): the source port to bind and the mark to set;
-  :class:`commsched.runtime.agent.client.AgentPolicy` reads it.
+  :class:`commsched.runtime.jobside.agentpolicy.AgentPolicy` reads it.
 
 The JSON keys are the HTTP API's contract and stay as they are (``class`` for
 :attr:`JobDecision.priority_class`). A class becomes its DSCP and TOS byte only through
-:func:`commsched.runtime.marks.mark_for_class`.
+:func:`commsched.runtime.protocol.marks.mark_for_class`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from types import MappingProxyType
 from typing import Any
 
 from commsched.errors import InputError
-from commsched.runtime.fields import Fields
-from commsched.runtime.marks import Mark
+from commsched.runtime.protocol.fields import Fields
+from commsched.runtime.protocol.marks import Mark
 
 __all__ = [
     "DECISION_FORMAT",

@@ -51,7 +51,7 @@ def check_body(raw: bytes) -> None:
     >>> check_body(b'{"name": "h0", "name": "h1"}')
     Traceback (most recent call last):
     ...
-    commsched.runtime.httpjson.BodyError: body: key 'name' is given twice in one object
+    commsched.runtime.http.strictjson.BodyError: body: key 'name' is given twice in one object
     """
     try:
         json.loads(raw, object_pairs_hook=_distinct)
