@@ -284,8 +284,8 @@ def test_bad_order_and_brute_force_limit() -> None:
 def test_the_layerwise_tables_equal_the_column_scan(
     n: int, density: float, levels: int, ties: bool, monotone: bool, seed: int
 ) -> None:
-    from commsched.scheduling.compression_dag import bfs_order, in_degrees
-    from commsched.scheduling.compression_kcut import _table, _table_scan
+    from commsched.scheduling.compression.dag import bfs_order, in_degrees
+    from commsched.scheduling.compression.kcut import _table, _table_scan
 
     rng = np.random.default_rng(seed)
     inc = rng.random((n, 3 * n + 1)) < density

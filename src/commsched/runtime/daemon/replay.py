@@ -22,7 +22,7 @@ def placed_routing(policy: str, state: ClusterState) -> tuple[ClusterState, Any]
     """
     from commsched.catalog import policy_registry
     from commsched.scheduling.policies import communication_plans
-    from commsched.scheduling.policies_common import Plan
+    from commsched.scheduling.policies.common import Plan
 
     reg = policy_registry()
     if policy in communication_plans() or policy not in reg:

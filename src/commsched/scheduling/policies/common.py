@@ -3,8 +3,8 @@
 A policy computes once per decision the candidate paths, the network-link mask and the flows of every
 job (``PolicyCtx``), derives each job's facts (traffic, intensity) under some routes, and turns a ranking
 into classes, one per rank or compressed to ``K`` levels over the contention DAG
-(:func:`contention_matrix`). The policies themselves are in :mod:`commsched.scheduling.policies_crux`
-and :mod:`commsched.scheduling.policies_baselines`; :mod:`commsched.scheduling.policies` names them.
+(:func:`contention_matrix`). The policies themselves are in :mod:`commsched.scheduling.policies.crux`
+and :mod:`commsched.scheduling.policies.baselines`; :mod:`commsched.scheduling.policies` names them.
 
 References
 ----------

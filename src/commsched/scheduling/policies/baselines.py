@@ -17,7 +17,7 @@ from commsched.scheduling.cassini import CassiniSettings, cassini_shifts
 from commsched.scheduling.compression import sincronia_compression, varys_compression
 from commsched.scheduling.interfaces import PolicyContext
 from commsched.scheduling.paths import FlowWeight, Granularity, PathSettings, greedy_routes
-from commsched.scheduling.policies_common import (
+from commsched.scheduling.policies.common import (
     Plan,
     PolicyCtx,
     Routes,

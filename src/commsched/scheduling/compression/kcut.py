@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from commsched.errors import InputError
-from commsched.scheduling.compression_dag import (
+from commsched.scheduling.compression.dag import (
     Compression,
     bfs_order,
     blocks_to_levels,

@@ -15,12 +15,12 @@ from a lower level to a higher one (``level[a] <= level[b]`` for every edge ``a 
 weight* is the total weight of edges whose ends are on different levels, which Crux maximises
 (Max K-Cut on a DAG).
 
-Crux's solver (``crux_compression``, in ``compression_kcut``) samples ``m`` random breadth-first
+Crux's solver (``crux_compression``, in ``compression.kcut``) samples ``m`` random breadth-first
 topological orders and, for each, solves the sequence K-cut exactly by dynamic programming
 (``max_k_cut_table``), keeping the best.
 Baselines: ``sincronia_compression`` and ``varys_compression`` (crux-spec §8.1, in
-``compression_baselines``); an exact ``brute_force_compression`` for small DAGs serves the tests. The
-shared DAG helpers (validity, cut weight, BFS orders) live in ``compression_dag``; this module
+``compression.baselines``); an exact ``brute_force_compression`` for small DAGs serves the tests. The
+shared DAG helpers (validity, cut weight, BFS orders) live in ``compression.dag``; this module
 re-exports every name.
 
 References
@@ -32,15 +32,15 @@ References
 
 from __future__ import annotations
 
-from commsched.scheduling.compression_baselines import sincronia_compression, varys_compression
-from commsched.scheduling.compression_dag import (
+from commsched.scheduling.compression.baselines import sincronia_compression, varys_compression
+from commsched.scheduling.compression.dag import (
     Compression,
     bfs_topological_order,
     cut_weight,
     is_valid_compression,
     violating_edges,
 )
-from commsched.scheduling.compression_kcut import (
+from commsched.scheduling.compression.kcut import (
     BRUTE_FORCE_MAX_ASSIGNMENTS,
     KCutTable,
     brute_force_compression,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from commsched.scheduling.compression_dag import (
+from commsched.scheduling.compression.dag import (
     Compression,
     blocks_to_levels,
     check_contention,
