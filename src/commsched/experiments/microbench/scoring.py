@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from commsched.experiments.microbench_cases import MicrobenchConfig, _Case
+from commsched.experiments.microbench.cases import MicrobenchConfig, _Case
 from commsched.scheduling.interfaces import PolicyContext
 from commsched.scheduling.placement import pack
 from commsched.scheduling.policies import contention_matrix

@@ -45,8 +45,8 @@ Ablation (crux-spec §6.8: the other two mechanisms at their optimum)
 Ratios are method / optimum; every method lies inside the enumerated space, so ratios are <= 1 up to
 the fast mode's extrapolation noise.
 
-The random cases live in :mod:`commsched.experiments.microbench_cases`, the scoring and the
-enumeration in :mod:`commsched.experiments.microbench_scoring`; this module scores the methods of
+The random cases live in :mod:`commsched.experiments.microbench.cases`, the scoring and the
+enumeration in :mod:`commsched.experiments.microbench.scoring`; this module scores the methods of
 every mechanism and drives the runs.
 
 References
@@ -67,8 +67,8 @@ from typing import Any
 import numpy as np
 
 from commsched.errors import InputError
-from commsched.experiments.microbench_cases import NIC_BPS, MicrobenchConfig, _Case, make_case
-from commsched.experiments.microbench_scoring import (
+from commsched.experiments.microbench.cases import NIC_BPS, MicrobenchConfig, _Case, make_case
+from commsched.experiments.microbench.scoring import (
     Choice,
     _Best,
     _best_for,
