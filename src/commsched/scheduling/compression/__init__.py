@@ -19,7 +19,7 @@ Crux's solver (``crux_compression``, in ``compression.kcut``) samples ``m`` rand
 topological orders and, for each, solves the sequence K-cut exactly by dynamic programming
 (``max_k_cut_table``), keeping the best.
 Baselines: ``sincronia_compression`` and ``varys_compression`` (crux-spec §8.1, in
-``compression.baselines``); an exact ``brute_force_compression`` for small DAGs serves the tests. The
+``compression.sincronia``); an exact ``brute_force_compression`` for small DAGs serves the tests. The
 shared DAG helpers (validity, cut weight, BFS orders) live in ``compression.dag``; this module
 re-exports every name.
 
@@ -32,7 +32,7 @@ References
 
 from __future__ import annotations
 
-from commsched.scheduling.compression.baselines import sincronia_compression, varys_compression
+from commsched.scheduling.compression.sincronia import sincronia_compression, varys_compression
 from commsched.scheduling.compression.dag import (
     Compression,
     bfs_topological_order,

@@ -1,6 +1,6 @@
 """The contention DAG of priority compression: validation, validity, cut weight, BFS orders (Crux §4.3).
 
-Shared helpers of the compression solvers (``compression.kcut``, ``compression.baselines``); the
+Shared helpers of the compression solvers (``compression.kcut``, ``compression.sincronia``); the
 conventions of the DAG (jobs in rank order, ``sharing`` matrix, ``intensity`` weights, levels, cut
 weight) are those described in ``commsched.scheduling.compression``.
 
