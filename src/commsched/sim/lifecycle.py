@@ -87,6 +87,8 @@ class JobLifecycle:
         self._free = FreeGpus(topology)  # indexed: placements query it instead of scanning hosts
         self._running_placed: tuple[PlacedJob, ...] | None = None  # the running jobs, as placed
         self._queue: list[int] = []
+        #: each job as it waits: its spec and its explicit GPUs (empty: placed by ``placement``)
+        self._queued = [PlacedJob(spec=r.spec, gpus=g) for r, g in zip(runs, explicit, strict=True)]
         #: indices of the running jobs, in start order
         self.running: list[int] = []
         #: arrivals still to come
@@ -123,7 +125,7 @@ class JobLifecycle:
             order = self._queue_order([self._runs[i].spec for i in self._queue], self._kernel.now)
             self._queue = [by_id[s.id] for s in order]
         placed = place_in_order(
-            (PlacedJob(spec=self._runs[i].spec, gpus=self._explicit[i]) for i in self._queue),
+            (self._queued[i] for i in self._queue),
             free=self._free,
             running=self._running(),
             rules=OrderRules(placement=self._placement, backfill=self._backfill, now_s=self._kernel.now),
