@@ -20,8 +20,9 @@ topological orders and, for each, solves the sequence K-cut exactly by dynamic p
 (``max_k_cut_table``), keeping the best.
 Baselines: ``sincronia_compression`` and ``varys_compression`` (crux-spec §8.1, in
 ``compression.sincronia`` and ``compression.varys``); an exact ``brute_force_compression`` for small
-DAGs serves the tests. The shared DAG helpers (validity, cut weight, BFS orders) live in
-``compression.dag``; this module re-exports every name and lists the family (:func:`compressions`).
+DAGs (``compression.exact``) serves the tests. The shared DAG helpers (validity, cut weight, BFS
+orders) live in ``compression.dag``; this module re-exports every name and lists the family
+(:func:`compressions`).
 
 References
 ----------
@@ -43,10 +44,9 @@ from commsched.scheduling.compression.dag import (
     is_valid_compression,
     violating_edges,
 )
+from commsched.scheduling.compression.exact import BRUTE_FORCE_MAX_ASSIGNMENTS, brute_force_compression
 from commsched.scheduling.compression.kcut import (
-    BRUTE_FORCE_MAX_ASSIGNMENTS,
     KCutTable,
-    brute_force_compression,
     crux_compression,
     max_k_cut_table,
     sequence_compression,
