@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from commsched.experiments.vclos_exp import ExperimentSpec, run_policy, scenario_trace, trace_scenario
+from commsched.experiments.vclos_experiment import ExperimentSpec, run_policy, scenario_trace, trace_scenario
 from commsched.io.shipped import resolve_scenario
 
 BUDGET_S = 180.0

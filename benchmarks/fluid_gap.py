@@ -15,7 +15,7 @@ decided routes; with them gone, two policies whose classes order every such pair
 same replay, fluid or not.
 
 ``--dag-with-routes-in-flight`` is the other experiment: the routes stay as the engine models them,
-but the compression's contention DAG (``policies_common.contention_matrix``) gets, for every job, the
+but the compression's contention DAG (``policies.common.contention_matrix``) gets, for every job, the
 links of its routes before the decision as well as those the decision gives it, read from the engine
 (a step may still be in flight on them; a policy sees only ``ClusterState``, which does not carry them).
 
@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 from commsched.api import runner
 from commsched.catalog import placement_registry, policy_registry
 from commsched.io.scenario import Scenario
-from commsched.scheduling import policies_common
+from commsched.scheduling.policies import common as policies_common
 from commsched.sim import decisions as sim_decisions
 from commsched.sim import fluid as sim_fluid
 from commsched.sim.records import JobResult, Mode, SimConfig, SimResult

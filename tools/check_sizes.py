@@ -32,7 +32,7 @@ MAX_FUNCTION_LINES = 60
 #: per-function exceptions, this list and ruff's size/complexity ``noqa`` comments together
 MAX_EXCEPTIONS = 10
 #: cross-module imports of private names left (a ratchet: lower it as they go, never raise it)
-MAX_PRIVATE_IMPORTS = 12
+MAX_PRIVATE_IMPORTS = 3
 
 #: ``path relative to src/ :: function qualname`` -> why its body may exceed the limit
 EXCEPTIONS: dict[str, str] = {}

@@ -130,7 +130,7 @@ MUTANTS: tuple[Mutant, ...] = (
     # --- decisions: Crux path selection, ranking, compression
     Mutant(
         name="crux paths taken in increasing intensity",
-        path="src/commsched/scheduling/policies_crux.py",
+        path="src/commsched/scheduling/policies/crux.py",
         original="key=lambda f: (-f.intensity.value, f.job.id)",
         replacement="key=lambda f: (f.intensity.value, f.job.id)",
         tests=(
@@ -154,21 +154,21 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         name="ranking ignores the correction factor",
-        path="src/commsched/scheduling/correction.py",
+        path="src/commsched/scheduling/correction/__init__.py",
         original="key=lambda key: (-factor[key] * intensity[key], -intensity[key], key)",
         replacement="key=lambda key: (-intensity[key], key)",
         tests=(f"{_CRUX}::test_a3_example1_correction_factor",),
     ),
     Mutant(
         name="reference job: the lowest injected rate",
-        path="src/commsched/scheduling/correction.py",
+        path="src/commsched/scheduling/correction/__init__.py",
         original="key=lambda key: (-injected_rate_bytes_per_s[key], key)",
         replacement="key=lambda key: (injected_rate_bytes_per_s[key], key)",
         tests=(f"{_CRUX}::test_a8_example2_ranks_the_delay_sensitive_job_first",),
     ),
     Mutant(
         name="k-cut gain subtracted",
-        path="src/commsched/scheduling/compression_kcut.py",
+        path="src/commsched/scheduling/compression/kcut.py",
         original="best[k - 1][:, None] + gain, -np.inf)",
         replacement="best[k - 1][:, None] - gain, -np.inf)",
         tests=("tests/scheduling/test_sched_compression.py::test_fig13_optimum_and_baselines",),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from importlib import metadata
-from typing import cast
+from typing import Literal, cast
 
 from commsched.errors import InputError
 from commsched.registry import Registry
@@ -149,6 +149,21 @@ def unregister_placement(name: str) -> None:
     False
     """
     del _REGISTERED_PLACEMENTS[name]
+
+
+def registered_in_process(name: object, *, family: Literal["policy", "placement"]) -> bool:
+    """Whether ``name`` is a ``family`` name (``"policy"`` or ``"placement"``) registered in this process
+    only (:func:`register_policy`, :func:`register_placement`): one that other processes do not know.
+
+    Examples
+    --------
+    >>> register_placement("doc:local", lambda request: None)
+    >>> [registered_in_process(n, family="placement") for n in ("doc:local", "pack")]
+    [True, False]
+    >>> unregister_placement("doc:local")
+    """
+    table = _REGISTERED_POLICIES if family == "policy" else _REGISTERED_PLACEMENTS
+    return isinstance(name, str) and name in table
 
 
 def _entry_point_loader(name: str, ep: metadata.EntryPoint, family: str) -> Callable[[], object]:

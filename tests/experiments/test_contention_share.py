@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from commsched.api.runner import simulate_scenario
-from commsched.experiments.vclos_metrics import contention_share
+from commsched.experiments.vclos_experiment.metrics import contention_share
 from commsched.io.shipped import resolve_scenario
 
 

@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from commsched.experiments import byteps_maxmin, compression_check, microbench_paper
+from commsched.experiments import byteps_maxmin, compression_check
+from commsched.experiments.microbench import paper as microbench_paper
 from commsched.experiments.ps.versus_ring import VersusSpec
 from commsched.io.shipped import resolve_scenario
 

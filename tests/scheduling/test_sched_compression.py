@@ -15,6 +15,7 @@ from commsched.scheduling.compression import (
     Compression,
     bfs_topological_order,
     brute_force_compression,
+    compressions,
     crux_compression,
     cut_weight,
     is_valid_compression,
@@ -159,27 +160,38 @@ def test_monotone_and_full_agree_on_a_larger_random_dag() -> None:
 # ---- validity of every compression (A14) ----------------------------------------------------------
 
 
-@settings(max_examples=100, deadline=None)
+def test_the_family_lists_its_members() -> None:
+    assert compressions() == {
+        "crux": crux_compression,
+        "sincronia": sincronia_compression,
+        "varys": varys_compression,
+    }
+
+
+@pytest.mark.parametrize("name", sorted(compressions()))
+@settings(max_examples=40, deadline=None)
 @given(dags(max_n=12), st.integers(0, 2**32 - 1))
-def test_every_compression_is_valid(case: tuple[np.ndarray, np.ndarray, int], seed: int) -> None:
+def test_every_compression_is_valid(name: str, case: tuple[np.ndarray, np.ndarray, int], seed: int) -> None:
+    """Each member of the family on random DAGs: valid, every level used, its cut weight, within the optimum.
+
+    Validity and cut weight are recounted here edge by edge; the optimum is the exhaustive search.
+    """
     share, intensity, k = case
     n = share.shape[0]
-    results: list[Compression] = [
-        crux_compression(share, intensity, k, rng=seed),
-        sincronia_compression(share, intensity, k),
-        varys_compression(share, intensity, k),
-    ]
-    for result in results:
-        assert is_valid_compression(share, result.levels)
-        assert len(violating_edges(share, result.levels)) == 0
-        assert set(result.levels) == set(range(min(k, n)))  # every level used
-        assert result.cut_weight == pytest.approx(cut_weight(share, intensity, result.levels))
-        assert sorted(result.order) == list(range(n))
-    # Crux never loses to the baselines (each baseline is a cut of the rank order, Crux tries BFS orders,
-    # but the exact optimum dominates all of them)
-    if n <= 8:
-        exact = brute_force_compression(share, intensity, k).cut_weight
-        assert all(r.cut_weight <= exact + 1e-9 for r in results)
+    fn = compressions()[name]
+    result: Compression = (
+        crux_compression(share, intensity, k, rng=seed) if name == "crux" else fn(share, intensity, k)
+    )
+    lv = result.levels
+    edges = [(a, b) for a in range(n) for b in range(a + 1, n) if share[a, b]]
+    assert all(lv[a] <= lv[b] for a, b in edges)  # no edge points up
+    assert is_valid_compression(share, lv)
+    assert len(violating_edges(share, lv)) == 0
+    assert set(lv) == set(range(min(k, n)))  # every level used
+    assert result.cut_weight == pytest.approx(sum(intensity[a] for a, b in edges if lv[a] != lv[b]))
+    assert sorted(result.order) == list(range(n))
+    if n <= 8:  # the exact optimum dominates every member
+        assert result.cut_weight <= brute_force_compression(share, intensity, k).cut_weight + 1e-9
 
 
 def test_violations_are_reported() -> None:
@@ -284,8 +296,8 @@ def test_bad_order_and_brute_force_limit() -> None:
 def test_the_layerwise_tables_equal_the_column_scan(
     n: int, density: float, levels: int, ties: bool, monotone: bool, seed: int
 ) -> None:
-    from commsched.scheduling.compression_dag import bfs_order, in_degrees
-    from commsched.scheduling.compression_kcut import _table, _table_scan
+    from commsched.scheduling.compression.dag import bfs_order, in_degrees
+    from commsched.scheduling.compression.kcut import _table, _table_scan
 
     rng = np.random.default_rng(seed)
     inc = rng.random((n, 3 * n + 1)) < density

@@ -24,8 +24,8 @@ from commsched.scheduling.correction import (
     comparison_window,
     simulate_pair,
 )
-from commsched.scheduling.correction_link import rational_job
-from commsched.scheduling.correction_pair import _low_period
+from commsched.scheduling.correction.link import rational_job
+from commsched.scheduling.correction.pair import _low_period
 
 TICK = Fraction(1, 8)
 

@@ -6,7 +6,6 @@ from collections import Counter
 
 import numpy as np
 
-from commsched.experiments import vclos_metrics as vm
 from commsched.experiments.hash_collisions import (
     cluster,
     collisions,
@@ -14,6 +13,7 @@ from commsched.experiments.hash_collisions import (
     flow_links,
     ring_flows,
 )
+from commsched.experiments.vclos_experiment import metrics as vm
 from commsched.scheduling.routing import SPORT_HI, SPORT_LO
 from commsched.scheduling.vclos.policy import Refusal, RefusalCause
 from commsched.topology.ecmp import FiveTuple, ecmp_path_index

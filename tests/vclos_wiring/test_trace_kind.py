@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from commsched.cli.app import app
 from commsched.errors import InputError
-from commsched.experiments.vclos_exp import ExperimentSpec, scenario_trace, trace_scenario
+from commsched.experiments.vclos_experiment import ExperimentSpec, scenario_trace, trace_scenario
 from commsched.io.scenario import scenario_from_text
 from commsched.io.shipped import resolve_scenario
 from commsched.io.traces import trace_jobs, trace_kinds

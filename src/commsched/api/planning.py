@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from commsched.io.scenario import Scenario
 from commsched.scheduling.domains import decide_per_domain, plan_per_domain
-from commsched.scheduling.interfaces import PlacementFn, PlacementRequest, PolicyContext
+from commsched.scheduling.freegpus import FreeGpus
+from commsched.scheduling.inorder import OrderRules, place_in_order
+from commsched.scheduling.interfaces import PlacementFn, PolicyContext
 from commsched.scheduling.state import ClusterState, Decisions, PlacedJob
 from commsched.workload import JobId
 
@@ -60,41 +62,13 @@ class PlanReport:
 
 
 def _placed_jobs(sc: Scenario, place: PlacementFn) -> tuple[list[PlacedJob], list[JobId]]:
-    topo = sc.topology
-    free = set(topo.gpus)
-    placed: list[PlacedJob] = []
-    waiting: list[JobId] = []
-    for entry in sorted(sc.jobs, key=lambda j: j.spec.arrival_s):
-        spec = entry.spec
-        if spec.arrival_s > 0 or waiting:
-            waiting.append(spec.id)
-            continue
-        if not topo.hosts:
-            placed.append(PlacedJob(spec=spec, gpus=()))
-            continue
-        if entry.gpu_ids:
-            gpus = tuple(entry.gpu_ids) if all(g in free for g in entry.gpu_ids) else None
-            alloc = None
-        else:
-            req = PlacementRequest(topology=topo, job=spec, free_gpus=frozenset(free), running=tuple(placed))
-            alloc = place(req)
-            gpus = alloc.gpus if alloc is not None else None
-        if gpus is None:
-            waiting.append(spec.id)
-            continue
-        free.difference_update(gpus)
-        if alloc is not None:
-            placed.append(
-                PlacedJob(
-                    spec=spec,
-                    gpus=gpus,
-                    reserved_links=alloc.reserved_links,
-                    pinned_routes=alloc.pinned_routes,
-                )
-            )
-        else:
-            placed.append(PlacedJob(spec=spec, gpus=gpus))
-    return placed, waiting
+    jobs = sorted(sc.jobs, key=lambda j: j.spec.arrival_s)
+    now = [PlacedJob(spec=j.spec, gpus=tuple(j.gpu_ids)) for j in jobs if j.spec.arrival_s <= 0]
+    placed = place_in_order(now, free=FreeGpus(sc.topology), rules=OrderRules(placement=place))
+    gone = {p.position for p in placed}
+    waiting = [j.id for k, j in enumerate(now) if k not in gone]
+    waiting += [j.spec.id for j in jobs[len(now) :]]
+    return [p.job for p in placed], waiting
 
 
 def plan(

@@ -174,11 +174,12 @@ def simulate(
 def _all_named(policies: Sequence[PolicyLike], placement: PlacementLike | None) -> bool:
     """Whether every policy and the placement are names that any process resolves alike (not names
     registered in this process only, which worker processes would not know)."""
-    from commsched.catalog import _REGISTERED_PLACEMENTS, _REGISTERED_POLICIES
+    from commsched.catalog import registered_in_process
 
-    ok = all(isinstance(p, str) and p not in _REGISTERED_POLICIES for p in policies)
+    ok = all(isinstance(p, str) and not registered_in_process(p, family="policy") for p in policies)
     return ok and (
-        placement is None or (isinstance(placement, str) and placement not in _REGISTERED_PLACEMENTS)
+        placement is None
+        or (isinstance(placement, str) and not registered_in_process(placement, family="placement"))
     )
 
 

@@ -73,7 +73,7 @@ def vclos_experiment_cmd(
     """Replay a Helios-like trace per policy and lambda: average JCT (Table 5), JWT/queue/stability (Fig. 12)
     and JRT/JWT/JCT averages (Fig. 13)."""
     from commsched.catalog import queue_registry
-    from commsched.experiments.vclos_exp import (
+    from commsched.experiments.vclos_experiment import (
         ExperimentSpec,
         experiment_json,
         plot_experiment,

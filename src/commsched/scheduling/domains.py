@@ -47,7 +47,7 @@ from numpy.typing import NDArray
 from commsched.scheduling.interfaces import PolicyContext
 from commsched.scheduling.memo import maybe
 from commsched.scheduling.paths import Flow, PathTable, job_flows
-from commsched.scheduling.policies_common import Plan
+from commsched.scheduling.policies.common import Plan
 from commsched.scheduling.routemap import JobRoutes, RouteMap, by_job
 from commsched.scheduling.state import ClusterState, ConnectionKey, Decisions, PlacedJob
 from commsched.scheduling.traffic import job_traffic

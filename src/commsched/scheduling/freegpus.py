@@ -4,8 +4,8 @@
 use it where it used a ``frozenset``, and it answers the questions placements ask in logarithmic time:
 the first host (topology order) or the first ToR with ``n`` free GPUs, the first ``n`` free GPUs, the
 host or ToR with the fewest free GPUs that still holds ``n`` (best fit). Its owner (the simulator's job
-lifecycle) takes and gives back GPUs between requests with :meth:`take` and :meth:`give`; a policy
-reads it only during a request.
+lifecycle, or any caller of :func:`~commsched.scheduling.inorder.place_in_order`) takes and gives back
+GPUs between requests with :meth:`take` and :meth:`give`; a policy reads it only during a request.
 
 Hosts are grouped by their first ToR (``""`` for hosts without one), groups in the order of their first
 host, as :func:`~commsched.scheduling.jobsched.common.by_key` groups them.

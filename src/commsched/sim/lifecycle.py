@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 
 from commsched.errors import InputError
 from commsched.scheduling.freegpus import FreeGpus
-from commsched.scheduling.interfaces import Allocation, PlacementFn, PlacementRequest, QueueOrderFn
+from commsched.scheduling.inorder import OrderRules, place_in_order
+from commsched.scheduling.interfaces import PlacementFn, QueueOrderFn
 from commsched.scheduling.state import PlacedJob
 from commsched.sim.accounting import Ledger
 from commsched.sim.kernel import EventKernel
@@ -87,11 +87,12 @@ class JobLifecycle:
         self._free = FreeGpus(topology)  # indexed: placements query it instead of scanning hosts
         self._running_placed: tuple[PlacedJob, ...] | None = None  # the running jobs, as placed
         self._queue: list[int] = []
+        #: each job as it waits: its spec and its explicit GPUs (empty: placed by ``placement``)
+        self._queued = [PlacedJob(spec=r.spec, gpus=g) for r, g in zip(runs, explicit, strict=True)]
         #: indices of the running jobs, in start order
         self.running: list[int] = []
         #: arrivals still to come
         self.arrivals = len(runs)
-        self._alloc_extra: dict[int, Allocation] = {}
 
     def check_jobs(self) -> None:
         """Unique ids, jobs no larger than the cluster, explicit GPUs that exist."""
@@ -119,64 +120,38 @@ class JobLifecycle:
 
     def schedule_queue(self, *, decide: bool = True) -> None:
         """Start the waiting jobs that can be placed; decide afresh if any started and ``decide``."""
-        placed_any = False
         if self._queue_order is not None and len(self._queue) > 1:
             by_id = {self._runs[i].spec.id: i for i in self._queue}
             order = self._queue_order([self._runs[i].spec for i in self._queue], self._kernel.now)
             self._queue = [by_id[s.id] for s in order]
-        k = 0
-        while k < len(self._queue):
-            r = self._runs[self._queue[k]]
-            gpus = self._place(r)
-            if gpus is None:
-                if not self._backfill:
-                    break  # strict order: the head blocks the queue
-                k += 1
-                continue
-            self._queue.pop(k)
-            self._start(r, gpus)
-            placed_any = True
-        if placed_any and decide:
+        placed = place_in_order(
+            (self._queued[i] for i in self._queue),
+            free=self._free,
+            running=self._running(),
+            rules=OrderRules(placement=self._placement, backfill=self._backfill, now_s=self._kernel.now),
+        )
+        if placed:
+            gone = {p.position for p in placed}
+            starting = [(self._runs[self._queue[p.position]], p.job) for p in placed]
+            self._queue = [i for k, i in enumerate(self._queue) if k not in gone]
+            for r, job in starting:
+                self._start(r, job)
+        if placed and decide:
             self._decide()
 
-    def _place(self, r: JobRun) -> tuple[NodeId, ...] | None:
-        if self.abstract:
-            return ()
-        explicit = self._explicit[r.index]
-        if explicit:
-            return explicit if all(g in self._free for g in explicit) else None
-        if r.spec.gpus > len(self._free):
-            return None
+    def _running(self) -> tuple[PlacedJob, ...]:
+        """The running jobs as placed, in start order (kept until a job starts or departs)."""
         if self._running_placed is None:
             self._running_placed = tuple(p for i in self.running if (p := self._runs[i].placed) is not None)
-        alloc = self._placement(
-            PlacementRequest(
-                topology=self._topology,
-                job=r.spec,
-                free_gpus=self._free,
-                running=self._running_placed,
-                now_s=self._kernel.now,
-            )
-        )
-        if alloc is None:
-            return None
-        self._alloc_extra[r.index] = alloc
-        return alloc.gpus
+        return self._running_placed
 
-    def _start(self, r: JobRun, gpus: tuple[NodeId, ...]) -> None:
+    def _start(self, r: JobRun, placed: PlacedJob) -> None:
+        """Start ``r`` as ``placed`` (its GPUs already taken from the free index)."""
         now = self._kernel.now
         self._ledger.advance_alloc(now)
-        self._free.take(gpus)
         self._running_placed = None
-        extra = self._alloc_extra.pop(r.index, None)
-        r.placed = PlacedJob(
-            spec=r.spec,
-            gpus=gpus,
-            reserved_links=extra.reserved_links if extra is not None else frozenset(),
-            pinned_routes=extra.pinned_routes if extra is not None else MappingProxyType({}),
-            start_s=now,
-        )
-        r.gpu_count = len(gpus) if gpus else r.spec.gpus
+        r.placed = placed
+        r.gpu_count = len(placed.gpus) if placed.gpus else r.spec.gpus
         self._ledger.alloc_gpus += r.gpu_count
         r.start_s = now
         r.last_end_s = now

@@ -22,7 +22,9 @@ from dataclasses import dataclass, replace
 from commsched.catalog import placement_registry, policy_registry
 from commsched.errors import InputError
 from commsched.io.scenario import Scenario
-from commsched.scheduling.interfaces import PlacementRequest
+from commsched.scheduling.freegpus import FreeGpus
+from commsched.scheduling.inorder import OrderRules, place_in_order
+from commsched.scheduling.interfaces import Allocation, PlacementRequest
 from commsched.scheduling.state import PlacedJob
 from commsched.topology import NodeId, Topology
 
@@ -65,36 +67,29 @@ def policy_placement(scenario: Scenario, policy: str) -> PolicyPlacement:
     ocs = _ocs_allocator(fn)
     circuits = [list(r) for r in static_circuits(topo)] if ocs is not None else None
     held: set[tuple[int, int]] = set()  # uplinks whose circuit a placed job holds
-    running: list[PlacedJob] = []
-    free = set(topo.gpus)
+
+    def place(req: PlacementRequest) -> Allocation | None:
+        if ocs is not None and circuits is not None:
+            for c in ocs(req):
+                _set_circuit(circuits, held, c)
+        return fn(req)
+
     order = sorted(range(len(scenario.jobs)), key=lambda i: (scenario.jobs[i].spec.arrival_s, i))
-    gpus: dict[str, tuple[NodeId, ...]] = {}
-    for i in order:
-        job = scenario.jobs[i]
-        spec = job.spec
-        if job.gpu_ids:
-            pj = PlacedJob(spec=spec, gpus=tuple(NodeId(g) for g in job.gpu_ids))
-        else:
-            req = PlacementRequest(topology=topo, job=spec, free_gpus=frozenset(free), running=tuple(running))
-            if ocs is not None and circuits is not None:
-                for c in ocs(req):
-                    _set_circuit(circuits, held, c)
-            alloc = fn(req)
-            if alloc is None:
-                raise InputError(
-                    f"policy {policy!r} does not place job {spec.id!r} at the start",
-                    where=f"{scenario.source}: jobs.{spec.id}",
-                    expected="a mix every policy starts at once (a testbed run starts all its jobs together)",
-                )
-            pj = PlacedJob(
-                spec=spec,
-                gpus=alloc.gpus,
-                reserved_links=alloc.reserved_links,
-                pinned_routes=alloc.pinned_routes,
-            )
-        running.append(pj)
-        free.difference_update(pj.gpus)
-        gpus[str(spec.id)] = pj.gpus
+    queue = [
+        PlacedJob(spec=scenario.jobs[i].spec, gpus=tuple(NodeId(g) for g in scenario.jobs[i].gpu_ids))
+        for i in order
+    ]
+    placed = place_in_order(
+        queue, free=FreeGpus(topo), rules=OrderRules(placement=place, explicit="as-given")
+    )
+    if len(placed) < len(queue):
+        spec = queue[len(placed)].spec
+        raise InputError(
+            f"policy {policy!r} does not place job {spec.id!r} at the start",
+            where=f"{scenario.source}: jobs.{spec.id}",
+            expected="a mix every policy starts at once (a testbed run starts all its jobs together)",
+        )
+    gpus = {str(p.job.id): p.job.gpus for p in placed}
     table = None if circuits is None else tuple(tuple(r) for r in circuits)
     changed = 0
     if table is not None:

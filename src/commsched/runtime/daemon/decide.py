@@ -105,7 +105,7 @@ def daemon_plans(policy: str | None = None) -> dict[str, Any]:
 
     from commsched.catalog import policy_registry
     from commsched.scheduling.policies import communication_plans
-    from commsched.scheduling.policies_common import Plan
+    from commsched.scheduling.policies.common import Plan
 
     plans: dict[str, Any] = dict(communication_plans())
     reg = policy_registry()

@@ -22,7 +22,7 @@ def placed_routing(policy: str, state: ClusterState) -> tuple[ClusterState, Any]
     """
     from commsched.catalog import policy_registry
     from commsched.scheduling.policies import communication_plans
-    from commsched.scheduling.policies_common import Plan
+    from commsched.scheduling.policies.common import Plan
 
     reg = policy_registry()
     if policy in communication_plans() or policy not in reg:
@@ -59,24 +59,19 @@ def _replay(state: ClusterState, placement: Any) -> ClusterState:
     from dataclasses import replace
 
     from commsched.errors import CommschedError
-    from commsched.scheduling.interfaces import PlacementRequest
+    from commsched.scheduling.freegpus import FreeGpus
+    from commsched.scheduling.inorder import OrderRules, place_in_order
+    from commsched.scheduling.interfaces import Allocation, PlacementRequest
 
-    free = set(state.topology.gpus)
-    done: list[PlacedJob] = []
-    for job in state.jobs:
-        req = PlacementRequest(
-            topology=state.topology, job=job.spec, free_gpus=frozenset(free), running=tuple(done), now_s=0.0
-        )
+    def guarded(req: PlacementRequest) -> Allocation | None:
         try:
-            alloc = placement(req)
+            return placement(req)  # type: ignore[no-any-return]
         except CommschedError:  # e.g. a vClos placement on a fabric that is not a leaf-spine
-            alloc = None
-        if alloc is not None and tuple(alloc.gpus) == tuple(job.gpus):
-            done.append(replace(job, reserved_links=alloc.reserved_links, pinned_routes=alloc.pinned_routes))
-        else:
-            done.append(job)
-        free.difference_update(job.gpus)
-    return replace(state, jobs=tuple(done))
+            return None
+
+    rules = OrderRules(placement=guarded, explicit="replayed")
+    placed = place_in_order(state.jobs, free=FreeGpus(state.topology), rules=rules)
+    return replace(state, jobs=tuple(p.job for p in placed))
 
 
 def _rewired(state: ClusterState, placement: Any) -> ClusterState:

@@ -45,7 +45,7 @@ from collections.abc import Sequence
 
 from commsched.errors import InputError
 from commsched.scheduling.interfaces import PolicyBundle, QueueOrderFn
-from commsched.scheduling.policies_baselines import balanced_ecmp_policy
+from commsched.scheduling.policies.balanced_ecmp import balanced_ecmp_policy
 from commsched.scheduling.vclos.ocs import allocate_ocs_vclos
 from commsched.scheduling.vclos.placement import allocate_best, allocate_packed, allocate_vclos
 from commsched.scheduling.vclos.policy import (

@@ -10,7 +10,7 @@ connection (the equal-cost path whose leaf uplink and downlink are the ones sour
 Routing: :class:`PinnedRouting` (vClos / OCS-vClos: the pinned routes), :class:`SourceRouting`
 (``sr``: the default port map f(i) = i for every job, no isolation), :class:`EcmpRouting` (5-tuple
 MurmurHash3 over random source ports); ``balanced-ecmp`` routes with the communication policy of that
-name (:func:`commsched.scheduling.policies_baselines.balanced_ecmp_policy`), one algorithm per name.
+name (:func:`commsched.scheduling.policies.balanced_ecmp.balanced_ecmp_policy`), one algorithm per name.
 
 References
 ----------

@@ -1,6 +1,6 @@
 """Crux §4.4 optimality microbenchmark at paper scale (1,500 cases) — run once, prints the table.
 
-Usage: ``python -m commsched.experiments.microbench_paper [--cases 1500] [--seed 0] [--workers N]
+Usage: ``python -m commsched.experiments.microbench.paper [--cases 1500] [--seed 0] [--workers N]
 [--out FILE]``.
 Prints the summary JSON (the same as ``commsched microbench --json``) plus the wall time and the number
 of simulations; ``--out`` also writes every case's ratios as JSON lines.
@@ -20,7 +20,7 @@ from commsched.experiments.microbench import run_microbench, summarise
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the microbenchmark at the command line's size; print the summary and the wall time."""
-    ap = argparse.ArgumentParser(prog="python -m commsched.experiments.microbench_paper")
+    ap = argparse.ArgumentParser(prog="python -m commsched.experiments.microbench.paper")
     ap.add_argument("--cases", type=int, default=1500)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)

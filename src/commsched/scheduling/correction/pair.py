@@ -1,7 +1,7 @@
 """Pairwise comparison window and correction factors ``k_j`` of Crux's priority assignment (Crux §4.2).
 
 ``comparison_window`` picks the window ``L`` from the exact contended periods, ``compare_pair`` runs
-both priority orders of a job and the reference over it (single-link model of ``correction_link``),
+both priority orders of a job and the reference over it (single-link model of ``correction.link``),
 and ``correction_factor(s)`` turn the gains into ``k_j = dS_j / dS_r``. Definitions are in
 ``commsched.scheduling.correction``.
 
@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import TypeVar
 
 from commsched.errors import InputError
-from commsched.scheduling.correction_link import (
+from commsched.scheduling.correction.link import (
     CorrectionSettings,
     LinkJob,
     PairOutcome,

@@ -2,7 +2,7 @@
 
 The ``trace:`` section of a scenario (:func:`scenario_trace`, :data:`DEFAULT_TRACE`) becomes a
 scenario of macro-iteration jobs whose iteration counts come from their contention-free speed
-(:func:`trace_scenario`, :func:`with_iterations`); see :mod:`commsched.experiments.vclos_exp`.
+(:func:`trace_scenario`, :func:`with_iterations`); see :mod:`commsched.experiments.vclos_experiment`.
 
 References
 ----------

@@ -2,7 +2,7 @@
 
 Crux's solver (``crux_compression``) samples ``m`` random breadth-first topological orders and, for
 each, solves the sequence K-cut exactly by dynamic programming (``max_k_cut_table``), keeping the best.
-An exact ``brute_force_compression`` for small DAGs serves the tests. The DAG conventions are those of
+The exact optimum for small DAGs is ``compression.exact``. The DAG conventions are those of
 ``commsched.scheduling.compression``.
 
 References
@@ -14,14 +14,13 @@ References
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from commsched.errors import InputError
-from commsched.scheduling.compression_dag import (
+from commsched.scheduling.compression.dag import (
     Compression,
     bfs_order,
     blocks_to_levels,
@@ -32,17 +31,11 @@ from commsched.scheduling.compression_dag import (
 )
 
 __all__ = [
-    "BRUTE_FORCE_MAX_ASSIGNMENTS",
     "KCutTable",
-    "brute_force_compression",
     "crux_compression",
     "max_k_cut_table",
     "sequence_compression",
 ]
-
-
-BRUTE_FORCE_MAX_ASSIGNMENTS = 2_000_000
-"""Largest number of level assignments ``K**n`` that ``brute_force_compression`` enumerates."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -303,48 +296,3 @@ def crux_compression(
         if candidate.cut_weight > best.cut_weight:
             best = candidate
     return best
-
-
-def brute_force_compression(sharing: ArrayLike, intensity: ArrayLike, levels: int) -> Compression:
-    """The exact Max K-Cut of the contention DAG by enumerating every valid level assignment.
-
-    Enumerates ``min(levels, n) ** n`` assignments (at most ``BRUTE_FORCE_MAX_ASSIGNMENTS``); meant
-    for tests and small cases (the paper's microbenchmark: 5 jobs, 3 levels). Ties keep the
-    lexicographically smallest assignment.
-
-    Examples
-    --------
-    >>> share = np.zeros((4, 4), dtype=bool)
-    >>> share[0, 1] = share[1, 0] = share[2, 3] = share[3, 2] = True
-    >>> result = brute_force_compression(share, [5.0, 4.0, 3.0, 2.0], 2)
-    >>> result.levels, result.cut_weight, result.order
-    ((0, 1, 0, 1), 8.0, (0, 2, 1, 3))
-
-    References
-    ----------
-    Crux §4.3 (problem statement), §4.4 (enumeration as the optimum); crux-spec §4.3, A12.
-    """
-    share, inten = check_contention(sharing, intensity)
-    check_levels(levels)
-    n = share.shape[0]
-    if n == 0:
-        return Compression(levels=(), cut_weight=0.0, order=())
-    k = min(int(levels), n)
-    if k**n > BRUTE_FORCE_MAX_ASSIGNMENTS:
-        raise InputError(
-            f"{k}**{n} assignments",
-            where="brute_force_compression",
-            expected=f"at most {BRUTE_FORCE_MAX_ASSIGNMENTS} (a smaller DAG)",
-        )
-    assign = np.array(list(itertools.product(range(k), repeat=n)), dtype=np.int64).reshape(-1, n)
-    src, dst = np.nonzero(np.triu(share, 1))
-    valid = np.all(assign[:, src] <= assign[:, dst], axis=1)
-    cuts = ((assign[:, src] < assign[:, dst]) * inten[src]).sum(axis=1)
-    cuts = np.where(valid, cuts, -np.inf)
-    winner = assign[int(np.argmax(cuts))]
-    order = np.lexsort((np.arange(n), winner))
-    return Compression(
-        levels=tuple(int(v) for v in winner),
-        cut_weight=float(cuts.max()),
-        order=tuple(int(v) for v in order),
-    )

@@ -28,15 +28,18 @@ as many classes as jobs (unique priorities, the ideal of crux-spec §6.6). TACCL
 its own; it gets the balanced (Varys-style) split of its hop-count ranking, which keeps equally long
 jobs together. Random draws derive from ``ctx.seed`` and what they decide only: an ECMP source port from its
 connection (:func:`~commsched.scheduling.routing.connection_seed`), the BFS orders of the compression
-from the jobs of their contention component (:func:`~commsched.scheduling.policies_crux.component_seed`).
+from the jobs of their contention component (:func:`~commsched.scheduling.policies.crux.component_seed`).
 A decision is therefore the same whenever its jobs are, which lets the simulator decide per contention
 domain (:mod:`commsched.scheduling.domains`). ``crux-full-guard`` is ``crux-full`` with the opt-in
 starvation guard of :mod:`commsched.scheduling.guard` at :data:`GUARD_LOSS`.
 
-The shared machinery lives in :mod:`commsched.scheduling.policies_common`, Crux in
-:mod:`commsched.scheduling.policies_crux` and the baselines in
-:mod:`commsched.scheduling.policies_baselines`; this module holds the registry and re-exports their
-names.
+The shared machinery lives in :mod:`commsched.scheduling.policies.common`, and each policy in a module
+of its own: Crux in :mod:`~commsched.scheduling.policies.crux`, the baselines in
+:mod:`~commsched.scheduling.policies.sincronia`, :mod:`~commsched.scheduling.policies.varys`,
+:mod:`~commsched.scheduling.policies.taccl`, :mod:`~commsched.scheduling.policies.cassini`,
+:mod:`~commsched.scheduling.policies.balanced_ecmp` and :mod:`~commsched.scheduling.policies.source_routing`
+(``static`` and ``fair`` are :mod:`commsched.scheduling.basic`); this module holds the registry and
+re-exports their names.
 
 References
 ----------
@@ -50,18 +53,13 @@ from types import MappingProxyType
 
 from commsched.scheduling.basic import fair_policy, static_policy
 from commsched.scheduling.interfaces import PolicyContext, PolicyFn
-from commsched.scheduling.policies_baselines import (
+from commsched.scheduling.policies.balanced_ecmp import (
     balanced_ecmp_plan,
     balanced_ecmp_policy,
     balanced_ecmp_routes,
-    cassini_plan,
-    sincronia_plan,
-    source_routing_plan,
-    taccl_plan,
-    taccl_routes,
-    varys_plan,
 )
-from commsched.scheduling.policies_common import (
+from commsched.scheduling.policies.cassini import cassini_plan
+from commsched.scheduling.policies.common import (
     Compressor,
     Plan,
     PlanFn,
@@ -70,13 +68,17 @@ from commsched.scheduling.policies_common import (
     contention_matrix,
     routed_facts,
 )
-from commsched.scheduling.policies_crux import (
+from commsched.scheduling.policies.crux import (
     CruxSettings,
     componentwise_compression,
     crux_plan,
     crux_routes,
     crux_variant,
 )
+from commsched.scheduling.policies.sincronia import sincronia_plan
+from commsched.scheduling.policies.source_routing import source_routing_plan
+from commsched.scheduling.policies.taccl import taccl_plan, taccl_routes
+from commsched.scheduling.policies.varys import varys_plan
 from commsched.scheduling.state import ClusterState, Decisions
 
 __all__ = [

@@ -52,7 +52,7 @@ def average_times(result: SimResult) -> TimeAverages:
 
     Examples
     --------
-    >>> from commsched.experiments.vclos_metrics import average_times
+    >>> from commsched.experiments.vclos_experiment.metrics import average_times
     >>> average_times(_demo()).jct_s
     15.0
     """

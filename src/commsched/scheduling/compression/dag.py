@@ -1,8 +1,8 @@
 """The contention DAG of priority compression: validation, validity, cut weight, BFS orders (Crux §4.3).
 
-Shared helpers of the compression solvers (``compression_kcut``, ``compression_baselines``); the
-conventions of the DAG (jobs in rank order, ``sharing`` matrix, ``intensity`` weights, levels, cut
-weight) are those described in ``commsched.scheduling.compression``.
+Shared helpers of the compression solvers (``compression.kcut``, ``compression.sincronia``,
+``compression.varys``); the conventions of the DAG (jobs in rank order, ``sharing`` matrix,
+``intensity`` weights, levels, cut weight) are those described in ``commsched.scheduling.compression``.
 
 References
 ----------
@@ -31,6 +31,7 @@ __all__ = [
     "cut_weight",
     "in_degrees",
     "is_valid_compression",
+    "rank_split",
     "violating_edges",
 ]
 
@@ -249,3 +250,17 @@ def blocks_to_levels(order: NDArray[np.int64], bounds: list[int]) -> tuple[int, 
         levels[order[start:end]] = level
         start = end
     return tuple(int(v) for v in levels)
+
+
+def rank_split(sharing: ArrayLike, intensity: ArrayLike, sizes: list[int]) -> Compression:
+    """The rank order cut into contiguous groups of ``sizes`` jobs, group ``g`` on level ``g``."""
+    share, inten = check_contention(sharing, intensity)
+    n = share.shape[0]
+    ords = np.arange(n, dtype=np.int64)
+    bounds = list(np.cumsum(sizes, dtype=np.int64)) if n else []
+    job_levels = blocks_to_levels(ords, [int(b) for b in bounds])
+    return Compression(
+        levels=job_levels,
+        cut_weight=cut_weight(share, inten, job_levels),
+        order=tuple(int(v) for v in ords),
+    )

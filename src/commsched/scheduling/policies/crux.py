@@ -27,7 +27,7 @@ from commsched.scheduling.guard import guard_classes
 from commsched.scheduling.interfaces import PolicyContext
 from commsched.scheduling.memo import Memo, maybe
 from commsched.scheduling.paths import PathSettings, greedy_routes
-from commsched.scheduling.policies_common import (
+from commsched.scheduling.policies.common import (
     Plan,
     PlanFn,
     PolicyCtx,

@@ -36,8 +36,8 @@ periods of the fastest and the minimum, ``L`` falls back to the larger of the tw
 that bounds the simulation cost). For Crux's Example 1 the contended periods are 4 s, 2 s (high) and
 4 s, 6 s (low), so ``L = 24 s`` (a multiple of 12 s) and ``k_2 = 1.5``.
 
-The single-link model lives in ``correction_link``, the comparison window and the factors in
-``correction_pair``; this module holds the ranking and re-exports every name.
+The single-link model lives in ``correction.link``, the comparison window and the factors in
+``correction.pair``; this module holds the ranking and re-exports every name.
 
 References
 ----------
@@ -50,14 +50,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from commsched.errors import InputError
-from commsched.scheduling.correction_link import (
+from commsched.scheduling.correction.link import (
     CorrectionSettings,
     LinkJob,
     PairOutcome,
     check_nonneg,
     simulate_pair,
 )
-from commsched.scheduling.correction_pair import (
+from commsched.scheduling.correction.pair import (
     JobKey,
     PairComparison,
     compare_pair,

@@ -24,9 +24,9 @@ almost never; vClos pays for isolation with shape waits (equal servers per leaf,
 
 Modules
 -------
-The trace scenarios live in :mod:`commsched.experiments.vclos_exp_trace`, the runs in
-:mod:`commsched.experiments.vclos_exp_runs` and the outputs in
-:mod:`commsched.experiments.vclos_exp_report`; this module re-exports their names.
+The trace scenarios live in :mod:`commsched.experiments.vclos_experiment.trace`, the runs in
+:mod:`commsched.experiments.vclos_experiment.runs` and the outputs in
+:mod:`commsched.experiments.vclos_experiment.report`; this module re-exports their names.
 
 References
 ----------
@@ -35,8 +35,8 @@ vClos §9.2 (5,000 Helios tasks, Poisson arrivals, FIFO), §9.4-9.6 (Figs. 12-13
 
 from __future__ import annotations
 
-from commsched.experiments.vclos_exp_report import experiment_json, plot_experiment, table5
-from commsched.experiments.vclos_exp_runs import (
+from commsched.experiments.vclos_experiment.report import experiment_json, plot_experiment, table5
+from commsched.experiments.vclos_experiment.runs import (
     TABLE5_LAMBDAS,
     TABLE5_POLICIES,
     ExperimentSpec,
@@ -46,7 +46,7 @@ from commsched.experiments.vclos_exp_runs import (
     run_policy,
     simulate_policy,
 )
-from commsched.experiments.vclos_exp_trace import (
+from commsched.experiments.vclos_experiment.trace import (
     DEFAULT_TRACE,
     offered_load,
     parameter_groups,

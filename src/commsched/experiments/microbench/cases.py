@@ -21,7 +21,7 @@ from commsched.topology import NodeId, Topology
 from commsched.topology.builders import two_layer_clos
 from commsched.workload import JobId, JobSpec, ModelProfile
 
-__all__ = ["NIC_BPS", "MicrobenchConfig", "make_case"]
+__all__ = ["NIC_BPS", "Case", "MicrobenchConfig", "make_case"]
 
 
 NIC_BPS = 200e9
@@ -42,7 +42,9 @@ class MicrobenchConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class _Case:
+class Case:
+    """One random case: the fabric, the five jobs on their hosts, the two Aggs (path choice = Agg index)."""
+
     topology: Topology
     jobs: tuple[PlacedJob, ...]
     aggs: tuple[NodeId, ...]
@@ -60,7 +62,7 @@ def _profile(rng: np.random.Generator, name: str, hosts: int) -> ModelProfile:
     )
 
 
-def make_case(seed: int, case: int, cfg: MicrobenchConfig) -> _Case:
+def make_case(seed: int, case: int, cfg: MicrobenchConfig) -> Case:
     """The ``case``-th random case of run ``seed`` (independent of every other case)."""
     rng = np.random.default_rng([seed & 0xFFFFFFFF, case])
     tors = int(rng.choice(cfg.tors))
@@ -79,4 +81,4 @@ def make_case(seed: int, case: int, cfg: MicrobenchConfig) -> _Case:
         spec = JobSpec(id=JobId(f"j{k}"), profile=_profile(rng, f"j{k}", len(take)), gpus=len(gpus))
         jobs.append(PlacedJob(spec=spec, gpus=gpus))
     aggs = tuple(NodeId(f"agg{a}") for a in range(2))
-    return _Case(topology=topo, jobs=tuple(jobs), aggs=aggs)
+    return Case(topology=topo, jobs=tuple(jobs), aggs=aggs)

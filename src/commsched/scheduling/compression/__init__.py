@@ -15,13 +15,14 @@ from a lower level to a higher one (``level[a] <= level[b]`` for every edge ``a 
 weight* is the total weight of edges whose ends are on different levels, which Crux maximises
 (Max K-Cut on a DAG).
 
-Crux's solver (``crux_compression``, in ``compression_kcut``) samples ``m`` random breadth-first
+Crux's solver (``crux_compression``, in ``compression.kcut``) samples ``m`` random breadth-first
 topological orders and, for each, solves the sequence K-cut exactly by dynamic programming
 (``max_k_cut_table``), keeping the best.
 Baselines: ``sincronia_compression`` and ``varys_compression`` (crux-spec §8.1, in
-``compression_baselines``); an exact ``brute_force_compression`` for small DAGs serves the tests. The
-shared DAG helpers (validity, cut weight, BFS orders) live in ``compression_dag``; this module
-re-exports every name.
+``compression.sincronia`` and ``compression.varys``); an exact ``brute_force_compression`` for small
+DAGs (``compression.exact``) serves the tests. The shared DAG helpers (validity, cut weight, BFS
+orders) live in ``compression.dag``; this module re-exports every name and lists the family
+(:func:`compressions`).
 
 References
 ----------
@@ -32,29 +33,35 @@ References
 
 from __future__ import annotations
 
-from commsched.scheduling.compression_baselines import sincronia_compression, varys_compression
-from commsched.scheduling.compression_dag import (
+from collections.abc import Callable
+
+from numpy.typing import ArrayLike
+
+from commsched.scheduling.compression.dag import (
     Compression,
     bfs_topological_order,
     cut_weight,
     is_valid_compression,
     violating_edges,
 )
-from commsched.scheduling.compression_kcut import (
-    BRUTE_FORCE_MAX_ASSIGNMENTS,
+from commsched.scheduling.compression.exact import BRUTE_FORCE_MAX_ASSIGNMENTS, brute_force_compression
+from commsched.scheduling.compression.kcut import (
     KCutTable,
-    brute_force_compression,
     crux_compression,
     max_k_cut_table,
     sequence_compression,
 )
+from commsched.scheduling.compression.sincronia import sincronia_compression
+from commsched.scheduling.compression.varys import varys_compression
 
 __all__ = [
     "BRUTE_FORCE_MAX_ASSIGNMENTS",
     "Compression",
+    "CompressionFn",
     "KCutTable",
     "bfs_topological_order",
     "brute_force_compression",
+    "compressions",
     "crux_compression",
     "cut_weight",
     "is_valid_compression",
@@ -64,3 +71,22 @@ __all__ = [
     "varys_compression",
     "violating_edges",
 ]
+
+#: A priority compression: ``(sharing, intensity, levels) -> Compression`` (jobs in rank order).
+CompressionFn = Callable[[ArrayLike, ArrayLike, int], Compression]
+
+
+def compressions() -> dict[str, CompressionFn]:
+    """The family's members by name: Crux's Max K-Cut and the two baselines (defaults of each).
+
+    ``brute_force_compression`` is not a member: it is the exact reference the tests hold them to.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> share = np.zeros((3, 3), dtype=bool)
+    >>> share[0, 1] = share[1, 0] = share[1, 2] = share[2, 1] = True
+    >>> {name: fn(share, [3.0, 2.0, 1.0], 2).levels for name, fn in compressions().items()}
+    {'crux': (0, 1, 1), 'sincronia': (0, 1, 1), 'varys': (0, 0, 1)}
+    """
+    return {"crux": crux_compression, "sincronia": sincronia_compression, "varys": varys_compression}

@@ -3,8 +3,8 @@
 A policy computes once per decision the candidate paths, the network-link mask and the flows of every
 job (``PolicyCtx``), derives each job's facts (traffic, intensity) under some routes, and turns a ranking
 into classes, one per rank or compressed to ``K`` levels over the contention DAG
-(:func:`contention_matrix`). The policies themselves are in :mod:`commsched.scheduling.policies_crux`
-and :mod:`commsched.scheduling.policies_baselines`; :mod:`commsched.scheduling.policies` names them.
+(:func:`contention_matrix`). The policies themselves are in the other modules of this package, one per
+policy; :mod:`commsched.scheduling.policies` names them.
 
 References
 ----------
@@ -55,6 +55,7 @@ __all__ = [
     "contention_matrix",
     "flow_weight",
     "make_plan",
+    "one_class_plan",
     "routed_facts",
     "standalone_facts",
 ]
@@ -202,3 +203,9 @@ def make_plan(
         intensity=MappingProxyType({f.job.id: f.intensity.value for f in facts}),
         factor=MappingProxyType(dict(ranking.factor)),
     )
+
+
+def one_class_plan(state: ClusterState, routes: Routes, c: PolicyCtx) -> Plan:
+    """The plan of ``routes`` with every job in class 0 and no ranking."""
+    facts = routed_facts(state, c, routes)
+    return make_plan(routes, Ranking(order=()), {j.id: 0 for j in state.jobs}, facts)

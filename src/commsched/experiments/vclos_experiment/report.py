@@ -1,6 +1,6 @@
 """Outputs of the vClos large-scale experiments: Table 5, the JSON of Figs. 12-13, and the figures.
 
-See :mod:`commsched.experiments.vclos_exp`.
+See :mod:`commsched.experiments.vclos_experiment`.
 
 References
 ----------
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from commsched.experiments.vclos_exp_runs import PolicyRun
+from commsched.experiments.vclos_experiment.runs import PolicyRun
 
 __all__ = ["experiment_json", "plot_experiment", "table5"]
 

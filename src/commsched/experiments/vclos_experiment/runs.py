@@ -2,7 +2,7 @@
 
 :func:`run_policy` simulates a trace scenario under a fresh vClos-family bundle and measures it
 (:class:`PolicyRun`); :func:`run_experiment` spreads an :class:`ExperimentSpec` over processes or a
-Ray cluster. See :mod:`commsched.experiments.vclos_exp`.
+Ray cluster. See :mod:`commsched.experiments.vclos_experiment`.
 
 References
 ----------
@@ -21,13 +21,7 @@ import numpy as np
 
 from commsched.errors import InputError
 from commsched.experiments.spread import spread
-from commsched.experiments.vclos_exp_trace import (
-    DEFAULT_TRACE,
-    offered_load,
-    parameter_groups,
-    trace_scenario,
-)
-from commsched.experiments.vclos_metrics import (
+from commsched.experiments.vclos_experiment.metrics import (
     ContentionShare,
     Fragmentation,
     QueueDepth,
@@ -37,6 +31,12 @@ from commsched.experiments.vclos_metrics import (
     fragmentation,
     queue_depth,
     stability,
+)
+from commsched.experiments.vclos_experiment.trace import (
+    DEFAULT_TRACE,
+    offered_load,
+    parameter_groups,
+    trace_scenario,
 )
 from commsched.io.scenario import Scenario
 from commsched.scheduling.interfaces import PolicyBundle
