@@ -168,3 +168,21 @@ def test_some_config_exposes_dp_and_some_hides_it(tmp_path: Path) -> None:
         exposed += cf["T"] > cf["B"] * 1.01
         hidden += cf["dp"] > 0 and cf["T"] == cf["B"]
     assert exposed >= 1 and hidden >= 1
+
+
+def test_fast_mode_runs_grouped_jobs_in_detail() -> None:
+    """A component holding a grouped job is never extrapolated: its jobs' results in fast mode are the
+    exact mode's, bit for bit (the flat bert, alone in its component, may be extrapolated)."""
+    from dataclasses import replace
+
+    from commsched.io.shipped import resolve_scenario
+
+    sc = replace(resolve_scenario("llm-h200"), horizon_s=12.0)
+    exact = {j.id: j for j in simulate_scenario(sc, mode="exact").jobs}
+    fast = {j.id: j for j in simulate_scenario(sc, mode="fast").jobs}
+    for k in ("mixtral", "llama65b", "gpt350m", "gpt13b"):
+        assert (fast[k].iterations, fast[k].mean_iteration_s) == (
+            exact[k].iterations,
+            exact[k].mean_iteration_s,
+        )
+    assert fast["bert"].iterations == exact["bert"].iterations
