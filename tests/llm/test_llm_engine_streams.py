@@ -186,3 +186,24 @@ def test_fast_mode_runs_grouped_jobs_in_detail() -> None:
             exact[k].mean_iteration_s,
         )
     assert fast["bert"].iterations == exact["bert"].iterations
+
+
+def test_streams_put_every_byte_of_the_iteration_on_its_links(tmp_path: Path) -> None:
+    """Stretched steps (bubble) and split pipeline steps (fill, drain, steady state) carry the traffic's
+    bytes: after 3 iterations each link has carried 3 times its bytes per iteration, no more, no less."""
+    _, path = _run(
+        tmp_path,
+        "{id: x, model: mixtral-8x7b@h200, gpus: 32, iterations: 3, "
+        "parallel: {tp: 2, pp: 2, dp: 8, ep: 4, micro_batches: 4}}",
+        hosts=4,
+    )
+    sc = load_scenario(path)
+    res = simulate_scenario(sc)
+    (job,) = res.jobs
+    assert job.iterations == 3
+    traffic = job_traffic(
+        sc.topology, PlacedJob(spec=sc.jobs[0].spec, gpus=tuple(map(NodeId, job.placement)))
+    )
+    expect = np.zeros(res.link_bytes.size)
+    expect[traffic.link_ids] = 3 * traffic.link_bytes
+    assert np.allclose(res.link_bytes, expect, rtol=1e-9, atol=1e-3)
