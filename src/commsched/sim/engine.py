@@ -6,6 +6,9 @@ Modelling contract (see ``docs/simulator.md``)
 * Strict priority between classes, max-min fair within a class (:mod:`commsched.sim.rates`).
 * A job iterates: compute ``c`` seconds; its communication (the steps of its collective, in order) is
   released after ``o * c``; the next iteration starts when both are done. GPU busy time is compute time.
+* A job with parallel groups runs two streams at once, each a slot of its own: its blocking steps after
+  its compute, and beside them its overlapped ones (1F1B steady-state sends, then the DP steps after the
+  overlap); see :mod:`commsched.sim.streams`.
 * A step runs its transfers in lockstep at the pace of its slowest edge and costs, per repetition, the
   longest path latency ``alpha`` of its transfers plus its largest transfer over the pace.
 * Decisions (routes, classes) are recomputed on every arrival and departure, for the contention domain
@@ -104,7 +107,7 @@ class Simulation:
         self._progress = progress
         self._runs = [JobRun(i, sj.spec, sj.iteration_model) for i, sj in enumerate(jobs)]
         grouped = [r for r in self._runs if r.spec.parallel is not None]
-        #: the DP streams of the grouped jobs: slots after the jobs' (see commsched.sim.streams)
+        #: the overlapped streams of the grouped jobs: slots after the jobs' (see commsched.sim.streams)
         self._streams = [companion_of(r, len(self._runs) + k) for k, r in enumerate(grouped)]
         self._kernel = EventKernel()
         self._ledger = Ledger(len(topology.links))
@@ -260,7 +263,7 @@ class Simulation:
         if kind == EventKind.ARRIVAL:
             self._lifecycle.arrive(job)
             return
-        if job >= len(self._runs):  # a grouped job's DP stream
+        if job >= len(self._runs):  # a grouped job's overlapped stream
             self._iterations.on_stream_event(kind, self._streams[job - len(self._runs)], version)
             return
         r = self._runs[job]

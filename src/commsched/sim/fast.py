@@ -182,7 +182,7 @@ class FastMode:
             return  # routes about to change: not a steady state yet
         partner = self._pacing.components.partner
         if partner and any(r.index in partner for r in runs):
-            return  # a grouped job's two streams: simulated in detail (no signature of its DP stream)
+            return  # a grouped job's two streams: simulated in detail (no signature of its overlapped stream)
         sig, links = self._signature(comp)
         hist = self._history.setdefault(comp, [])
         if self._regimes.check(comp, runs, hist, sig, links):

@@ -47,7 +47,7 @@ class Components(dict[int, list[int]]):
     """Component id -> indices of its jobs (in the running order), with, beside each, its slots as an
     array and the hash of its configuration (both dropped when the component is set anew).
 
-    ``partner`` maps a grouped job's index to its DP stream's slot (:mod:`commsched.sim.streams`)."""
+    ``partner`` maps a grouped job's index to its overlapped stream's slot (:mod:`commsched.sim.streams`)."""
 
     def __init__(self, partner: dict[int, int] | None = None) -> None:
         super().__init__()
@@ -71,7 +71,8 @@ class Components(dict[int, list[int]]):
         return super().pop(comp, default)
 
     def slots(self, comp: int) -> NDArray[np.int64]:
-        """The slots of a component's jobs (one per job: its index; then its grouped jobs' DP streams)."""
+        """The slots of a component's jobs (one per job: its index), then its grouped jobs' overlapped
+        streams."""
         arr = self.arrays.get(comp)
         if arr is None:
             idxs = list(self.get(comp, ()))
@@ -89,9 +90,9 @@ class Pacing:
     link_bits_per_s
         Link capacities in bits/s (the topology's unit); kept as ``capacity_bytes_per_s`` in bytes/s.
     runs, kernel, ledger
-        The jobs' run state (then the DP streams of the grouped jobs, :func:`commsched.sim.runs.companion_of`:
-        one slot each, by index), the event kernel and the counters it updates (the ledger's per-link
-        counters become rows of the link arrays the compiled kernel updates).
+        The jobs' run state (then the overlapped streams of the grouped jobs, one slot each, by index:
+        :func:`commsched.sim.runs.companion_of`), the event kernel and the counters it updates (the
+        ledger's per-link counters become rows of the link arrays the compiled kernel updates).
     network_links
         The network links (NIC and switch links), for the grouped jobs' streams alone
         (:func:`commsched.sim.streams.stream_plan`).
@@ -153,7 +154,7 @@ class Pacing:
 
     @staticmethod
     def _follow(r: JobRun) -> None:
-        """A DP stream takes its job's class, intensity, component and end."""
+        """An overlapped stream takes its job's class, intensity, component and end."""
         p = r.parent
         assert p is not None
         r.priority_class, r.intensity, r.component, r.finished = (

@@ -43,8 +43,8 @@ from commsched.workload.parallel import ParallelSpec
 
 __all__ = ["DP_SUBCLASS", "StreamPlan", "stream_plan"]
 
-#: the DP stream's class on the engine's arrays: its job's plus this, below its blocking stream and above
-#: the next class (strict priority orders the classes by value)
+#: the overlapped stream's class on the engine's arrays: its job's plus this, below its blocking stream
+#: and above the next class (strict priority orders the classes by value)
 DP_SUBCLASS = 0.5
 
 
