@@ -1,5 +1,5 @@
-"""A grouped job alone: the closed form from its traffic, by hand and against the engine where the
-engine's one-step-in-flight model is the closed form's (data-parallel groups only)."""
+"""A grouped job alone: the closed form from its traffic, by hand, and against the engine for jobs with
+data-parallel groups only (the jobs with blocking groups: tests/llm/test_llm_engine_streams.py)."""
 
 from __future__ import annotations
 

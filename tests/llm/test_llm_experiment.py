@@ -17,13 +17,35 @@ def test_flattened_jobs_put_their_whole_ring_all_reduce_on_the_fabric(tmp_path: 
     cmp = grouped_vs_flat(sc, ["crux-full"])
     flat = dict(cmp.row("flat", "crux-full").fabric_bytes)
     grouped = dict(cmp.row("grouped", "crux-full").fabric_bytes)
-    # llama65b on 32 GPUs = 4 whole hosts: a ring over them crosses hosts 4 times per step,
+    # llama65b on 48 GPUs = 6 whole hosts: a ring over them crosses hosts 6 times per step,
     # 2 (n - 1) steps of S / n each
     s = resolve_model("llama-65b@h200").sync_bytes
-    assert flat["llama65b"] == pytest.approx((0.0, 0.0, 4 * 2 * 31 * s / 32, 0.0), rel=1e-9)
+    assert flat["llama65b"] == pytest.approx((0.0, 0.0, 6 * 2 * 47 * s / 48, 0.0), rel=1e-9)
     # grouped: no TP on the fabric, EP only for the MoE job, PP only for the pipelined one
     assert all(v[0] == 0.0 for v in grouped.values())
     assert grouped["mixtral"][3] > 0 and grouped["gpt13b"][3] == 0 and grouped["llama65b"][1] > 0
     pytest.importorskip("matplotlib")
     paths = write_llm_plots(cmp, tmp_path)
     assert all(p.exists() and p.stat().st_size > 0 for p in paths)
+
+
+def test_jobs_of_the_shipped_cluster_contend_on_shared_uplinks() -> None:
+    """mixtral and gpt13b share leaf 1's uplinks, llama65b and gpt13b leaf 3's: under ECMP hashing the
+    sharing jobs run slower than alone; Sincronia's order lets gpt13b go at its own pace and slows the
+    others; vClos's reservations keep every job on links of its own."""
+    from commsched.api.runner import simulate_scenario
+
+    sc = resolve_scenario("llm-h200")
+    runs = {
+        p: {j.id: j for j in simulate_scenario(sc, policy=p).jobs}
+        for p in ("ecmp-fair", "sincronia", "vclos")
+    }
+    ecmp, sinc, vclos = runs["ecmp-fair"], runs["sincronia"], runs["vclos"]
+    sharing = ("mixtral", "llama65b", "gpt13b")
+    assert all(ecmp[k].shared_links and ecmp[k].slowdown > 1.1 for k in sharing)
+    assert sinc["gpt13b"].slowdown == pytest.approx(1.0, abs=1e-3)
+    assert sinc["mixtral"].slowdown > 2.0 and sinc["llama65b"].slowdown > 2.0
+    assert not any(j.shared_links for j in vclos.values())
+    assert all(j.slowdown == pytest.approx(1.0, abs=1e-3) for j in vclos.values())
+    # the jobs inside one host never meet another
+    assert not any(r[k].shared_links for r in runs.values() for k in ("gpt350m", "bert"))

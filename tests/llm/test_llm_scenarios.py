@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -27,14 +26,20 @@ KINDS = ["tp", "pp", "dp", "ep"]
 
 @pytest.mark.parametrize("policy", BUILT_IN)
 def test_every_policy_runs_the_shipped_llm_scenario(policy: str) -> None:
-    sc = replace(resolve_scenario("llm-h200"), horizon_s=8.0)
+    sc = resolve_scenario("llm-h200")  # 30 s: under Sincronia, mixtral's iteration takes 29.6 s
     res = simulate_scenario(sc, policy=policy)
     by_id = {j.id: j for j in res.jobs}
     assert set(by_id) == {"gpt13b", "mixtral", "llama65b", "gpt350m", "bert"}
-    assert all(j.iterations > 0 for j in res.jobs), [(j.id, j.iterations) for j in res.jobs]
+    # OCS-vClos finds no contention-free placement for gpt13b while the others run: it waits
+    waiting = {"gpt13b"} if policy == "ocs-vclos" else set()
+    assert all(j.iterations > 0 for j in res.jobs if j.id not in waiting), [
+        (j.id, j.iterations) for j in res.jobs
+    ]
+    assert all(by_id[k].start_s is None for k in waiting)
     for j in res.jobs:
         fb = dict(j.fabric_bytes_per_iteration)
-        assert list(fb) == KINDS and fb["tp"] == 0.0  # every TP group fits in a host
+        assert list(fb) == KINDS
+        assert j.id in waiting or fb["tp"] == 0.0  # every TP group fits in a host (unplaced: no bytes)
     assert dict(by_id["bert"].fabric_bytes_per_iteration)["pp"] == 0.0
 
 

@@ -1,27 +1,74 @@
 """The closed-form iteration time of a placed grouped job alone, from its projected traffic.
 
 Each step alone moves at the pace of its most loaded link: ``repeat x (latency + max_e bytes_e / B_e)``
-(the engine's standalone pace of a step). The TP, EP and DP times are the sums over their steps, one
-pipeline send is the longest PP step; :func:`~commsched.workload.grouped.grouped_iteration_s` combines
-them with the 1F1B bubble and the overlap (docs/llm-jobs.md).
+(the engine's standalone pace of a step). The TP, EP and DP times are the sums over their steps; the
+PP steps split into the fill and the drain (the first and the last ``pp - 1``, on the critical path)
+and the steady state (overlapped with the compute) as the engine runs them
+(:mod:`commsched.sim.streams`); :func:`~commsched.workload.grouped.grouped_iteration_s` combines them
+with the 1F1B bubble and the overlap (docs/llm-jobs.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+from numpy.typing import NDArray
 
 from commsched.scheduling.state import ConnectionKey, PlacedJob
 from commsched.scheduling.traffic import JobTraffic, StepLoad, job_traffic
 from commsched.topology import Topology
+from commsched.topology.records import NETWORK_LINK_KINDS
 from commsched.workload.grouped import GroupedTimes, grouped_iteration_s
 
-__all__ = ["grouped_standalone_s", "grouped_times"]
+__all__ = ["grouped_standalone_s", "grouped_times", "stream_steps"]
 
 
 def _step_s(topology: Topology, s: StepLoad) -> float:
     """One repetition of a step alone: latency plus its most loaded link's bytes over its capacity."""
     cap = topology.capacity_bps[s.links] / 8.0  # bits/s -> bytes/s
     return s.latency_s + float((s.bytes_per_rep / cap).max())
+
+
+def stream_steps(
+    steps: Sequence[StepLoad], stages: int
+) -> tuple[tuple[StepLoad, ...], tuple[StepLoad, ...], tuple[StepLoad, ...]]:
+    """A grouped job's steps as its streams run them: the blocking steps (TP, EP and the pipeline sends
+    of the fill and the drain: the first and the last ``stages - 1`` PP sends, a PP step repeated
+    split where needed), the steady state's PP sends, and the DP steps, each in the traffic's order.
+
+    Examples
+    --------
+    >>> one = np.ones(1)
+    >>> steps = [StepLoad(links=np.zeros(1, np.int64), bytes_per_rep=one, max_flow_bytes=1.0, repeat=r,
+    ...                   latency_s=0.0, share=one, group=g, blocking=g != "dp")
+    ...          for g, r in (("tp", 1), ("pp", 3), ("pp", 1), ("dp", 2))]
+    >>> [[(x.group, x.repeat) for x in part] for part in stream_steps(steps, 2)]
+    [[('tp', 1), ('pp', 1), ('pp', 1)], [('pp', 2)], [('dp', 2)]]
+    """
+    total = sum(s.repeat for s in steps if s.group == "pp")
+    edge = max(stages - 1, 0)
+    blocking: list[StepLoad] = []
+    steady: list[StepLoad] = []
+    done = 0  # PP sends before this step
+    for s in steps:
+        if s.group != "pp":
+            if s.blocking:
+                blocking.append(s)
+            continue
+        head = max(0, min(s.repeat, edge - done))
+        tail = max(0, min(s.repeat - head, done + s.repeat - (total - edge)))
+        mid = s.repeat - head - tail
+        done += s.repeat
+        blocking += [_part(s, n) for n in (head,) if n]
+        steady += [_part(s, n) for n in (mid,) if n]
+        blocking += [_part(s, n) for n in (tail,) if n]
+    return tuple(blocking), tuple(steady), tuple(s for s in steps if not s.blocking)
+
+
+def _part(s: StepLoad, repeat: int) -> StepLoad:
+    return s if repeat == s.repeat else replace(s, repeat=repeat)
 
 
 def grouped_times(topology: Topology, job: PlacedJob, traffic: JobTraffic) -> GroupedTimes:
@@ -41,24 +88,41 @@ def grouped_times(topology: Topology, job: PlacedJob, traffic: JobTraffic) -> Gr
     """
     par = job.spec.parallel
     pp, m = (par.parallel.pp, par.parallel.micro_batches) if par is not None else (1, 1)
-    sums = {"tp": 0.0, "ep": 0.0, "dp": 0.0}
-    send = 0.0
-    for s in traffic.steps:
-        one = _step_s(topology, s)
-        if s.group == "pp":
-            send = max(send, one)
-        else:
-            sums[s.group] += s.repeat * one
+    blocking, steady, dp = stream_steps(traffic.steps, pp)
+    sums = {"tp": 0.0, "ep": 0.0, "pp": 0.0}
+    waits = {"tp": 0.0, "ep": 0.0, "pp": 0.0}  # the blocking steps saturating a network link of the DP
+    dp_net = _dp_network_links(topology, traffic)
+    for s in blocking:
+        sums[s.group] += s.repeat * _step_s(topology, s)
+        if np.isin(_saturated(topology, s), dp_net).any():
+            waits[s.group] += s.repeat * _step_s(topology, s)
+    bubble = (m + pp - 1) / m  # 1F1B: m + pp - 1 micro-batch slots of TP and EP on the critical path
     return GroupedTimes(
         compute_s=job.spec.profile.compute_s * m / (m + pp - 1),  # the profile holds the bubble
         stages=pp,
         micro_batches=m,
         tp_s=sums["tp"],
         ep_s=sums["ep"],
-        pp_send_s=send,
-        dp_s=sums["dp"],
+        pp_send_s=sums["pp"] / (2 * (pp - 1)) if pp > 1 else 0.0,
+        pp_steady_s=float(sum(s.repeat * _step_s(topology, s) for s in steady)),
+        dp_s=float(sum(s.repeat * _step_s(topology, s) for s in dp)),
         overlap=job.spec.profile.overlap,
+        dp_wait_s=bubble * (waits["tp"] + waits["ep"]) + waits["pp"],
     )
+
+
+def _saturated(topology: Topology, s: StepLoad) -> NDArray[np.int64]:
+    """The links a step alone saturates (its most loaded ones)."""
+    load = s.bytes_per_rep / topology.capacity_bps[s.links]
+    out: NDArray[np.int64] = s.links[load >= load.max() * (1.0 - 1e-9)]
+    return out
+
+
+def _dp_network_links(topology: Topology, traffic: JobTraffic) -> NDArray[np.int64]:
+    """The network links (NIC and switch links) of the job's DP steps."""
+    dp = [s.links for s in traffic.steps if not s.blocking]
+    links = np.unique(np.concatenate(dp)) if dp else np.zeros(0, np.int64)
+    return links[np.isin(links, topology.links_of_kind(NETWORK_LINK_KINDS))]
 
 
 def grouped_standalone_s(

@@ -257,6 +257,9 @@ class DecisionApplier:
         """Standalone iteration time, intensity and iteration target of a newly started job."""
         assert r.traffic is not None
         p = r.spec.profile
+        if r.companion is not None:
+            self._init_grouped(r)
+            return
         comm = 0.0
         for s in r.traffic.steps:
             pace = self._pacing.standalone_pace(s.links, s.share)
@@ -265,6 +268,18 @@ class DecisionApplier:
             r.overlap = effective_overlap(p.compute_s, comm, r.iteration_model(comm))
         r.standalone_s = max(p.compute_s, r.overlap * p.compute_s + comm)
         assert r.placed is not None
+        r.intensity = intensity_from_traffic(self._topology, r.placed, r.traffic).value
+        if r.spec.iterations is not None:
+            r.target_iterations = float(r.spec.iterations)
+        elif r.spec.duration_s is not None:
+            r.target_iterations = float(max(1, round(r.spec.duration_s / max(r.standalone_s, 1e-12))))
+
+    def _init_grouped(self, r: JobRun) -> None:
+        """Standalone iteration time, intensity and target of a new grouped job: its two streams alone
+        (:mod:`commsched.sim.streams`), ``max(B, o B + T_dp + W)``, ``B`` the compute and blocking stream."""
+        assert r.traffic is not None and r.placed is not None
+        plan = self._pacing.stream_plan(r, r.traffic)
+        r.standalone_s = plan.alone_s(r.spec.profile.compute_s, r.overlap)
         r.intensity = intensity_from_traffic(self._topology, r.placed, r.traffic).value
         if r.spec.iterations is not None:
             r.target_iterations = float(r.spec.iterations)

@@ -6,6 +6,9 @@ Modelling contract (see ``docs/simulator.md``)
 * Strict priority between classes, max-min fair within a class (:mod:`commsched.sim.rates`).
 * A job iterates: compute ``c`` seconds; its communication (the steps of its collective, in order) is
   released after ``o * c``; the next iteration starts when both are done. GPU busy time is compute time.
+* A job with parallel groups runs two streams at once, each a slot of its own: its blocking steps after
+  its compute, and beside them its overlapped ones (1F1B steady-state sends, then the DP steps after the
+  overlap); see :mod:`commsched.sim.streams`.
 * A step runs its transfers in lockstep at the pace of its slowest edge and costs, per repetition, the
   longest path latency ``alpha`` of its transfers plus its largest transfer over the pace.
 * Decisions (routes, classes) are recomputed on every arrival and departure, for the contention domain
@@ -47,9 +50,10 @@ from commsched.sim.kernel import EventKernel
 from commsched.sim.lifecycle import JobLifecycle, LifecycleHooks, QueueRules
 from commsched.sim.pacing import Pacing
 from commsched.sim.records import Mode, SimConfig, SimResult
-from commsched.sim.runs import EventKind, JobRun, SimJob
+from commsched.sim.runs import EventKind, JobRun, SimJob, companion_of
 from commsched.sim.summary import summarise
 from commsched.topology import Topology
+from commsched.topology.records import NETWORK_LINK_KINDS
 
 __all__ = ["SimJob", "Simulation"]
 
@@ -102,10 +106,17 @@ class Simulation:
         self.policy_name = policy_name
         self._progress = progress
         self._runs = [JobRun(i, sj.spec, sj.iteration_model) for i, sj in enumerate(jobs)]
+        grouped = [r for r in self._runs if r.spec.parallel is not None]
+        #: the overlapped streams of the grouped jobs: slots after the jobs' (see commsched.sim.streams)
+        self._streams = [companion_of(r, len(self._runs) + k) for k, r in enumerate(grouped)]
         self._kernel = EventKernel()
         self._ledger = Ledger(len(topology.links))
         self._pacing = Pacing(
-            link_bits_per_s=topology.capacity_bps, runs=self._runs, kernel=self._kernel, ledger=self._ledger
+            link_bits_per_s=topology.capacity_bps,
+            runs=[*self._runs, *self._streams],
+            kernel=self._kernel,
+            ledger=self._ledger,
+            network_links=topology.links_of_kind(NETWORK_LINK_KINDS) if self._streams else None,
         )
         self._wire_modes()
         self._lifecycle = JobLifecycle(
@@ -247,14 +258,13 @@ class Simulation:
 
     def _dispatch(self, kind: EventKind, job: int, version: int) -> None:
         if kind == EventKind.SAMPLE:
-            self._pacing.settle_all(self._lifecycle.running)
-            self._fluid.settle_all()
-            self._record_sample()
-            if self._progress is not None:
-                self._progress(self._kernel.now)
+            self._sample()
             return
         if kind == EventKind.ARRIVAL:
             self._lifecycle.arrive(job)
+            return
+        if job >= len(self._runs):  # a grouped job's overlapped stream
+            self._iterations.on_stream_event(kind, self._streams[job - len(self._runs)], version)
             return
         r = self._runs[job]
         if r.finished or version != (r.step_version if kind == EventKind.STEP_END else r.version):
@@ -270,6 +280,13 @@ class Simulation:
             self._iterations.on_release(r)
         elif kind == EventKind.STEP_END:
             self._iterations.on_step_end(r)
+
+    def _sample(self) -> None:
+        self._pacing.settle_all(self._lifecycle.running)
+        self._fluid.settle_all()
+        self._record_sample()
+        if self._progress is not None:
+            self._progress(self._kernel.now)
 
     def _joined(self, r: JobRun) -> None:
         self._decisions.joined(r)

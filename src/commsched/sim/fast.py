@@ -180,6 +180,9 @@ class FastMode:
         runs = [self._runs[i] for i in self._pacing.components[comp]]
         if any(r.next_traffic is not None and r.next_traffic is not r.traffic for r in runs):
             return  # routes about to change: not a steady state yet
+        partner = self._pacing.components.partner
+        if partner and any(r.index in partner for r in runs):
+            return  # a grouped job's two streams: simulated in detail (no signature of its overlapped stream)
         sig, links = self._signature(comp)
         hist = self._history.setdefault(comp, [])
         if self._regimes.check(comp, runs, hist, sig, links):

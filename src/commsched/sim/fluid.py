@@ -331,6 +331,8 @@ class FluidMode:
     def _enter(self, idxs: list[int], now: float) -> bool:
         """Solve the component's fluid periods and run its jobs at them; False: leave it in detail."""
         runs = [self._runs[i] for i in idxs]
+        if any(r.companion is not None for r in runs):
+            return False  # a grouped job's two streams: run in detail
         traffics = [r.next_traffic or r.traffic for r in runs]
         loads = [self._load(tr) for tr in traffics if tr is not None]
         if len(loads) < len(runs):

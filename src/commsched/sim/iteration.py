@@ -3,6 +3,12 @@
 An iteration starting at ``t`` computes until ``t + c``; its communication (the steps of its collective,
 in order) is released at ``t + o * c``; the next iteration starts when both are done (plus a one-time
 delay after a change of CASSINI time shift). GPU busy time is compute time.
+
+A grouped job runs two streams at once (:mod:`commsched.sim.streams`): its blocking steps in its own
+slot, released when its compute ends, and in its companion's slot the steady-state pipeline sends from
+the start and its data-parallel steps from the overlap fraction of the blocking stream alone; its
+iteration ends when the compute and both streams are done. Its traffic (new routes, steps in stream
+order) changes at an iteration start.
 """
 
 from __future__ import annotations
@@ -50,6 +56,9 @@ class Iterations:
 
     def start(self, r: JobRun, t: float) -> None:
         """Start an iteration of ``r`` at ``t`` (compute now, communication after ``overlap``)."""
+        if r.companion is not None:
+            self._start_grouped(r, r.companion, t)
+            return
         c = r.spec.profile.compute_s
         r.iteration_start_s = t
         r.compute_end_s = t + c
@@ -69,14 +78,95 @@ class Iterations:
         if self._jumps:
             self._fast.on_iteration_start(r, t)
 
+    def _start_grouped(self, r: JobRun, dp: JobRun, t: float) -> None:
+        """Start an iteration of grouped job ``r`` (``dp``: its overlapped stream) at ``t``."""
+        c = r.spec.profile.compute_s
+        src = r.next_traffic if r.next_traffic is not None else r.traffic
+        assert src is not None
+        plan = self._pacing.stream_plan(r, src)  # new routes apply from here
+        r.traffic = plan.traffic
+        n = len(plan.traffic.steps)
+        r.iteration_start_s = t
+        r.compute_end_s = t + c
+        r.computing = True
+        for x in (r, dp):
+            x.released = False
+            x.step = -1
+            x.step_progress = 0.0
+            self._pacing.drop(x)
+            x.version += 1
+        r.stop_step = plan.blocking_steps
+        r.comm_done = plan.blocking_steps == 0
+        dp.comm_done = plan.blocking_steps == n
+        dp.stop_step = plan.steady_end if plan.steady_end > plan.blocking_steps else n
+        self._kernel.push(r.compute_end_s, EventKind.COMPUTE_END, r.index, r.version)
+        if not r.comm_done:
+            r.release_s = r.compute_end_s
+            self._kernel.push(r.release_s, EventKind.RELEASE, r.index, r.version)
+        dp.release_s = t + r.overlap * (c + plan.blocking_s)  # its DP steps
+        if plan.steady_end > plan.blocking_steps:  # the steady-state sends, from the start
+            self._kernel.push(t, EventKind.RELEASE, dp.index, dp.version)
+        if plan.steady_end < n:
+            self._kernel.push(dp.release_s, EventKind.RELEASE, dp.index, dp.version)
+        if self._jumps:
+            self._fast.on_iteration_start(r, t)
+
+    def on_stream_event(self, kind: EventKind, dp: JobRun, version: int) -> None:
+        """An event of a grouped job's overlapped stream ``dp``: a release (its steady-state sends at the
+        iteration's start, its DP steps after the overlap) or the end of its step in flight."""
+        r = dp.parent
+        assert r is not None and r.traffic is not None
+        if r.finished or version != (dp.step_version if kind == EventKind.STEP_END else dp.version):
+            self._kernel.stale += 1
+            return
+        n = len(r.traffic.steps)
+        if kind == EventKind.RELEASE:
+            if not dp.released:
+                self._begin_stream(dp, r, r.stop_step)
+            elif dp.step < 0:  # the steady-state sends are done: the DP steps start
+                self._dp_phase(dp, r, n)
+        else:
+            self._pacing.end_step(dp)
+            if dp.comm_done and dp.stop_step < n:  # the steady-state sends are done
+                dp.comm_done = False
+                if self._kernel.now >= dp.release_s:
+                    self._dp_phase(dp, r, n)
+        if self._done(r):
+            self._end(r)
+
+    def _dp_phase(self, dp: JobRun, r: JobRun, n: int) -> None:
+        """The DP steps of ``r`` start in its overlapped stream ``dp``, after its steady-state sends."""
+        first = dp.stop_step
+        dp.stop_step = n
+        self._begin_stream(dp, r, first)
+
+    def _begin_stream(self, x: JobRun, r: JobRun, first: int) -> None:
+        """Stream ``x`` of grouped job ``r`` starts its steps at ``first`` now."""
+        x.released = True
+        x.traffic = r.traffic
+        x.step = first
+        x.step_progress = 0.0
+        x.settled_s = self._kernel.now
+        x.pace_bytes_per_s = 0.0
+        self._pacing.begin(x)
+
+    @staticmethod
+    def _done(r: JobRun) -> bool:
+        """Whether ``r``'s iteration is complete (a grouped job: both its streams too)."""
+        dp = r.companion
+        return r.comm_done and not r.computing and (dp is None or dp.comm_done)
+
     def on_compute_end(self, r: JobRun) -> None:
         r.computing = False
         r.busy_gpu_s += r.gpu_count * r.spec.profile.compute_s
         self._ledger.busy_done_gpu_s += r.gpu_count * r.spec.profile.compute_s
-        if r.comm_done:
+        if r.comm_done and (r.companion is None or r.companion.comm_done):
             self._end(r)
 
     def on_release(self, r: JobRun) -> None:
+        if r.companion is not None:
+            self._begin_stream(r, r, 0)
+            return
         r.released = True
         if r.next_traffic is not None and r.next_traffic is not r.traffic:
             r.traffic = r.next_traffic
@@ -94,7 +184,7 @@ class Iterations:
 
     def on_step_end(self, r: JobRun) -> None:
         self._pacing.end_step(r)  # the next step starts, or the communication is done
-        if r.comm_done and not r.computing:
+        if r.comm_done and not r.computing and (r.companion is None or r.companion.comm_done):
             self._end(r)
 
     def _end(self, r: JobRun) -> None:
@@ -102,6 +192,8 @@ class Iterations:
         r.iterations_done += 1.0
         r.last_end_s = now
         if r.target_iterations is not None and r.iterations_done >= r.target_iterations - 1e-9:
+            if r.companion is not None:
+                self._pacing.drop(r.companion)
             self._on_finished(r)
             return
         start = now + r.pending_delay_s

@@ -36,6 +36,7 @@ from commsched.sim import flowlayout as fl
 from commsched.sim.accounting import Ledger
 from commsched.sim.kernel import EventKernel
 from commsched.sim.runs import EventKind, JobRun
+from commsched.sim.streams import DP_SUBCLASS, StreamPlan, stream_plan
 from commsched.sim.trafficpool import TrafficPool
 
 #: configurations whose paces are kept before the cache is cleared
@@ -44,12 +45,15 @@ _PACE_CACHE_MAX = 200_000
 
 class Components(dict[int, list[int]]):
     """Component id -> indices of its jobs (in the running order), with, beside each, its slots as an
-    array and the hash of its configuration (both dropped when the component is set anew)."""
+    array and the hash of its configuration (both dropped when the component is set anew).
 
-    def __init__(self) -> None:
+    ``partner`` maps a grouped job's index to its overlapped stream's slot (:mod:`commsched.sim.streams`)."""
+
+    def __init__(self, partner: dict[int, int] | None = None) -> None:
         super().__init__()
         self.arrays: dict[int, NDArray[np.int64]] = {}
         self.hashes: dict[int, int] = {}
+        self.partner: dict[int, int] = partner or {}
 
     def __setitem__(self, comp: int, idxs: list[int]) -> None:
         super().__setitem__(comp, idxs)
@@ -67,10 +71,14 @@ class Components(dict[int, list[int]]):
         return super().pop(comp, default)
 
     def slots(self, comp: int) -> NDArray[np.int64]:
-        """The slots of a component's jobs (one per job: its index)."""
+        """The slots of a component's jobs (one per job: its index), then its grouped jobs' overlapped
+        streams."""
         arr = self.arrays.get(comp)
         if arr is None:
-            arr = self.arrays[comp] = np.array(self.get(comp, ()), dtype=np.int64)
+            idxs = list(self.get(comp, ()))
+            if self.partner:
+                idxs += [self.partner[i] for i in idxs if i in self.partner]
+            arr = self.arrays[comp] = np.array(idxs, dtype=np.int64)
         return arr
 
 
@@ -82,8 +90,12 @@ class Pacing:
     link_bits_per_s
         Link capacities in bits/s (the topology's unit); kept as ``capacity_bytes_per_s`` in bytes/s.
     runs, kernel, ledger
-        The jobs' run state, the event kernel and the counters it updates (the ledger's per-link
-        counters become rows of the link arrays the compiled kernel updates).
+        The jobs' run state (then the overlapped streams of the grouped jobs, one slot each, by index:
+        :func:`commsched.sim.runs.companion_of`), the event kernel and the counters it updates (the
+        ledger's per-link counters become rows of the link arrays the compiled kernel updates).
+    network_links
+        The network links (NIC and switch links), for the grouped jobs' streams alone
+        (:func:`commsched.sim.streams.stream_plan`).
     """
 
     def __init__(
@@ -93,8 +105,10 @@ class Pacing:
         runs: Sequence[JobRun],
         kernel: EventKernel,
         ledger: Ledger,
+        network_links: NDArray[np.int64] | None = None,
     ) -> None:
         self._runs = runs
+        self._network = network_links
         self._kernel = kernel
         self._ledger = ledger
         self.capacity_bytes_per_s: NDArray[np.float64] = link_bits_per_s / 8.0  # bits/s -> bytes/s
@@ -117,7 +131,9 @@ class Pacing:
         #: configuration hash -> its paces (a snapshot: slot, step row, class, pace per active slot)
         self._paces: dict[int, NDArray[np.float64]] = {}
         #: component id -> indices of its jobs (in the running order)
-        self.components = Components()
+        self.components = Components({r.parent.index: r.index for r in runs if r.parent is not None})
+        #: grouped jobs' stream plans, by traffic id (the traffic kept beside: its id stays unique)
+        self._plans: dict[int, tuple[JobTraffic, StreamPlan]] = {}
         #: component id -> (job, step version, time) of its pending step end
         self._pending: dict[int, tuple[int, int, float]] = {}
 
@@ -125,12 +141,34 @@ class Pacing:
         """Pace (bytes/s) of a step alone on the fabric: the one its tightest link allows."""
         return float(np.min(self.capacity_bytes_per_s[links] / share))
 
+    def stream_plan(self, r: JobRun, traffic: JobTraffic) -> StreamPlan:
+        """The streams of grouped job ``r``'s ``traffic``: its steps in stream order (``plan.traffic``, the
+        blocking TP and EP steps stretched in the pool)."""
+        hit = self._plans.get(id(traffic))
+        if hit is None or hit[0] is not traffic:
+            assert r.spec.parallel is not None
+            plan = stream_plan(traffic, self.capacity_bytes_per_s, r.spec.parallel.parallel, self._network)
+            hit = self._plans[id(traffic)] = (traffic, plan)
+            self._pool.stretch[id(plan.traffic)] = plan.stretch
+        return hit[1]
+
+    @staticmethod
+    def _follow(r: JobRun) -> None:
+        """An overlapped stream takes its job's class, intensity, component and end."""
+        p = r.parent
+        assert p is not None
+        r.priority_class, r.intensity, r.component, r.finished = (
+            p.priority_class, p.intensity, p.component, p.finished,
+        )  # fmt: skip
+
     # ------------------------------------------------------------------ reading
     def settle(self, r: JobRun) -> None:
         """Advance an active step's progress and byte counters to ``now`` at its current pace."""
         now = self._kernel.now
         if not r.active or r.traffic is None:
             r.settled_s = max(r.settled_s, now)
+            if r.companion is not None:
+                self.settle(r.companion)
             return
         sf, s = self._sf, r.index
         fk.settle(sf, self._pool.pf, s, now)
@@ -138,6 +176,8 @@ class Pacing:
         r.step_progress = float(sf[s, fl.PROG])
         r.settled_s = float(sf[s, fl.SETTLED])
         r.pace_bytes_per_s = float(sf[s, fl.PACE])
+        if r.companion is not None:
+            self.settle(r.companion)
 
     def settle_all(self, running: Sequence[int]) -> None:
         for i in running:
@@ -155,8 +195,10 @@ class Pacing:
     def begin(self, r: JobRun) -> None:
         """``r`` starts step ``r.step`` of ``r.traffic`` now: re-solve what it can change."""
         assert r.traffic is not None
+        if r.parent is not None:
+            self._follow(r)
         sf, s = self._sf, r.index
-        sf[s, fl.CLS] = r.priority_class
+        sf[s, fl.CLS] = r.priority_class if r.parent is None else r.priority_class + DP_SUBCLASS
         sf[s, fl.INTENS] = r.intensity
         self._change(r, self._pool.row(r.traffic, r.step, self._compact))
 
@@ -164,11 +206,14 @@ class Pacing:
         """``r``'s step in flight ends now: settle it, start its next step (or end its communication)."""
         tr = r.traffic
         assert tr is not None
+        if r.parent is not None:
+            self._follow(r)
         pend = self._pending.get(r.component)
         if pend is not None and pend[0] == r.index:
             del self._pending[r.component]
         nxt = r.step + 1
-        row = self._pool.row(tr, nxt, self._compact) if nxt < len(tr.steps) else -1
+        stop = len(tr.steps) if r.stop_step < 0 else r.stop_step
+        row = self._pool.row(tr, nxt, self._compact) if nxt < stop else -1
         r.step = nxt if row >= 0 else -1
         r.comm_done = row < 0
         r.step_progress = 0.0
@@ -178,6 +223,8 @@ class Pacing:
 
     def drop(self, r: JobRun) -> None:
         """Forget ``r``'s slot without re-solving (a job leaving the fluid starts a new iteration)."""
+        if r.parent is not None:
+            self._follow(r)
         if self._key[r.index]:
             self._key[r.index] = 0
             self.components.hashes.pop(r.component, None)
@@ -214,6 +261,11 @@ class Pacing:
         h = 0
         for i in self.components.get(comp, ()):
             h ^= self._key[i]
+        partner = self.components.partner
+        if partner:
+            for i in self.components.get(comp, ()):
+                if i in partner:
+                    h ^= self._key[partner[i]]
         return h
 
     def _rekey(self, i: int) -> None:
@@ -236,6 +288,13 @@ class Pacing:
             sf[i, fl.INTENS] = r.intensity
             self._rekey(i)
             r.step_version += 1  # an end pending for it (under its former component) is stale
+            if r.companion is not None:
+                c = r.companion
+                self._follow(c)
+                sf[c.index, fl.CLS] = c.priority_class + DP_SUBCLASS
+                sf[c.index, fl.INTENS] = c.intensity
+                self._rekey(c.index)
+                c.step_version += 1
         self.components.hashes.pop(comp, None)
         io = self._io
         io[fl.NOW] = now
@@ -244,11 +303,13 @@ class Pacing:
 
     def reschedule_step(self, r: JobRun) -> None:
         """``r``'s step was moved (its ``settled_s``, ``step_progress``): reschedule its end."""
+        if r.parent is not None:
+            self._follow(r)
         sf, s = self._sf, r.index
         sf[s, fl.PROG] = r.step_progress
         sf[s, fl.SETTLED] = r.settled_s
         sf[s, fl.PACE] = r.pace_bytes_per_s
-        sf[s, fl.CLS] = r.priority_class
+        sf[s, fl.CLS] = r.priority_class if r.parent is None else r.priority_class + DP_SUBCLASS
         sf[s, fl.INTENS] = r.intensity
         self._rekey(s)
         self.components.hashes.pop(r.component, None)
@@ -284,6 +345,7 @@ class Pacing:
                     if t is not None:
                         live[id(t)] = t
         moved = self._pool.compact(live)
+        self._plans = {k: v for k, v in self._plans.items() if k in live}
         for r in self._runs:
             if self._sf[r.index, fl.ACTIVE] != 0.0:
                 if r.active and r.traffic is not None and id(r.traffic) in moved:

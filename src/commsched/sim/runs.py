@@ -115,11 +115,19 @@ class JobRun:
         Phase offset of its iteration starts (CASSINI time shift) now in force.
     pending_delay_s
         Delay of its next iteration start after a change of time shift (applied once).
+    stop_step
+        The step after its stream's last (-1: the traffic's step count). A grouped job's own slot runs
+        its blocking steps, ``[0, stop_step)``; its ``companion`` the data-parallel ones.
+    companion
+        A grouped job's data-parallel stream (:func:`companion_of`), in flight beside its blocking one.
+    parent
+        The job whose data-parallel stream this run is (``None`` for a job).
     """
 
     __slots__ = (
         "busy_gpu_s",
         "comm_done",
+        "companion",
         "component",
         "compute_end_s",
         "computing",
@@ -135,6 +143,7 @@ class JobRun:
         "next_traffic",
         "overlap",
         "pace_bytes_per_s",
+        "parent",
         "pending_delay_s",
         "placed",
         "priority_class",
@@ -148,6 +157,7 @@ class JobRun:
         "step",
         "step_progress",
         "step_version",
+        "stop_step",
         "target_iterations",
         "time_shift_s",
         "traffic",
@@ -191,8 +201,20 @@ class JobRun:
         self.step_version = 0
         self.time_shift_s = 0.0
         self.pending_delay_s = 0.0
+        self.stop_step = -1
+        self.companion: JobRun | None = None
+        self.parent: JobRun | None = None
 
     @property
     def active(self) -> bool:
         """Whether a communication step of this job is in flight."""
         return self.released and self.step >= 0 and not self.comm_done and not self.finished
+
+
+def companion_of(parent: JobRun, index: int) -> JobRun:
+    """The run state of ``parent``'s data-parallel stream, a slot of its own (``index``) on the engine's
+    arrays; its class, intensity and component follow the parent's (see :mod:`commsched.sim.pacing`)."""
+    c = JobRun(index, parent.spec)
+    c.parent = parent
+    parent.companion = c
+    return c

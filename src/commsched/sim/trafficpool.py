@@ -34,6 +34,10 @@ class TrafficPool:
         self._entries = 0
         self._steps = 0
         self._limit = MIN_LIMIT
+        #: per schedule (by id), the factor each step's repetitions are stretched by (a grouped job's
+        #: blocking steps, see :mod:`commsched.sim.streams`): ``k`` times the repetitions, each ``1 / k``
+        #: of the bytes; schedules not in it run as they are
+        self.stretch: dict[int, NDArray[np.float64]] = {}
 
     def row(self, traffic: JobTraffic, step: int, compact: Callable[[], dict[int, int]]) -> int:
         """The step row of ``traffic``'s step ``step``, the schedule copied in on its first use;
@@ -65,6 +69,13 @@ class TrafficPool:
             pf[row, fk.LO] = lo
             pf[row, fk.HI] = hi
             self._entries = hi
+        st = self.stretch.get(id(traffic))
+        if st is not None:
+            for k, s in enumerate(steps):
+                row = first + k
+                lo, hi = int(pf[row, fk.LO]), int(pf[row, fk.HI])
+                pf[row, fk.REPEAT] = s.repeat * st[k]
+                pf[lo:hi, fk.BPR] = s.bytes_per_rep / st[k]
         self._steps += len(steps)
         self._first[id(traffic)] = (first, traffic)  # the schedule is kept: its id stays unique
         return first
@@ -80,4 +91,5 @@ class TrafficPool:
         self.pf = np.zeros((1024, fk.POOL_ROWS))
         self._first = {}
         self._entries = self._steps = 0
+        self.stretch = {key: st for key, st in self.stretch.items() if key in live}
         return {key: self._add(t) for key, t in live.items()}

@@ -48,11 +48,17 @@ class GroupedTimes:
     tp_s, ep_s
         Total time of the stage's TP collectives and EP all-to-alls per iteration (blocking).
     pp_send_s
-        Time of one micro-batch's send across one stage boundary.
+        Time of one pipeline send of the fill or the drain (the mean of their ``2 (pp - 1)`` steps).
+    pp_steady_s
+        The steady state's pipeline sends, overlapped with the compute from the iteration's start (the
+        DP synchronisation follows them).
     dp_s
         Time of the DP synchronisation (reduce-scatter/all-gather or all-reduce) per iteration.
     overlap
         Fraction of the blocking stream after which the DP stream is released (``o``).
+    dp_wait_s
+        The blocking collectives on the critical path that saturate a network link of the DP stream:
+        a DP stream still running when the compute ends waits for them (they go first).
     """
 
     compute_s: float
@@ -61,8 +67,10 @@ class GroupedTimes:
     tp_s: float = 0.0
     ep_s: float = 0.0
     pp_send_s: float = 0.0
+    pp_steady_s: float = 0.0
     dp_s: float = 0.0
     overlap: float = 1.0
+    dp_wait_s: float = 0.0
 
 
 def grouped_iteration_s(t: GroupedTimes) -> float:
@@ -72,10 +80,13 @@ def grouped_iteration_s(t: GroupedTimes) -> float:
     their layer); 1F1B runs ``m + p - 1`` slots on the critical path (the bubble), plus the pipeline
     sends of the first micro-batch's forward and the last one's backward, ``2 (p - 1)`` sends (the sends
     of the steady state overlap the other micro-batch's compute). The DP stream starts after the fraction
-    ``o`` of that blocking stream::
+    ``o`` of that blocking stream, beside it, once the steady state's sends (``T_steady``, from the
+    iteration's start) are done; where it is still running when the compute ends, it waits for the
+    blocking collectives that saturate one of its network links (``W``, :attr:`GroupedTimes.dp_wait_s`)::
 
         B = (m + p - 1) (c + T_tp + T_ep) / m + 2 (p - 1) T_send
-        T = max(B, o B + T_dp)
+        D = max(o B, T_steady) + T_dp
+        T = max(B, D + W)      (W = 0 if D <= (m + p - 1) c / m)
 
     Examples
     --------
@@ -93,7 +104,10 @@ def grouped_iteration_s(t: GroupedTimes) -> float:
     """
     p, m = t.stages, t.micro_batches
     blocking = (m + p - 1) * (t.compute_s + t.tp_s + t.ep_s) / m + 2 * (p - 1) * t.pp_send_s
-    return max(blocking, t.overlap * blocking + t.dp_s)
+    dp_end = max(t.overlap * blocking, t.pp_steady_s) + t.dp_s
+    if t.dp_s > 0 and dp_end > (m + p - 1) * t.compute_s / m:
+        dp_end += t.dp_wait_s
+    return max(blocking, dp_end)
 
 
 def grouped_profile(profile: ModelProfile, workload: GroupedWorkload) -> ModelProfile:
