@@ -128,7 +128,12 @@ def test_existing_zoo_names_keep_their_numbers() -> None:
 def test_models_command_shows_gpu_precision_and_provenance() -> None:
     rows = json.loads(CliRunner().invoke(app, ["models", "--json"]).stdout)
     h200 = [r for r in rows if "H200" in r["gpu"]]
-    assert len(h200) == 18 and all(r["precision"] in ("fp32", "bf16") and r["source"] for r in h200)
+    assert all(r["precision"] in ("fp32", "bf16") and r["source"] for r in h200)
+    assert len([r for r in h200 if r["provenance"]["kind"] == "measured"]) == 18
+    # the named LLM profiles, scaled from the measured gpt3-crux one, listed after the zoo
+    derived = [r["name"] for r in h200 if r["provenance"]["kind"] == "derived"]
+    names = ("gpt-13b", "gpt-22b", "gpt-175b", "llama-7b", "llama-65b", "mixtral-8x7b")
+    assert derived == [f"{n}@h200" for n in names] and len(h200) == 24
     only = json.loads(CliRunner().invoke(app, ["models", "--gpu", "h200", "--json"]).stdout)
     assert [r["name"] for r in only] == [r["name"] for r in h200]
     table = CliRunner().invoke(app, ["models"]).stdout

@@ -188,3 +188,26 @@ def test_schedules_stay_compact(n: int) -> None:
     assert len(build_collective("ring", ranks=n, size_bytes=1e9).steps) == 1
     s = build_collective("double_binary_tree", ranks=n, size_bytes=1e9, chunks=64)
     assert len(s.steps) < 2 * (64 + 2 * n.bit_length())
+
+
+@given(RANKS, SIZE)
+def test_the_parallel_groups_collectives_by_name(n: int, m: float) -> None:
+    """The parallel groups' collectives are registered for flat jobs too, with their textbook bytes."""
+    for name in ("reduce_scatter", "all_gather"):
+        s = build_collective(name, ranks=n, size_bytes=m)
+        check_invariants(s)
+        assert all(close(x, (n - 1) * m / n) for x in s.sent_bytes())
+        assert all(close(x, (n - 1) * m / n) for x in s.received_bytes())
+    s = build_collective("broadcast", ranks=n, size_bytes=m)
+    check_invariants(s)
+    assert [close(x, m if r < n - 1 else 0.0) for r, x in enumerate(s.sent_bytes())] == [True] * n
+    assert [close(x, m if r > 0 else 0.0) for r, x in enumerate(s.received_bytes())] == [True] * n
+
+
+@given(st.integers(1, 12), st.integers(1, 16), SIZE)
+def test_pipeline_1f1b_by_name(n: int, mb: int, a: float) -> None:
+    s = build_collective("pipeline_1f1b", ranks=n, size_bytes=a, micro_batches=mb)
+    check_invariants(s)
+    for stage, sent in enumerate(s.sent_bytes()):
+        want = mb * a * ((stage < n - 1) + (stage > 0))
+        assert close(sent, want), (stage, sent, want)

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from commsched.cli.common import print_json, stdout_console, user_errors
 from commsched.errors import InputError
+from commsched.workload.grouped_jobs import llm_models
 from commsched.workload.profiling.profiles_io import provenance_to_dict
 from commsched.workload.records import ModelProfile
 from commsched.workload.zoo import list_models
@@ -45,12 +46,15 @@ def models_command(
 ) -> None:
     """List the model zoo: per-iteration compute, gradient bytes, overlap and where each number comes from.
 
+    After the zoo come the named LLM profiles (``gpt-13b@h200`` ...: the measured H200 profile of
+    gpt3-crux scaled by training FLOPs per iteration; for jobs with ``parallel:`` groups).
+
     Every entry shows the GPU its compute time belongs to, its precision (``fp32``, ``bf16``,
     ``fp32-grads``: fp32 gradients, compute precision not recorded by the source; ``unrecorded``) and
     its provenance (the first part of its source; ``--verbose`` prints all of it and the structured
     provenance: kind, reference, assumptions).
     """
-    profiles = list_models()
+    profiles = (*list_models(), *llm_models())
     if gpu is not None:
         profiles = tuple(p for p in profiles if gpu.lower() in p.gpu.lower())
         if not profiles:

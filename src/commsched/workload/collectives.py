@@ -18,12 +18,19 @@ double_binary_tree     ``M/2`` per tree per incident tree edge (to the parent, a
 alltoall               ``(n-1) M / n``
 pipeline               stage ``s``: ``m A`` forward if ``s < n-1`` plus ``m A`` backward if ``s > 0``
 ps                     workers send ``M`` and receive ``M``; each server receives and sends ``n M / k``
+reduce_scatter         ``(n-1) M / n`` (ring; each rank ends with its ``M / n`` shard)
+all_gather             ``(n-1) M / n`` (ring; ``M`` the gathered result)
+broadcast              ranks ``0..n-2`` send ``M`` along the chain, the last none
+pipeline_1f1b          stage ``s``: ``m A`` forward if ``s < n-1`` plus ``m A`` backward if ``s > 0``, in
+                       1F1B order (``A`` = ``size_bytes``, ``m`` = ``micro_batches``)
 =====================  ===================================================================================
 
 The builders live in :mod:`commsched.workload.collectives_allreduce` (ring, halving/doubling,
-hierarchical ring), :mod:`commsched.workload.collectives_tree` (double binary tree) and
-:mod:`commsched.workload.collectives_exchange` (all-to-all, pipeline, PS); this module holds the
-registry and re-exports them.
+hierarchical ring), :mod:`commsched.workload.collectives_tree` (double binary tree),
+:mod:`commsched.workload.collectives_exchange` (all-to-all, pipeline, PS) and
+:mod:`commsched.workload.collectives_sharded` (the parallel groups' reduce-scatter, all-gather,
+broadcast and 1F1B pipeline, which a flat job may name too); this module holds the registry and
+re-exports them.
 
 References
 ----------
@@ -51,6 +58,12 @@ from commsched.workload.collectives_allreduce import (
 )
 from commsched.workload.collectives_common import CollectiveBuilder
 from commsched.workload.collectives_exchange import pairwise_alltoall, pipeline_sendrecv, ps_push_pull
+from commsched.workload.collectives_sharded import (
+    all_gather_ring,
+    broadcast_chain,
+    pipeline_1f1b,
+    reduce_scatter_ring,
+)
 from commsched.workload.collectives_tree import (
     btree_parent,
     double_binary_tree_allreduce,
@@ -60,6 +73,8 @@ from commsched.workload.records import CollectiveSchedule
 
 __all__ = [
     "CollectiveBuilder",
+    "all_gather_ring",
+    "broadcast_chain",
     "btree_parent",
     "build_collective",
     "collective_params",
@@ -69,8 +84,10 @@ __all__ = [
     "halving_doubling_allreduce",
     "hierarchical_ring_allreduce",
     "pairwise_alltoall",
+    "pipeline_1f1b",
     "pipeline_sendrecv",
     "ps_push_pull",
+    "reduce_scatter_ring",
     "ring_allreduce",
 ]
 
@@ -80,8 +97,9 @@ def collective_registry() -> Registry[CollectiveBuilder]:
 
     Examples
     --------
-    >>> collective_registry().names()
-    ('ring', 'halving_doubling', 'hierarchical_ring', 'double_binary_tree', 'alltoall', 'pipeline', 'ps')
+    >>> collective_registry().names()  # doctest: +NORMALIZE_WHITESPACE
+    ('ring', 'halving_doubling', 'hierarchical_ring', 'double_binary_tree', 'alltoall', 'pipeline', 'ps',
+     'reduce_scatter', 'all_gather', 'broadcast', 'pipeline_1f1b')
     """
     reg: Registry[CollectiveBuilder] = Registry("collective algorithm")
     reg.register("ring", ring_allreduce)
@@ -91,6 +109,10 @@ def collective_registry() -> Registry[CollectiveBuilder]:
     reg.register("alltoall", pairwise_alltoall)
     reg.register("pipeline", pipeline_sendrecv)
     reg.register("ps", ps_push_pull)
+    reg.register("reduce_scatter", reduce_scatter_ring)
+    reg.register("all_gather", all_gather_ring)
+    reg.register("broadcast", broadcast_chain)
+    reg.register("pipeline_1f1b", pipeline_1f1b)
     return reg
 
 

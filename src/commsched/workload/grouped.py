@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from commsched.workload.llm import LlmShape, llm_shape, shape_flops, shape_params
 from commsched.workload.parallel import GroupedWorkload
-from commsched.workload.records import ModelProfile
+from commsched.workload.records import ModelProfile, ProfileProvenance
 
 __all__ = [
     "LLM_MODELS",
@@ -173,4 +173,13 @@ def _scaled(shape: LlmShape, ref_shape: LlmShape, reference: ModelProfile) -> Mo
         batch_size=shape.batch,
         flops_per_iteration=shape_flops(shape),
         precision="bf16",
+        provenance=ProfileProvenance(
+            kind="derived",
+            reference=f"{REFERENCE_PROFILE} (measured); transformer shape: {shape.source}",
+            assumptions=(
+                f"compute scales with training FLOPs per iteration (x {ratio:.4g} of gpt3-crux's)",
+                "gradients synchronised in fp32: 4 bytes per parameter",
+                f"overlap as measured for {REFERENCE_PROFILE}",
+            ),
+        ),
     )

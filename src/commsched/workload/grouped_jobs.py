@@ -11,14 +11,22 @@ from dataclasses import replace
 from pathlib import Path
 
 from commsched.errors import InputError, ValidationError
-from commsched.workload.grouped import REFERENCE_PROFILE, grouped_profile, llm_profile
+from commsched.workload.grouped import LLM_MODELS, REFERENCE_PROFILE, grouped_profile, llm_profile
 from commsched.workload.jobs import validate_job
 from commsched.workload.llm import llm_shape, llm_workload
 from commsched.workload.parallel import GroupedWorkload, ParallelSpec, parallel_problems
 from commsched.workload.records import JobId, JobSpec, ModelProfile
 from commsched.workload.zoo import get_model
 
-__all__ = ["flattened", "grouped_job", "grouped_workload", "job_from_aicb", "read_log", "resolve_model"]
+__all__ = [
+    "flattened",
+    "grouped_job",
+    "grouped_workload",
+    "job_from_aicb",
+    "llm_models",
+    "read_log",
+    "resolve_model",
+]
 
 
 def resolve_model(name: str, *, where: str = "model") -> ModelProfile:
@@ -31,6 +39,18 @@ def resolve_model(name: str, *, where: str = "model") -> ModelProfile:
     """
     derived = llm_profile(name, get_model(REFERENCE_PROFILE))
     return derived if derived is not None else get_model(name, where=where)
+
+
+def llm_models() -> tuple[ModelProfile, ...]:
+    """The named LLM profiles (``NAME@h200``), scaled from the measured H200 profile by FLOPs.
+
+    Examples
+    --------
+    >>> [p.name for p in llm_models()][:2]
+    ['gpt-13b@h200', 'gpt-22b@h200']
+    """
+    reference = get_model(REFERENCE_PROFILE)
+    return tuple(p for name in LLM_MODELS if (p := llm_profile(f"{name}@h200", reference)) is not None)
 
 
 def grouped_workload(

@@ -34,6 +34,10 @@ NOT_RUN = {
     ),
     "pipeline": "the job process runs data-parallel all-reduce iterations, not pipeline stages",
     "ps": "parameter-server jobs run with `commsched ps` (docs/runtime-ps.md), not in a testbed run",
+    "reduce_scatter": "the job process runs whole all-reduce iterations, not a reduce-scatter alone",
+    "all_gather": "the job process runs whole all-reduce iterations, not an all-gather alone",
+    "broadcast": "the job process runs all-reduce iterations, not broadcasts",
+    "pipeline_1f1b": "the job process runs data-parallel all-reduce iterations, not pipeline stages",
 }
 
 
