@@ -7,7 +7,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from commsched.workload.collectives_sharded import (
+from commsched.workload.collectives.sharded import (
     all_gather_ring,
     broadcast_chain,
     one_f_one_b_order,

@@ -138,7 +138,7 @@ def test_shipped_zoo_roundtrips(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not DATA.exists(), reason="shared data folder not present")
 def test_shipped_zoo_equals_rebuild_from_data() -> None:
-    from commsched.workload.zoo_build import build_zoo
+    from commsched.workload.zoo.build import build_zoo
 
     assert build_zoo(DATA) == PROFILES
 

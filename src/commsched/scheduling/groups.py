@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commsched.workload import CollectiveSchedule, Step, Transfer
-from commsched.workload.collectives_allreduce import ring_allreduce
-from commsched.workload.collectives_exchange import pairwise_alltoall
-from commsched.workload.collectives_sharded import (
+from commsched.workload.collectives.allreduce import ring_allreduce
+from commsched.workload.collectives.exchange import pairwise_alltoall
+from commsched.workload.collectives.sharded import (
     all_gather_ring,
     broadcast_chain,
     pipeline_1f1b,

@@ -1,7 +1,7 @@
 """Shared pieces of the collective builders: step compaction and argument checks.
 
-The builders live in :mod:`commsched.workload.collectives_allreduce`,
-:mod:`commsched.workload.collectives_tree` and :mod:`commsched.workload.collectives_exchange`;
+The builders live in :mod:`commsched.workload.collectives.allreduce`,
+:mod:`commsched.workload.collectives.tree` and :mod:`commsched.workload.collectives.exchange`;
 :mod:`commsched.workload.collectives` names them and describes the schedules.
 """
 

@@ -31,8 +31,8 @@ from commsched.workload.profiling.profiles_io import (
     read_workload,
 )
 from commsched.workload.records import LayerProfile, ModelProfile
-from commsched.workload.zoo_h200 import h200_profiles
-from commsched.workload.zoo_provenance import (
+from commsched.workload.zoo.h200 import h200_profiles
+from commsched.workload.zoo.provenance import (
     analytic_provenance,
     astra_provenance,
     pipedream_provenance,
@@ -49,7 +49,7 @@ PIPEDREAM_GPU_NOTE = (
 )
 
 ZOO_PROVENANCE = (
-    "Derived by commsched.workload.zoo_build.build_zoo from the third-party files in /work/shared/data "
+    "Derived by commsched.workload.zoo.build.build_zoo from the third-party files in /work/shared/data "
     "(PipeDream graph.txt profiles, MIT, msr-fiddle/pipedream@7db6a1c; Tiresias tensor sizes, Apache-2.0, "
     "SymbioticLab/Tiresias@959f9b0; ASTRA-sim 1.0 workloads, MIT, astra-sim/astra-sim@07d5d19; AICB "
     "workloads, Apache-2.0, aliyun/aicb@23eec3c; SimAI example, Apache-2.0, aliyun/SimAI@cef83f9), the "

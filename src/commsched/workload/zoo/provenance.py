@@ -1,4 +1,4 @@
-"""Precision and structured provenance of the zoo entries derived by :mod:`commsched.workload.zoo_build`.
+"""Precision and structured provenance of the zoo entries derived by :mod:`commsched.workload.zoo.build`.
 
 Each function returns what one source supports: the precision (one of
 :data:`commsched.workload.records.PRECISIONS`) and a :class:`~commsched.workload.records.ProfileProvenance`

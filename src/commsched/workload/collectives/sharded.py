@@ -20,7 +20,7 @@ References
 
 from __future__ import annotations
 
-from commsched.workload.collectives_common import check_positive_int, check_size, compact_steps
+from commsched.workload.collectives.common import check_positive_int, check_size, compact_steps
 from commsched.workload.records import CollectiveSchedule, Step, Transfer
 
 __all__ = ["all_gather_ring", "broadcast_chain", "one_f_one_b_order", "pipeline_1f1b", "reduce_scatter_ring"]

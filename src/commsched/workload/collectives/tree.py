@@ -10,7 +10,7 @@ References
 
 from __future__ import annotations
 
-from commsched.workload.collectives_common import check_positive_int, check_size, compact_steps
+from commsched.workload.collectives.common import check_positive_int, check_size, compact_steps
 from commsched.workload.records import CollectiveSchedule, Step, Transfer
 
 __all__ = ["btree_parent", "double_binary_tree_allreduce", "double_binary_tree_parents"]

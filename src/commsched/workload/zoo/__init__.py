@@ -1,7 +1,7 @@
 """The model zoo: named :class:`~commsched.workload.records.ModelProfile` records with provenance.
 
 The profiles ship as package data (``commsched/data/model_zoo.json``, derived from third-party profile
-files by :func:`commsched.workload.zoo_build.build_zoo`; see ``commsched/data/README.md``). Names are
+files by :func:`commsched.workload.zoo.build.build_zoo`; see ``commsched/data/README.md``). Names are
 matched case-insensitively and ignoring punctuation, and through the aliases that traces use, so
 ``"ResNet-50"``, ``"resnet50"`` and ``"imagenet"`` all give the same profile.
 

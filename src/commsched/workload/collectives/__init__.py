@@ -25,10 +25,10 @@ pipeline_1f1b          stage ``s``: ``m A`` forward if ``s < n-1`` plus ``m A`` 
                        1F1B order (``A`` = ``size_bytes``, ``m`` = ``micro_batches``)
 =====================  ===================================================================================
 
-The builders live in :mod:`commsched.workload.collectives_allreduce` (ring, halving/doubling,
-hierarchical ring), :mod:`commsched.workload.collectives_tree` (double binary tree),
-:mod:`commsched.workload.collectives_exchange` (all-to-all, pipeline, PS) and
-:mod:`commsched.workload.collectives_sharded` (the parallel groups' reduce-scatter, all-gather,
+The builders live in :mod:`commsched.workload.collectives.allreduce` (ring, halving/doubling,
+hierarchical ring), :mod:`commsched.workload.collectives.tree` (double binary tree),
+:mod:`commsched.workload.collectives.exchange` (all-to-all, pipeline, PS) and
+:mod:`commsched.workload.collectives.sharded` (the parallel groups' reduce-scatter, all-gather,
 broadcast and 1F1B pipeline, which a flat job may name too); this module holds the registry and
 re-exports them.
 
@@ -51,20 +51,20 @@ from typing import Any
 
 from commsched.errors import InputError
 from commsched.registry import Registry
-from commsched.workload.collectives_allreduce import (
+from commsched.workload.collectives.allreduce import (
     halving_doubling_allreduce,
     hierarchical_ring_allreduce,
     ring_allreduce,
 )
-from commsched.workload.collectives_common import CollectiveBuilder
-from commsched.workload.collectives_exchange import pairwise_alltoall, pipeline_sendrecv, ps_push_pull
-from commsched.workload.collectives_sharded import (
+from commsched.workload.collectives.common import CollectiveBuilder
+from commsched.workload.collectives.exchange import pairwise_alltoall, pipeline_sendrecv, ps_push_pull
+from commsched.workload.collectives.sharded import (
     all_gather_ring,
     broadcast_chain,
     pipeline_1f1b,
     reduce_scatter_ring,
 )
-from commsched.workload.collectives_tree import (
+from commsched.workload.collectives.tree import (
     btree_parent,
     double_binary_tree_allreduce,
     double_binary_tree_parents,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from commsched.errors import InputError
-from commsched.workload.collectives_common import check_positive_int, check_size, compact_steps
+from commsched.workload.collectives.common import check_positive_int, check_size, compact_steps
 from commsched.workload.records import CollectiveSchedule, Step, Transfer
 
 __all__ = ["halving_doubling_allreduce", "hierarchical_ring_allreduce", "ring_allreduce"]
