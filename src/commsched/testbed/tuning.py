@@ -72,7 +72,8 @@ def mtu_packets(tb: Testbed) -> int:
 
 
 def shape_loopback(tb: Testbed, hops: Mapping[str, Sequence[htb.LoopbackHop]]) -> None:
-    """Shape the loopback of every host of ``hops`` (host id -> its hops, :func:`.htb.loopback_lines`).
+    """Shape the loopback of every host of ``hops`` (host id -> its hops, as
+    :func:`.htb.loopback_lines` takes them).
 
     A hop ``GPU a -> GPU b`` of one host runs between two listeners of that host's namespace, so its
     packets cross the namespace's loopback; one HTB class per destination (address and port) holds it
