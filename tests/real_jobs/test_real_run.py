@@ -6,7 +6,8 @@
   on its decided paths both ways (nothing unpinned), the iteration time measured from the traffic
   within 5 % of the program's own log and within 10 % of the twin, the shared uplink's counters
   carrying both jobs under ``ecmp-fair``, and the communication-heavy job faster under ``crux-full``,
-  measured and simulated. About 2.5 minutes.
+  measured and simulated. The agents run the probing path oracle (``--oracle probe``). About 2.5
+  minutes.
 * A flat ring over two GPUs on each of two hosts (the job library): its intra-host hops over the
   hosts' loopback, shaped; measured within 10 % of its twin. About 50 s.
 """
@@ -105,8 +106,11 @@ def test_unmodified_ddp_jobs_under_two_policies(tmp_path: Path) -> None:
         access = {c["job"]: int(c["links"][0]) for c in doc["connections"] if c["src_rank"] == 0}
     assert shared["ecmp-fair"] and not shared["crux-full"]
 
+    # the agents find their paths by probing (TTL-limited probes of each tuple, the routers' ICMP
+    # answers), as off the testbed; the report's on-path counts read the routers' own routes
     report = _run(tmp_path, text, "--policies", "ecmp-fair,crux-full", "--window", "20",
-                  "--profiling-window", "8", name=f"csr{os.getpid() % 100000}r")  # fmt: skip
+                  "--profiling-window", "8", "--oracle", "probe",
+                  name=f"csr{os.getpid() % 100000}r")  # fmt: skip
     for policy, body in report["policies"].items():
         paths = body["paths"]
         assert paths["unpinned"] == [], (policy, paths["unpinned"])
