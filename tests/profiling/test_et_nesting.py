@@ -125,6 +125,28 @@ def test_a_lost_backend_event_in_a_kineto_trace_is_read_from_its_dispatcher(
     assert {c.name for c in p.collectives} == {"gloo:all_reduce"}
 
 
+def test_a_bucket_started_out_of_order_and_lost_is_read_from_its_own_dispatcher(
+    gloo_job: dict[str, Any], tmp_path: Path
+) -> None:
+    """gloo runs a process group's work on two threads, so a later bucket's work may start (and be recorded)
+    before an earlier one's: the first bucket's event, started last and lost, is the first dispatcher's,
+    not the second's (as CI once read it, giving the second bucket's bytes twice)."""
+    from commsched.workload.profiling import read_kineto
+
+    buckets = gloo_job["job"]["buckets"]
+    doc = json.loads((Path(gloo_job["dir"]) / "kineto0.json").read_text())
+    ours = [e for e in doc["traceEvents"] if e.get("name") == "gloo:all_reduce"]
+    ours.sort(key=lambda e: e["ts"])
+    dispatchers = [e for e in doc["traceEvents"] if e.get("name") == "c10d::allreduce_"]
+    assert len(ours) == len(dispatchers) == 2
+    first = ours[0]
+    first["ts"] = max(e["ts"] for e in ours + dispatchers) + 1.0  # the first bucket's work starts last
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e is not first]  # and is lost
+    p = read_kineto(_write(doc, tmp_path / "late-kineto.json"))
+    assert sorted(c.size_bytes for c in p.collectives) == sorted(buckets)
+    assert {c.name for c in p.collectives} == {"gloo:all_reduce"}
+
+
 def test_every_backend_collective_lost_is_named_after_the_process_group(
     gloo_job: dict[str, Any], tmp_path: Path
 ) -> None:

@@ -152,11 +152,14 @@ def _nested_bytes(e: CpuEvent, dtype: str) -> float:
         return math.nan
 
 
-def _collective_events(table: EventTable, window: tuple[float, float]) -> list[tuple[CpuEvent, str]]:
+def _collective_events(
+    table: EventTable, window: tuple[float, float], dtype: str
+) -> list[tuple[CpuEvent, str]]:
     """The backend's collectives (in the order they started, over all threads), and each ``c10d::*``
-    operation that no backend event pairs (the first unpaired one starting after it): the profiler records
-    a backend's event when its work ends, on the backend's thread, and loses it when that comes after it
-    stopped (the last bucket of a step, on a busy machine)."""
+    operation that no backend event pairs (the first unpaired one starting after it on the same bytes): the
+    profiler records a backend's event when its work ends, on the backend's thread, and loses it when that
+    comes after it stopped (the last bucket of a step, on a busy machine). A backend with several threads
+    (gloo's two) may start a later bucket's work first, so the order alone does not pair them."""
     events = sorted((e for e in table.cpu if _in(window, e.ts)), key=lambda e: e.ts)
     backend = [e for e in events if COLLECTIVE_RE.match(e.name)]
     prefixes = {e.name.split(":")[0] for e in backend} or ({table.backend} if table.backend else set())
@@ -167,7 +170,8 @@ def _collective_events(table: EventTable, window: tuple[float, float]) -> list[t
         op = e.name.removeprefix("c10d::")
         if not (e.name.startswith("c10d::") and op in C10D_OPS and prefix):
             continue
-        pair = next((b for b in free if b.ts >= e.ts), None)
+        mine = _nested_bytes(e, dtype)
+        pair = next((b for b in free if b.ts >= e.ts and _same_bytes(mine, first_input_bytes(b))), None)
         if pair is not None:
             free.remove(pair)
         else:
@@ -175,15 +179,20 @@ def _collective_events(table: EventTable, window: tuple[float, float]) -> list[t
     return sorted(out, key=lambda c: c[0].ts)
 
 
+def _same_bytes(a: float, b: float) -> bool:
+    """Whether a dispatcher of ``a`` bytes may be the one a backend event of ``b`` bytes ran (either unknown:
+    it may)."""
+    return math.isnan(a) or math.isnan(b) or a == b
+
+
 def _collectives(table: EventTable, window: tuple[float, float]) -> tuple[Collective, ...]:
     out = []
-    events = _collective_events(table, window)
     # a dispatcher's tensors are a TensorList without an element type: the backend events' own, else
     # (every backend event lost) the gradients' the buckets are made of
-    types = [e.args.get("Input type") for e, name in events if name == e.name]
+    types = [e.args.get("Input type") for e in table.cpu if COLLECTIVE_RE.match(e.name) and _in(window, e.ts)]
     types += [e.args.get("Input type") for e in _accumulations(table, window)]
     seen_type = next((str(t[0]) for t in types if isinstance(t, list) and t and t[0]), "")
-    for e, name in events:
+    for e, name in _collective_events(table, window, seen_type):
         size = first_input_bytes(e) if name == e.name else _nested_bytes(e, seen_type)
         if math.isnan(size):
             nelems, dtype = e.args.get("In msg nelems"), e.args.get("dtype")
