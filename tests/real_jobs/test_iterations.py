@@ -275,9 +275,11 @@ def test_a_profile_found_by_counting_bursts_is_not_posted_and_the_next_window_is
     assert windows == [pytest.approx(12.0)]
 
 
-def _split_at(starts: list[float], b: float, quiet: list[tuple[float, float]]) -> Split:
+def _split_at(
+    starts: list[float], b: float, quiet: list[tuple[float, float]], *, cover: float = 1.0
+) -> Split:
     return Split(
-        starts=tuple(starts), counts=(1,) * (len(starts) - 1), silences=(20.0,) * len(starts), cover=1.0,
+        starts=tuple(starts), counts=(1,) * (len(starts) - 1), silences=(20.0,) * len(starts), cover=cover,
         bytes_per_iteration=b, gap_s=0.2, stalls=0, byte_error=0.0, spread=0.0, quiet=tuple(quiet),
         sample_s=0.01,
     )  # fmt: skip
@@ -299,3 +301,51 @@ def test_a_host_that_merges_iterations_gives_way_to_one_whose_starts_every_host_
     busy = _split_at(its[::2], 1e7, [(t - 0.2, t) for t in its[::2]])
     agreed = job_split([[fine], [busy]])
     assert agreed is not None and agreed.mean_s == pytest.approx(2.0)
+
+
+def test_a_part_found_in_stretches_of_the_window_does_not_replace_the_split() -> None:
+    """The same part as above, every start in a silence of both hosts, but its iterations span only
+    two thirds of the window (a starved job stalls on every rank at once between two buckets, and a
+    host splits there only where those stalls last): the split over the whole window stays."""
+    its = [float(t) for t in range(1, 21)]
+    fine = _split_at(its, 5e6, [(t - 0.2, t) for t in its], cover=0.68)
+    merged = _split_at(its[::2], 1e7, [(t - 0.2, t + 0.01) for t in its])
+    agreed = job_split([[fine], [merged]])
+    assert agreed is not None and agreed.mean_s == pytest.approx(2.0)
+    near = _split_at(its, 5e6, [(t - 0.2, t) for t in its], cover=0.95)
+    agreed = job_split([[near], [merged]])
+    assert agreed is not None and agreed.mean_s == pytest.approx(1.0)
+
+
+def test_a_recorded_starved_job_is_measured_by_whole_iterations() -> None:
+    """A recorded testbed run (``data/trio-starved-window.json.gz``: a three-host gloo ring under
+    ``crux-full``, starved by the higher classes): the hosts' byte counters over its measuring window
+    give the iteration its rank 0 logged (1.61 s), not the half of it one host split at (0.79 s)."""
+    import gzip
+    import json
+    import re
+    from pathlib import Path
+
+    from commsched.runtime.profiling.iterations import quiet_runs
+
+    doc = json.loads(
+        gzip.decompress((Path(__file__).parent / "data" / "trio-starved-window.json.gz").read_bytes())
+    )
+    start, end = 0.0, float(doc["end"]) - float(doc["start"])
+    per_host, quiet = [], []
+    for tr in doc["hosts"].values():
+        dt = float(tr["sample_s"])
+        rx = series(
+            np.asarray(tr["t"]), np.asarray(tr["rx_data_bytes"], float), sample_s=dt, start=start, end=end
+        )
+        tx = series(
+            np.asarray(tr["t"]), np.asarray(tr["data_bytes"], float), sample_s=dt, start=start, end=end
+        )
+        per_host.append(host_splits(rx, sample_s=dt, start=start, also=tx))
+        quiet.append(quiet_runs(rx, sample_s=dt, start=start, also=tx))
+    logged = [e["t"] for e in doc["log"] if start <= e["t"] < end and re.match(r"iteration \d+ ", e["line"])]
+    reference = (logged[-1] - logged[0]) / (len(logged) - 1)
+    assert reference == pytest.approx(1.61, abs=0.01)
+    agreed = job_split(per_host, quiet=quiet)
+    assert agreed is not None
+    assert agreed.mean_s == pytest.approx(reference, rel=0.05)

@@ -14,7 +14,7 @@ import numpy as np
 
 from commsched.runtime.profiling.iterations import Split, multiple_of
 
-__all__ = ["AGREE", "SEEN", "SEEN_BINS", "job_split"]
+__all__ = ["AGREE", "PART_COVER", "SEEN", "SEEN_BINS", "job_split"]
 
 #: hosts agree on a period within this fraction
 AGREE = 0.05
@@ -24,6 +24,10 @@ SEEN = 0.8
 
 #: bins of tolerance between one host's start of an iteration and the end of another's silence
 SEEN_BINS = 3
+
+
+#: a part replaces the split it divides only where its iterations span as much of the window, less this
+PART_COVER = 0.1
 
 
 def _seen(s: Split, quiet: tuple[tuple[float, float], ...], tol: float) -> bool:
@@ -59,7 +63,10 @@ def job_split(
     host is silent (:func:`_seen_by_all`: the compute after each iteration's collective, on all ranks
     at once), the smallest such part is returned instead: a host whose silences vary too much to
     tell iterations apart by its bytes alone may merge two or three into one split, while a part of
-    an iteration (a stall between the steps of a collective) leaves some host busy.
+    an iteration (a stall between the steps of a collective) leaves some host busy. A part must span
+    the window as the split does (its ``cover`` at most :data:`PART_COVER` less): a job starved by
+    higher classes stalls on all of its ranks at once between two buckets' collectives, and a host
+    that splits there finds it only in stretches of the window, the rest of its bytes left unsplit.
 
     Examples
     --------
@@ -85,7 +92,14 @@ def job_split(
         pick = [sp for _, sp in every if abs(sp.mean_s / top.mean_s - 1) <= AGREE]
     best = max(pick, key=lambda sp: sp.count)  # the hosts' splits of it: the one counting most
     quiet = [hs[0].quiet for hs in hosts if hs and hs[0].quiet] if quiet is None else quiet
-    parts = [sp for _, sp in every if multiple_of(best, sp) and len(quiet) > 1 and _seen_by_all(sp, quiet)]
+    parts = [
+        sp
+        for _, sp in every
+        if multiple_of(best, sp)
+        and sp.cover >= best.cover - PART_COVER
+        and len(quiet) > 1
+        and _seen_by_all(sp, quiet)
+    ]
     if parts:  # iterations merged by some hosts: a part of ``best`` that starts where every host is silent
         least = min(parts, key=lambda sp: sp.bytes_per_iteration)
         best = max(
