@@ -45,12 +45,16 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/mypy benchmarks/*.py
 
-## The whole test suite: lint, strict typing, every test (slow ones included); then the timing checks
+#: pytest workers of `make test` (pytest-xdist): the tests that run jobs on the testbed or time traffic
+#: (tests/conftest.py: NETWORK) all go to one of them, one after another (--dist loadgroup)
+TEST_WORKERS ?= 2
+
+## The whole test suite: lint, strict typing, every test (slow ones included, on TEST_WORKERS workers); then the timing checks
 ## (marker `timing`) last, serially, with nothing else of the suite running (they print their figures as
 ## FIGURE lines and never skip on load); then the planted-mutation check (tools/mutants.py: one-line
 ## mutants of core modules, each against its tests; about 2 minutes).
 test: sysdeps lint typecheck
-	$(BIN)/pytest -q -p no:cacheprovider -m "not timing"
+	$(BIN)/pytest -q -p no:cacheprovider -m "not timing" -n $(TEST_WORKERS) --dist loadgroup
 	$(BIN)/pytest -q -p no:cacheprovider -m timing -s -rs
 	$(BIN)/python tools/mutants.py
 

@@ -2,9 +2,37 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from hypothesis import HealthCheck, settings
 
 # CI machines are shared and noisy: no per-example deadline (performance lives in benchmarks/), and
 # no health check on slow data generation. Example counts stay as each test sets them.
 settings.register_profile("commsched", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("commsched")
+
+
+#: test modules (or folders) that run jobs on the testbed or time traffic on shaped links and paced
+#: sockets: under ``pytest -n`` (``make test``) they go to one worker as one group (``--dist
+#: loadgroup``), one after another, so that no two of them share the machine's links and timers
+NETWORK = (
+    "tests/experiments/ps/",
+    "tests/real_jobs/test_enforce_root.py",
+    "tests/real_jobs/test_probe_root.py",
+    "tests/real_jobs/test_real_run.py",
+    "tests/real_jobs/test_teardown_root.py",
+    "tests/real_jobs/test_traffic_profiles_root.py",
+    "tests/runtime_ps/test_pacing.py",
+    "tests/runtime_transport/test_marking.py",
+    "tests/testbed/",
+    "tests/testbed_run/test_run_root.py",
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.relative_to(ROOT).as_posix().startswith(NETWORK):
+            item.add_marker(pytest.mark.xdist_group("network"))
