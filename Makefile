@@ -52,7 +52,7 @@ TEST_WORKERS ?= 2
 ## The whole test suite: lint, strict typing, every test (slow ones included, on TEST_WORKERS workers); then the timing checks
 ## (marker `timing`) last, serially, with nothing else of the suite running (they print their figures as
 ## FIGURE lines and never skip on load); then the planted-mutation check (tools/mutants.py: one-line
-## mutants of core modules, each against its tests; about 2 minutes).
+## mutants of core modules, each against its tests, two at a time in checkouts of their own; about 1 minute).
 test: sysdeps lint typecheck
 	$(BIN)/pytest -q -p no:cacheprovider -m "not timing" -n $(TEST_WORKERS) --dist loadgroup
 	$(BIN)/pytest -q -p no:cacheprovider -m timing -s -rs

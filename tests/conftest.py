@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -29,10 +27,7 @@ NETWORK = (
     "tests/testbed_run/test_run_root.py",
 )
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if item.path.relative_to(ROOT).as_posix().startswith(NETWORK):
+        if item.nodeid.startswith(NETWORK):  # relative to the root folder (also where it is a link)
             item.add_marker(pytest.mark.xdist_group("network"))

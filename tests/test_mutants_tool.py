@@ -87,3 +87,34 @@ def test_a_mutant_the_tests_catch_is_killed_and_one_they_miss_survives(tmp_path:
     assert mt.verdict_of([killed, killed, killed, killed, killed, killed, survived], seconds=1.0) == 0  # 86 %
     assert mt.verdict_of([killed, survived], seconds=1.0) == 1  # 50 %
     assert mt.verdict_of([killed] * 9 + [planted], seconds=1.0) == 1  # 90 %, but a planted bug lives
+
+
+SUBPROCESS_TEST = (
+    "import subprocess\nimport sys\n\n\ndef test_double_in_a_subprocess() -> None:\n"
+    "    code = 'from toypkg.mod import double; assert double(3) == 6'\n"
+    "    assert subprocess.run([sys.executable, '-c', code], check=False).returncode == 0\n"
+)
+
+
+def test_mutants_run_side_by_side_in_checkouts_of_their_own(tmp_path: Path) -> None:
+    """``--jobs 2``: each mutant in a worker's checkout (a copy of ``src``, links to the rest), two at
+    a time; the tests' subprocesses import the worker's mutated copy; the checkout is never edited."""
+    toy = tmp_path / "toy"
+    mod = _toy(toy)
+    (toy / "tests" / "test_sub.py").write_text(SUBPROCESS_TEST)
+    before = mod.stat().st_mtime_ns
+    roots = [mt.worker_checkout(toy, tmp_path / f"w{k}") for k in range(2)]
+    assert (roots[0] / "tests").is_symlink() and not (roots[0] / "src").is_symlink()
+    sub = ("tests/test_sub.py",)
+    mutants = (
+        _mutant("2 * x", "3 * x"),
+        _mutant("2 * x", "x + x"),
+        _mutant("2 * x", "3 * x", tests=sub),  # caught only in the subprocess
+        _mutant("2 * x", "x + x", tests=sub),
+    )
+    out = mt.run_parallel(mutants, roots, timeout_s=60)
+    assert [o.code for o in out] == [1, 0, 1, 0]
+    assert mod.read_text() == TOY and mod.stat().st_mtime_ns == before
+    for root in roots:  # every worker's copy put back, with its time
+        copy = root / "src" / "toypkg" / "mod.py"
+        assert copy.read_text() == TOY and copy.stat().st_mtime_ns == before

@@ -18,6 +18,11 @@ lands in ``__pycache__``). Before a file is mutated its original text is written
 :data:`JOURNAL`; the file is restored in a ``finally`` (also on Ctrl-C and SIGTERM), and a journal left
 behind by a killed run is restored at the next start (``--restore`` does only that).
 
+Mutants run ``--jobs`` at a time (2 by default), each in a checkout of its own: a private copy of
+``src`` (modification times kept, so that numba's caches stay valid) beside links to everything else,
+in a temporary folder; the tests' subprocesses import that copy (``PYTHONPATH``). The checkout itself is
+then never edited; ``--jobs 1`` mutates it in place, as above.
+
 ``make test`` runs it after the suite has passed (the tests listed here pass unmutated then);
 ``--baseline`` checks that first on its own.
 """
@@ -27,8 +32,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,8 +48,9 @@ JOURNAL = ROOT / ".mutants-journal.json"
 
 #: the least share of mutants the tests must kill
 MIN_SCORE = 0.85
-#: seconds one mutant's tests may take (a mutant that makes them hang counts as killed, reported apart)
-TIMEOUT_S = 90
+#: seconds one mutant's tests may take (a mutant that makes them hang counts as killed, reported apart);
+#: unmutated, the longest set (tests/profiling) takes ~80 s beside another set on two cores
+TIMEOUT_S = 300
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -348,12 +356,11 @@ def preload() -> None:
     assert not any(m == "commsched" or m.startswith("commsched.") for m in sys.modules)
 
 
-def _pytest(
-    tests: tuple[str, ...], *, root: Path, timeout_s: float, show: bool = False
-) -> tuple[int | None, float]:
-    """Run ``pytest -x -q`` on ``tests`` in a forked child; the exit status (``None``: timed out)."""
+def _start_pytest(tests: tuple[str, ...], *, root: Path, show: bool = False) -> int:
+    """Fork a child that runs ``pytest -x -q`` on ``tests`` with ``root``'s sources; its pid."""
     args = ["-x", "-q", "-p", "no:cacheprovider", "--no-header", *tests]
-    start = time.monotonic()
+    if root != ROOT:  # a worker's checkout: its own temporary folders too
+        args.insert(0, f"--basetemp={root / '.pytest-tmp'}")
     pid = os.fork()
     if pid == 0:  # the child: this checkout's sources, no bytecode written, output silenced
         code = 3
@@ -361,6 +368,10 @@ def _pytest(
             os.chdir(root)
             sys.path.insert(0, str(root / "src"))
             sys.dont_write_bytecode = True
+            os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+            os.environ["PYTHONPATH"] = os.pathsep.join(
+                p for p in (str(root / "src"), os.environ.get("PYTHONPATH", "")) if p
+            )
             if not show:
                 quiet = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(quiet, 1)
@@ -374,19 +385,114 @@ def _pytest(
             traceback.print_exc()
         finally:
             os._exit(code)
+    return pid
+
+
+def _reap(pid: int) -> int | None:
+    """The exit status of child ``pid`` if it has ended (``None`` while it runs)."""
+    done, status = os.waitpid(pid, os.WNOHANG)
+    return os.waitstatus_to_exitcode(status) if done else None
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
+def _pytest(
+    tests: tuple[str, ...], *, root: Path, timeout_s: float, show: bool = False
+) -> tuple[int | None, float]:
+    """Run ``pytest -x -q`` on ``tests`` in a forked child; the exit status (``None``: timed out)."""
+    start = time.monotonic()
+    pid = _start_pytest(tests, root=root, show=show)
     try:
         while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
+            code = _reap(pid)
+            if code is not None:
                 pid = 0
-                return os.waitstatus_to_exitcode(status), time.monotonic() - start
+                return code, time.monotonic() - start
             if time.monotonic() - start > timeout_s:
                 return None, time.monotonic() - start
             time.sleep(0.05)
     finally:  # timed out or interrupted: the child goes before the file is restored
         if pid:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+            _kill(pid)
+
+
+def worker_checkout(root: Path, into: Path) -> Path:
+    """A checkout of ``root`` for one worker at ``into``: a copy of ``src`` with its files' times kept,
+    and links to every other entry (the tests, the examples, the project's settings)."""
+    into.mkdir(parents=True)
+    for entry in root.iterdir():
+        if entry.name == "src":
+            shutil.copytree(entry, into / "src", symlinks=True)
+        elif entry.name != JOURNAL.name:
+            (into / entry.name).symlink_to(entry)
+    return into
+
+
+@dataclass(slots=True)
+class _Running:
+    index: int  # in the mutants run
+    mutant: Mutant
+    root: Path
+    pid: int
+    start: float
+    text: str  # the file's text before the mutant
+    mtime_ns: int  # and its modification time (numba's caches are keyed on it)
+
+
+def run_parallel(
+    mutants: tuple[Mutant, ...], roots: list[Path], *, timeout_s: float = TIMEOUT_S, show: bool = False
+) -> list[Outcome]:
+    """Every mutant, ``len(roots)`` at a time, each in one of the checkouts ``roots`` (which no two
+    share at once); prints each as it ends; the outcomes in the order of ``mutants``."""
+    todo, free, running, done = list(enumerate(mutants)), list(roots), list[_Running](), dict[int, Outcome]()
+    try:
+        while todo or running:
+            while todo and free:
+                (k, m), root = todo.pop(0), free.pop(0)
+                path = root / m.path
+                text, mtime_ns = path.read_text(), path.stat().st_mtime_ns
+                path.write_text(text.replace(m.original, m.replacement, 1))
+                pid = _start_pytest(m.tests, root=root, show=show)
+                running.append(_Running(k, m, root, pid, time.monotonic(), text, mtime_ns))
+            time.sleep(0.05)
+            for r in list(running):
+                code = _reap(r.pid)
+                seconds = time.monotonic() - r.start
+                if code is None and seconds <= timeout_s:
+                    continue
+                if code is None:
+                    _kill(r.pid)
+                _restore(r)
+                running.remove(r)
+                free.append(r.root)
+                done[r.index] = o = Outcome(mutant=r.mutant, code=code, seconds=seconds)
+                report(o)
+    finally:  # interrupted: every child goes, every file is put back
+        for r in running:
+            _kill(r.pid)
+            _restore(r)
+    return [done[k] for k in range(len(mutants))]
+
+
+def _restore(r: _Running) -> None:
+    path = r.root / r.mutant.path
+    path.write_text(r.text)
+    os.utime(path, ns=(time.time_ns(), r.mtime_ns))
+
+
+def report(o: Outcome) -> None:
+    """One line per mutant: killed, SURVIVED or BROKEN, its seconds and name."""
+    verdict = "killed" if o.killed else "BROKEN" if o.broken else "SURVIVED"
+    extra = " (timed out)" if o.code is None else f" (pytest exit status {o.code})" if o.broken else ""
+    print(
+        f"  {verdict:8} {o.seconds:5.1f} s  {o.mutant.name}{' [planted]' if o.mutant.planted else ''}{extra}"
+    )
 
 
 def run_mutant(m: Mutant, *, root: Path = ROOT, timeout_s: float = TIMEOUT_S, show: bool = False) -> Outcome:
@@ -406,6 +512,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--restore", action="store_true", help="only restore a file a killed run left")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--show", action="store_true", help="show the output of the tests")
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="mutants at a time, each in a checkout of its own (1: in place)"
+    )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _terminate)  # also where the shell started it with SIGINT ignored
@@ -431,18 +540,30 @@ def main(argv: list[str] | None = None) -> int:
         if code != 0:
             print("mutants: the tests fail without a mutant", file=sys.stderr)
             return 1
+    return run_all(chosen, jobs=args.jobs, show=args.show)
+
+
+def run_all(chosen: tuple[Mutant, ...], *, jobs: int, show: bool) -> int:
+    """Run ``chosen`` (``jobs`` at a time, each in a worker's checkout; 1: in place) and give the verdict."""
     start = time.monotonic()
+    if jobs > 1:
+        with tempfile.TemporaryDirectory(prefix="commsched-mutants-") as tmp:
+            roots = [worker_checkout(ROOT, Path(tmp) / f"w{k}") for k in range(jobs)]
+            try:
+                outcomes = run_parallel(chosen, roots, show=show)
+            except KeyboardInterrupt as stop:
+                print(f"mutants: interrupted ({stop}); the checkout was never edited", file=sys.stderr)
+                return 130
+        return verdict_of(outcomes, seconds=time.monotonic() - start)
     outcomes = []
     for m in chosen:
         try:
-            o = run_mutant(m, show=args.show)
+            o = run_mutant(m, show=show)
         except KeyboardInterrupt as stop:
             print(f"mutants: interrupted ({stop}); {m.path} restored", file=sys.stderr)
             return 130
         outcomes.append(o)
-        verdict = "killed" if o.killed else "BROKEN" if o.broken else "SURVIVED"
-        extra = " (timed out)" if o.code is None else f" (pytest exit status {o.code})" if o.broken else ""
-        print(f"  {verdict:8} {o.seconds:5.1f} s  {m.name}{' [planted]' if m.planted else ''}{extra}")
+        report(o)
     return verdict_of(outcomes, seconds=time.monotonic() - start)
 
 
