@@ -27,6 +27,7 @@ NETWORK = (
     "tests/testbed_run/test_run_root.py",
 )
 
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid.startswith(NETWORK):  # relative to the root folder (also where it is a link)
