@@ -9,13 +9,18 @@ iteration; the counters are sampled late by up to 40 % of a bin, as the agent's 
 
 from __future__ import annotations
 
+import gzip
+import json
+import re
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from commsched.runtime.profiling.agreement import job_split
-from commsched.runtime.profiling.iterations import Split, host_splits
+from commsched.runtime.profiling.iterations import Split, host_splits, quiet_runs
 from commsched.runtime.profiling.profilecheck import check_profile
 from commsched.runtime.profiling.traffic import OutsideProfile, outside_profile, series, window_iterations
 
@@ -312,40 +317,62 @@ def test_a_part_found_in_stretches_of_the_window_does_not_replace_the_split() ->
     merged = _split_at(its[::2], 1e7, [(t - 0.2, t + 0.01) for t in its])
     agreed = job_split([[fine], [merged]])
     assert agreed is not None and agreed.mean_s == pytest.approx(2.0)
-    near = _split_at(its, 5e6, [(t - 0.2, t) for t in its], cover=0.95)
+    near = _split_at(its, 5e6, [(t - 0.2, t) for t in its], cover=0.84)  # a quad's host, merged by the other
     agreed = job_split([[near], [merged]])
     assert agreed is not None and agreed.mean_s == pytest.approx(1.0)
 
 
-def test_a_recorded_starved_job_is_measured_by_whole_iterations() -> None:
-    """A recorded testbed run (``data/trio-starved-window.json.gz``: a three-host gloo ring under
-    ``crux-full``, starved by the higher classes): the hosts' byte counters over its measuring window
-    give the iteration its rank 0 logged (1.61 s), not the half of it one host split at (0.79 s)."""
-    import gzip
-    import json
-    import re
-    from pathlib import Path
+def test_the_bytes_known_from_the_profiling_window_decide_between_a_split_and_its_part() -> None:
+    """Where the job's bytes per iteration are known (its profiling window), the split carrying them wins
+    whatever the cover: the part when the other host merged pairs, the whole when one host split halves."""
+    its = [float(t) for t in range(1, 21)]
+    part = _split_at(its, 5e6, [(t - 0.2, t) for t in its], cover=0.68)
+    whole = _split_at(its[::2], 1e7, [(t - 0.2, t + 0.01) for t in its])
+    by_part = job_split([[part], [whole]], known_bytes=5.1e6)
+    by_whole = job_split([[part], [whole]], known_bytes=0.98e7)
+    assert by_part is not None and by_part.mean_s == pytest.approx(1.0)
+    assert by_whole is not None and by_whole.mean_s == pytest.approx(2.0)
+    # bytes known but carried by neither: the cover decides, as without them
+    neither = job_split([[part], [whole]], known_bytes=3e6)
+    assert neither is not None and neither.mean_s == pytest.approx(2.0)
 
-    from commsched.runtime.profiling.iterations import quiet_runs
 
-    doc = json.loads(
-        gzip.decompress((Path(__file__).parent / "data" / "trio-starved-window.json.gz").read_bytes())
-    )
-    start, end = 0.0, float(doc["end"]) - float(doc["start"])
+def _recorded(name: str) -> dict[str, Any]:
+    path = Path(__file__).parent / "data" / f"{name}-starved-window.json.gz"
+    return dict(json.loads(gzip.decompress(path.read_bytes())))
+
+
+def _agreed(doc: dict[str, Any], start: float, end: float, known: float | None = None) -> Split | None:
     per_host, quiet = [], []
     for tr in doc["hosts"].values():
-        dt = float(tr["sample_s"])
-        rx = series(
-            np.asarray(tr["t"]), np.asarray(tr["rx_data_bytes"], float), sample_s=dt, start=start, end=end
-        )
-        tx = series(
-            np.asarray(tr["t"]), np.asarray(tr["data_bytes"], float), sample_s=dt, start=start, end=end
-        )
+        dt, t = float(tr["sample_s"]), np.asarray(tr["t"])
+        rx = series(t, np.asarray(tr["rx_data_bytes"], float), sample_s=dt, start=start, end=end)
+        tx = series(t, np.asarray(tr["data_bytes"], float), sample_s=dt, start=start, end=end)
         per_host.append(host_splits(rx, sample_s=dt, start=start, also=tx))
         quiet.append(quiet_runs(rx, sample_s=dt, start=start, also=tx))
+    return job_split(per_host, quiet=quiet, known_bytes=known)
+
+
+@pytest.mark.parametrize(
+    ("name", "logged_s"),
+    [("trio", 1.61), ("quad", 1.51)],
+)
+def test_a_recorded_starved_job_is_measured_by_whole_iterations(name: str, logged_s: float) -> None:
+    """Recorded testbed runs under ``crux-full`` of jobs starved by the higher classes (``data/``: the
+    hosts' byte counters and rank 0's log). ``trio`` (a three-host ring): one host split each iteration
+    in two where every rank stalls between two buckets, over two thirds of the window (0.79 s measured
+    once). ``quad`` (four ranks on two hosts): one host merged pairs of iterations (3.03 s measured once),
+    the other's split covers 84 % of the window. Each measuring window gives the iteration rank 0 logged,
+    by the cover alone and with the bytes per iteration of the profiling window where it was recorded."""
+    doc = _recorded(name)
+    start, end = 0.0, float(doc["end"]) - float(doc["start"])
     logged = [e["t"] for e in doc["log"] if start <= e["t"] < end and re.match(r"iteration \d+ ", e["line"])]
     reference = (logged[-1] - logged[0]) / (len(logged) - 1)
-    assert reference == pytest.approx(1.61, abs=0.01)
-    agreed = job_split(per_host, quiet=quiet)
-    assert agreed is not None
-    assert agreed.mean_s == pytest.approx(reference, rel=0.05)
+    assert reference == pytest.approx(logged_s, abs=0.01)
+    agreed = _agreed(doc, start, end)
+    assert agreed is not None and agreed.mean_s == pytest.approx(reference, rel=0.05)
+    if "profiling_start" in doc:
+        profiled = _agreed(doc, float(doc["profiling_start"]), start)
+        assert profiled is not None
+        agreed = _agreed(doc, start, end, known=profiled.bytes_per_iteration)
+        assert agreed is not None and agreed.mean_s == pytest.approx(reference, rel=0.05)

@@ -261,10 +261,11 @@ def ring_order(job: CommandJob, flow_bytes: Mapping[tuple[str, str], int]) -> tu
 
 
 def agreed_iterations(
-    traffic: list[Mapping[str, Any]], *, start: float, end: float
+    traffic: list[Mapping[str, Any]], *, start: float, end: float, known_bytes: float | None = None
 ) -> dict[str, float] | None:
-    """Mean iteration time and count the job's hosts agree on over ``[start, end)``
-    (:func:`commsched.runtime.profiling.agreement.job_split`), ``None`` when they show no split."""
+    """Mean iteration time, count and bytes per iteration (both directions) the job's hosts agree on over
+    ``[start, end)`` (:func:`commsched.runtime.profiling.agreement.job_split`, given ``known_bytes``),
+    ``None`` when they show no split."""
     per_host, quiet = [], []
     for tr in traffic:
         t, dt = tr["t"], float(tr["sample_s"])
@@ -274,8 +275,10 @@ def agreed_iterations(
         tx = series(t, tr["data_bytes"], sample_s=dt, start=start, end=min(end, t[-1]))
         per_host.append(host_splits(rx, sample_s=dt, start=start, also=tx))
         quiet.append(quiet_runs(rx, sample_s=dt, start=start, also=tx))
-    agreed = job_split(per_host, quiet=quiet)
-    return None if agreed is None else {"mean": agreed.mean_s, "iterations": float(agreed.count)}
+    agreed = job_split(per_host, quiet=quiet, known_bytes=known_bytes)
+    if agreed is None:
+        return None
+    return {"mean": agreed.mean_s, "iterations": float(agreed.count), "bytes": agreed.bytes_per_iteration}
 
 
 def mean_over_hosts(stats: list[IterationStats | None]) -> dict[str, float]:
@@ -345,7 +348,12 @@ def command_rows(
         start, end = inputs.windows[job.id]
         data = run.commands[job.id]
         per_host = [traffic_iterations(data[h]["traffic"], start=start, end=end) for h in job.hosts]
-        agreed = agreed_iterations([data[h]["traffic"] for h in job.hosts], start=start, end=end)
+        traffic = [data[h]["traffic"] for h in job.hosts]
+        # the program's bytes per iteration, from the profiling window (at the top class, not starved)
+        known = agreed_iterations(traffic, start=run.start, end=start)
+        agreed = agreed_iterations(
+            traffic, start=start, end=end, known_bytes=known["bytes"] if known else None
+        )
         m = agreed or mean_over_hosts(per_host)
         method = "bytes" if agreed else next((x.method for x in per_host if x is not None), None)
         s = simulated.get(job.id, float("nan"))

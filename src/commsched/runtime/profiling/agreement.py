@@ -14,7 +14,7 @@ import numpy as np
 
 from commsched.runtime.profiling.iterations import Split, multiple_of
 
-__all__ = ["AGREE", "PART_COVER", "SEEN", "SEEN_BINS", "job_split"]
+__all__ = ["AGREE", "BYTES_KNOWN", "PART_COVER", "SEEN", "SEEN_BINS", "job_split"]
 
 #: hosts agree on a period within this fraction
 AGREE = 0.05
@@ -27,7 +27,11 @@ SEEN_BINS = 3
 
 
 #: a part replaces the split it divides only where its iterations span as much of the window, less this
-PART_COVER = 0.1
+#: (where the job's bytes per iteration are not known from elsewhere)
+PART_COVER = 0.2
+
+#: bytes per iteration within this fraction of the job's known ones are its iterations'
+BYTES_KNOWN = 0.1
 
 
 def _seen(s: Split, quiet: tuple[tuple[float, float], ...], tol: float) -> bool:
@@ -48,7 +52,10 @@ def _seen_by_all(s: Split, quiet: Sequence[tuple[tuple[float, float], ...]]) -> 
 
 
 def job_split(
-    hosts: Sequence[Sequence[Split]], *, quiet: Sequence[tuple[tuple[float, float], ...]] | None = None
+    hosts: Sequence[Sequence[Split]],
+    *,
+    quiet: Sequence[tuple[tuple[float, float], ...]] | None = None,
+    known_bytes: float | None = None,
 ) -> Split | None:
     """The split the job's hosts agree on.
 
@@ -67,6 +74,10 @@ def job_split(
     the window as the split does (its ``cover`` at most :data:`PART_COVER` less): a job starved by
     higher classes stalls on all of its ranks at once between two buckets' collectives, and a host
     that splits there finds it only in stretches of the window, the rest of its bytes left unsplit.
+    ``known_bytes``: the job's bytes per iteration (both directions) where known from elsewhere (the
+    profiling window, at the top class): a program moves the same bytes per iteration whatever the
+    network does, so between a split and a part of it the one carrying them (within
+    :data:`BYTES_KNOWN`) is the job's, and the cover decides only where neither does.
 
     Examples
     --------
@@ -92,14 +103,20 @@ def job_split(
         pick = [sp for _, sp in every if abs(sp.mean_s / top.mean_s - 1) <= AGREE]
     best = max(pick, key=lambda sp: sp.count)  # the hosts' splits of it: the one counting most
     quiet = [hs[0].quiet for hs in hosts if hs and hs[0].quiet] if quiet is None else quiet
-    parts = [
-        sp
-        for _, sp in every
-        if multiple_of(best, sp)
-        and sp.cover >= best.cover - PART_COVER
-        and len(quiet) > 1
-        and _seen_by_all(sp, quiet)
-    ]
+    parts = [sp for _, sp in every if multiple_of(best, sp) and len(quiet) > 1 and _seen_by_all(sp, quiet)]
+    if parts and known_bytes is not None and known_bytes > 0:
+
+        def carries(sp: Split) -> bool:
+            return abs(sp.bytes_per_iteration / known_bytes - 1) <= BYTES_KNOWN
+
+        if carries(best):
+            parts = []
+        elif any(carries(sp) for sp in parts):
+            parts = [sp for sp in parts if carries(sp)]
+        else:
+            parts = [sp for sp in parts if sp.cover >= best.cover - PART_COVER]
+    else:
+        parts = [sp for sp in parts if sp.cover >= best.cover - PART_COVER]
     if parts:  # iterations merged by some hosts: a part of ``best`` that starts where every host is silent
         least = min(parts, key=lambda sp: sp.bytes_per_iteration)
         best = max(
