@@ -273,7 +273,7 @@ def agreed_iterations(
             continue
         rx = series(t, tr["rx_data_bytes"], sample_s=dt, start=start, end=min(end, t[-1]))
         tx = series(t, tr["data_bytes"], sample_s=dt, start=start, end=min(end, t[-1]))
-        per_host.append(host_splits(rx, sample_s=dt, start=start, also=tx))
+        per_host.append(host_splits(rx, sample_s=dt, start=start, also=tx, known_bytes=known_bytes))
         quiet.append(quiet_runs(rx, sample_s=dt, start=start, also=tx))
     agreed = job_split(per_host, quiet=quiet, known_bytes=known_bytes)
     if agreed is None:

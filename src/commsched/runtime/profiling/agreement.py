@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from commsched.runtime.profiling.iterations import Split, multiple_of
+from commsched.runtime.profiling.iterations import BYTES_KNOWN, Split, multiple_of
 
 __all__ = ["AGREE", "BYTES_KNOWN", "PART_COVER", "SEEN", "SEEN_BINS", "job_split"]
 
@@ -29,9 +29,6 @@ SEEN_BINS = 3
 #: a part replaces the split it divides only where its iterations span as much of the window, less this
 #: (where the job's bytes per iteration are not known from elsewhere)
 PART_COVER = 0.2
-
-#: bytes per iteration within this fraction of the job's known ones are its iterations'
-BYTES_KNOWN = 0.1
 
 
 def _seen(s: Split, quiet: tuple[tuple[float, float], ...], tol: float) -> bool:
@@ -76,8 +73,9 @@ def job_split(
     that splits there finds it only in stretches of the window, the rest of its bytes left unsplit.
     ``known_bytes``: the job's bytes per iteration (both directions) where known from elsewhere (the
     profiling window, at the top class): a program moves the same bytes per iteration whatever the
-    network does, so between a split and a part of it the one carrying them (within
-    :data:`BYTES_KNOWN`) is the job's, and the cover decides only where neither does.
+    network does, so of the splits a majority of hosts support, and between a split and a part of it,
+    the one carrying them (within :data:`BYTES_KNOWN`) is the job's; the cover decides only where
+    neither does.
 
     Examples
     --------
@@ -94,7 +92,12 @@ def job_split(
     def support(s: Split) -> int:
         return len({h for h, o in every if abs(o.mean_s / s.mean_s - 1) <= AGREE})
 
+    def carries(sp: Split) -> bool:
+        return known_bytes is not None and abs(sp.bytes_per_iteration / known_bytes - 1) <= BYTES_KNOWN
+
     majority = [sp for _, sp in every if 2 * support(sp) > len(hosts)]
+    if any(carries(sp) for sp in majority):  # the program's own bytes per iteration: its iterations
+        majority = [sp for sp in majority if carries(sp)]
     if majority:
         least = min(majority, key=lambda sp: sp.bytes_per_iteration)
         pick = [sp for sp in majority if abs(sp.bytes_per_iteration / least.bytes_per_iteration - 1) <= AGREE]
@@ -105,10 +108,6 @@ def job_split(
     quiet = [hs[0].quiet for hs in hosts if hs and hs[0].quiet] if quiet is None else quiet
     parts = [sp for _, sp in every if multiple_of(best, sp) and len(quiet) > 1 and _seen_by_all(sp, quiet)]
     if parts and known_bytes is not None and known_bytes > 0:
-
-        def carries(sp: Split) -> bool:
-            return abs(sp.bytes_per_iteration / known_bytes - 1) <= BYTES_KNOWN
-
         if carries(best):
             parts = []
         elif any(carries(sp) for sp in parts):

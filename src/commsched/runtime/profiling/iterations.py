@@ -22,9 +22,8 @@ from the stalls by three things, never by reading the program's log:
   period is the one the most hosts have among their consistent splits.
 
 The mean iteration time is the span from the first boundary to the last over the iterations the
-bytes count between them (a boundary missed because a late sample filled a gap counts its two
-iterations). :func:`.profilecheck.check_profile` holds a profile's period, bytes and compute against
-the bytes counted over its window before it is posted.
+bytes count between them. :func:`.profilecheck.check_profile` holds a profile's period, bytes and
+compute against the bytes counted over its window before it is posted.
 """
 
 from __future__ import annotations
@@ -37,6 +36,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "BYTES_KNOWN",
     "BYTE_TOL",
     "PHASE_RATIO",
     "Split",
@@ -48,6 +48,9 @@ __all__ = [
 
 #: a segment holds a whole number of iterations' bytes when it is within this fraction of one
 BYTE_TOL = 0.06
+
+#: bytes per iteration within this fraction of the job's known ones are its iterations'
+BYTES_KNOWN = 0.1
 
 #: the phases of true iterations take at most this ratio of each other's time per byte
 PHASE_RATIO = 1.6
@@ -304,6 +307,7 @@ def host_splits(
     sample_s: float,
     start: float = 0.0,
     also: np.ndarray[Any, Any] | None = None,
+    known_bytes: float | None = None,
 ) -> list[Split]:
     """Every split of one host's bytes-per-bin series ``x`` (and ``also``) into iterations, best first.
 
@@ -317,7 +321,9 @@ def host_splits(
     rest, those whose boundaries show in nearly as many iterations as the best one's
     (:data:`COVER_MARGIN`), the longest silent boundaries first (the compute gap is the regular
     silence of an iteration; a split that takes stalls for boundaries has shorter ones). Empty when
-    no ``B`` fits.
+    no ``B`` fits. ``known_bytes``: the job's bytes per iteration where known from elsewhere (its
+    profiling window): ``B`` is tried at them, and a split carrying them (:data:`BYTES_KNOWN`) is kept
+    whatever its cover (a starved job's compute gaps and stalls alike may merge its iterations).
 
     Examples
     --------
@@ -346,20 +352,24 @@ def host_splits(
         ):
             splits.append(s)
 
-    for b0 in _candidates(runs):
+    for b0 in _candidates(runs) + ([known_bytes] if known_bytes is not None and known_bytes > 0 else []):
         add(_split(runs, b0, sample_s=sample_s, start=start))
     for coarse in list(splits):  # its parts, held to its own scatter in bytes
         for m in range(2, MAX_PARTS + 1):
             add(_split(runs, coarse.bytes_per_iteration / m, sample_s=sample_s, start=start, parts=m))
     splits.sort(key=lambda s: s.bytes_per_iteration)
+
+    def known(s: Split) -> bool:
+        return bool(known_bytes) and abs(s.bytes_per_iteration / (known_bytes or 1.0) - 1) <= BYTES_KNOWN
+
     kept = [
         s
         for i, s in enumerate(splits)
-        if not any(_sub_split(s, c) for c in splits[i + 1 :] if multiple_of(c, s))
+        if known(s) or not any(_sub_split(s, c) for c in splits[i + 1 :] if multiple_of(c, s))
     ]
-    kept = [s for s in kept if not any(multiple_of(s, f) for f in kept if f is not s)]
+    kept = [s for s in kept if known(s) or not any(multiple_of(s, f) for f in kept if f is not s)]
     best = max((s.cover for s in kept), default=0.0)
-    close = (s for s in kept if s.cover >= best - COVER_MARGIN)
+    close = (s for s in kept if known(s) or s.cover >= best - COVER_MARGIN)
     return sorted(close, key=lambda s: (-float(np.median(s.silences)), s.bytes_per_iteration))
 
 
