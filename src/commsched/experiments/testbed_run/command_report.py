@@ -19,6 +19,7 @@ import json
 import math
 import re
 import statistics
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,7 +113,9 @@ def twin_profile(
 
     Where every host's iterations were told apart by their bytes, the compute is the longest of the
     hosts' median silences between two iterations (a host whose peer starts sending before its own
-    compute ends sees a shorter one); the silences inside an iteration's communication are stalls
+    compute ends sees a shorter one); a host that runs several ranks sends from one and receives on
+    another, whose iterations end apart: there the silence of its received bytes alone (both
+    together: short by that skew). The silences inside an iteration's communication are stalls
     (a peer's data queued behind another job's), which the fluid model adds back. Otherwise a host's
     silent time per iteration is the program's compute plus its waits for the others, and the host
     that waited least tells the compute best. ``end``: the end of the profiling window.
@@ -146,9 +149,11 @@ def twin_profile(
             continue
     if per_host and body.get("overlap", 1.0) > 0:
         if all(p["method"] == "bytes" for p in per_host.values()):
-            # iterations told apart by their bytes: the silence between two of them is the compute;
-            # the stalls inside one are the network's, which the twin adds back
-            body["compute_by_host"] = {h: float(p["gap_s"]) for h, p in per_host.items()}
+            # iterations told apart by bytes: the silence between two is the compute (stalls: the network's)
+            many = {h for h, n in Counter(r.host for r in job.ranks).items() if n > 1}
+            body["compute_by_host"] = {
+                h: float((h in many and p.get("rx_gap_s")) or p["gap_s"]) for h, p in per_host.items()
+            }
             body["compute_s"] = max(body["compute_by_host"].values())
             body["compute_from"] = "silence between iterations"
         else:

@@ -38,6 +38,7 @@ __all__ = [
     "iterations",
     "outside_profile",
     "series",
+    "silence_at",
     "steady",
     "window_iterations",
 ]
@@ -269,6 +270,8 @@ class OutsideProfile:
     iterations: float
     window_s: float
     method: str
+    #: the median silence of the received bytes alone at the iterations' starts (0: not measured)
+    rx_gap_s: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -324,4 +327,27 @@ def outside_profile(
         iterations=window / st.mean_s,
         window_s=window,
         method=st.method,
+        rx_gap_s=silence_at(_active(x), [round((s0 - start) / sample_s) for s0 in st.starts]) * sample_s,
     )
+
+
+def silence_at(active: np.ndarray[Any, Any], bins: Sequence[int]) -> float:
+    """The median length (bins) of the silent runs of ``active`` that end just before each of ``bins``
+    (an iteration's first bin); 0 where none does.
+
+    Examples
+    --------
+    >>> silence_at(np.array([1, 0, 0, 0, 1, 1, 0, 0, 1], dtype=bool), [4, 8])
+    2.5
+    """
+    runs = []
+    for b in bins:
+        i = int(b) - 1
+        if i < 0 or i >= active.size or active[i]:
+            continue
+        lo = i
+        while lo > 0 and not active[lo - 1]:
+            lo -= 1
+        if lo > 0:  # a silence that began before the window is not measured
+            runs.append(i - lo + 1)
+    return float(np.median(runs)) if runs else 0.0
