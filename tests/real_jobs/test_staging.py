@@ -59,3 +59,34 @@ def test_staged_bucket_is_averaged_and_written_back() -> None:
         assert log.count("sync") == 2  # the copy out waited for, then the copy back
     finally:
         state.close()
+
+
+def test_a_stager_that_makes_its_device_per_tensor_does_not_wait_on_its_own_lock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The default stager makes a device helper per CUDA device it meets, under the lock that also
+    guards its buffers: a first bucket took that lock twice and the hook hung (seen on an H100, DDP
+    on CUDA with the hook: backward never returned). Here the helper is a CPU stand-in made the
+    same way; the copy must finish, on a thread given 10 s."""
+    import threading
+
+    from commsched.runtime.torch import staging
+
+    made: list[Any] = []
+
+    def fake(device: Any) -> HostDevice:
+        made.append(device)
+        return HostDevice()
+
+    monkeypatch.setattr(staging, "CudaDevice", fake)
+    st = Stager()
+    out: list[Any] = []
+    worker = threading.Thread(target=lambda: out.append(st.copy_out(0, torch.arange(4.0))), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "copy_out waited on the stager's own lock"
+    host, done = out[0]
+    done.synchronize()
+    assert torch.equal(host, torch.arange(4.0)) and len(made) == 1
+    st.copy_out(1, torch.zeros(2))
+    assert len(made) == 1 and st.buffers == 2  # one helper per device, a buffer per bucket

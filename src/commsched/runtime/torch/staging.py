@@ -109,12 +109,13 @@ class Stager:
     def host_buffer(self, index: int, t: torch.Tensor) -> torch.Tensor:
         """The pinned buffer of bucket ``index`` (made on first use, reused while its size holds)."""
         key = (index, t.numel(), t.dtype)
+        dev = self._device(t)  # outside the lock, which it takes itself (not reentrant)
         with self._lock:
             buf = self._buffers.get(key)
             if buf is None:
                 for old in [k for k in self._buffers if k[0] == index]:
                     del self._buffers[old]  # the bucket was rebuilt with another size
-                buf = self._buffers[key] = self._device(t).pinned(t.numel(), t.dtype)
+                buf = self._buffers[key] = dev.pinned(t.numel(), t.dtype)
             return buf
 
     def copy_out(self, index: int, t: torch.Tensor) -> tuple[torch.Tensor, Any]:
