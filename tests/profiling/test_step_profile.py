@@ -189,6 +189,23 @@ def test_cuda_without_a_gpu_is_a_clear_error() -> None:
     assert res.exit_code == 2 and "CUDA is not available" in res.stderr
 
 
+@pytest.mark.parametrize("device", ["cuda:1", "cuda:x", "cuda:-1"])
+def test_a_gpu_index_the_machine_does_not_have_is_a_clear_error(
+    device: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On an H100 machine ``--device cuda:7`` ended the user's code with a CUDA error and the message blamed
+    the user's function; the index is checked against the machine's devices first (one here), before
+    the user's code is loaded."""
+    from commsched.errors import InputError
+    from commsched.runtime.profiling.step import StepSpec, profile_step
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(InputError) as err:
+        profile_step(StepSpec(target=f"{EXAMPLE}:build", device=device))
+    assert "1 CUDA device(s)" in str(err.value) and "cuda:0 .. cuda:0" in str(err.value)
+
+
 class _FakeEvent:
     """Stands in for ``torch.cuda.Event`` on a machine without a GPU: records the host clock."""
 

@@ -75,6 +75,14 @@ def _check(spec: StepSpec) -> None:
         raise InputError(
             "CUDA is not available here", where="--device", expected="cpu, or a machine with a GPU"
         )
+    if spec.device.startswith("cuda:"):
+        n, index = torch.cuda.device_count(), spec.device.removeprefix("cuda:")
+        if not (index.isdigit() and int(index) < n):
+            raise InputError(
+                f"device {spec.device!r}: this machine has {n} CUDA device(s)",
+                where="--device",
+                expected=f"cuda:0 .. cuda:{n - 1}" if n > 0 else "cpu",
+            )
     if not (0 <= spec.warmup <= MAX_ITERATIONS and 1 <= spec.iterations <= MAX_ITERATIONS):
         raise InputError(
             f"warm-up {spec.warmup}, iterations {spec.iterations}",
