@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from commsched.errors import InputError
-from commsched.runtime.profiling.iterations import host_splits
+from commsched.runtime.profiling.iterations import host_splits, quiet_runs
 from commsched.runtime.profiling.profiler import iteration_period
 
 __all__ = [
@@ -38,7 +38,6 @@ __all__ = [
     "iterations",
     "outside_profile",
     "series",
-    "silence_at",
     "steady",
     "window_iterations",
 ]
@@ -327,27 +326,18 @@ def outside_profile(
         iterations=window / st.mean_s,
         window_s=window,
         method=st.method,
-        rx_gap_s=silence_at(_active(x), [round((s0 - start) / sample_s) for s0 in st.starts]) * sample_s,
+        rx_gap_s=_silence_before(st.starts, quiet_runs(x, sample_s=sample_s, start=start), sample_s),
     )
 
 
-def silence_at(active: np.ndarray[Any, Any], bins: Sequence[int]) -> float:
-    """The median length (bins) of the silent runs of ``active`` that end just before each of ``bins``
-    (an iteration's first bin); 0 where none does.
+def _silence_before(starts: Sequence[float], quiet: Sequence[tuple[float, float]], sample_s: float) -> float:
+    """The median time each of ``starts`` (an iteration's first bin) follows the beginning of a silent
+    run of ``quiet`` that holds the bin before it; 0 where none does.
 
     Examples
     --------
-    >>> silence_at(np.array([1, 0, 0, 0, 1, 1, 0, 0, 1], dtype=bool), [4, 8])
-    2.5
+    >>> round(_silence_before([0.4, 0.8], [(0.1, 0.5), (0.6, 0.8)], 0.1), 9)
+    0.25
     """
-    runs = []
-    for b in bins:
-        i = int(b) - 1
-        if i < 0 or i >= active.size or active[i]:
-            continue
-        lo = i
-        while lo > 0 and not active[lo - 1]:
-            lo -= 1
-        if lo > 0:  # a silence that began before the window is not measured
-            runs.append(i - lo + 1)
-    return float(np.median(runs)) if runs else 0.0
+    found = [s0 - a for s0 in starts for a, b in quiet if a <= s0 - sample_s < b]
+    return float(np.median(found)) if found else 0.0
