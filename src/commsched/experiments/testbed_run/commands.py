@@ -66,6 +66,7 @@ def command_jobs(scenario: Scenario, tb: Testbed) -> list[CommandJob]:
                 overlap=float(p.overlap),
                 collective=job.spec.collective,
                 declared=job.declared,
+                priority=job.spec.priority,
             )
         )
     return out

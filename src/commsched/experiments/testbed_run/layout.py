@@ -92,6 +92,7 @@ def job_layouts(scenario: Scenario, topology: Topology, nic_ip: dict[str, str]) 
                 model=job.spec.model,
                 listeners=tuple(listeners),
                 flat=job.spec.collective == "ring" and rails > 1,
+                priority=job.spec.priority,
             )
         )
     return out

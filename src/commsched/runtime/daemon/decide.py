@@ -61,6 +61,7 @@ def placed_job(job: JobRecord) -> PlacedJob:
         model=job.model,
         gpu_ids=job.gpus,
         collective=job.collective,
+        priority=job.priority,
     )
     if job.parallel is not None:  # checked when the job started; compute_s is per GPU already
         from commsched.workload.grouped_jobs import grouped_workload

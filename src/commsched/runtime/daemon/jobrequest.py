@@ -44,6 +44,7 @@ class JobRequest:
     overlap: float | None = None
     collective: str = "ring"
     parallel: dict[str, Any] | None = None  # ParallelSpec fields (docs/llm-jobs.md)
+    priority: int | None = None  # the class written on the job (the static policy's)
 
 
 def _grouped(req: JobRequest, n_gpus: int, compute: float, comm: float) -> float:
@@ -171,6 +172,7 @@ def resolve_job(
         profiling=cfg.profiling_window_s > 0,
         profiling_until_s=now_s + cfg.profiling_window_s,
         parallel=dict(req.parallel) if req.parallel is not None else None,
+        priority=req.priority,
     )
     if gpus is not None:
         taken = [g for g in gpus if g in held]

@@ -61,6 +61,13 @@ class JobIn(_Strict):
     )
     collective: str = Field(default="ring", max_length=64)
     parallel: ParallelIn | None = Field(default=None, description="TP/PP/DP/EP groups (docs/llm-jobs.md)")
+    priority: int | None = Field(
+        default=None,
+        ge=0,
+        le=63,
+        description="priority class written on the job (0 = highest): the class the static policy gives it "
+        "(beyond the cluster's levels: the lowest); other policies decide classes themselves",
+    )
 
 
 class ProfileIn(_Strict):

@@ -94,6 +94,8 @@ class JobRecord:
     profile: ProfileRecord | None = None
     #: TP/PP/DP/EP groups (``ParallelSpec`` fields; None: one data-parallel collective)
     parallel: dict[str, Any] | None = None
+    #: the priority class written on the job (0 = highest; the static policy's class), if any
+    priority: int | None = None
 
     @property
     def hosts(self) -> tuple[str, ...]:

@@ -48,6 +48,8 @@ class CommandJob:
     overlap: float
     collective: str
     declared: bool
+    #: the priority class written on the job in the scenario (the static policy's class), if any
+    priority: int | None = None
 
     @property
     def gpus(self) -> tuple[NodeId, ...]:
@@ -100,6 +102,8 @@ class JobLayout:
     listeners: tuple[Listener, ...]
     #: one ring over every GPU (``ring`` with several GPUs per host), else one ring per rail
     flat: bool = False
+    #: the priority class written on the job in the scenario (the static policy's class), if any
+    priority: int | None = None
 
     def listener(self, rail: int, host_index: int) -> Listener:
         return self.listeners[host_index * self.rails + rail]

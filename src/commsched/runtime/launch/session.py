@@ -196,6 +196,7 @@ def _bodies(jobs: list[JobLayout], commands: list[CommandJob]) -> list[dict[str,
             "comm_bytes": job.sync_bytes,
             "overlap": job.overlap,
             "collective": "hierarchical_ring" if job.rails > 1 and not job.flat else "ring",
+            **({"priority": job.priority} if job.priority is not None else {}),
         }
         for job in jobs
     ]
@@ -207,6 +208,7 @@ def _bodies(jobs: list[JobLayout], commands: list[CommandJob]) -> list[dict[str,
             "comm_bytes": c.sync_bytes,
             "overlap": c.overlap,
             "collective": c.collective,
+            **({"priority": c.priority} if c.priority is not None else {}),
         }
         for c in commands
     ]
