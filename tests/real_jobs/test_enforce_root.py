@@ -101,7 +101,8 @@ def _tables(ns: str) -> set[str]:
 
 
 def _packets(pcap: Path, src: str, dst: str) -> list[tuple[float, int, int, str]]:
-    """(time, TOS, source port, TCP flags) of every TCP packet ``src -> dst`` in a capture."""
+    """(time, TOS, source port, TCP flags) of every TCP packet ``src -> dst`` in a capture; the
+    flags of a pure ACK (ACK alone, no payload) are ``"ack"`` (tcpdump writes ``.`` and ``length 0``)."""
     out = subprocess.run(
         ["tcpdump", "-r", str(pcap), "-nn", "-v", "-tt", f"tcp and src host {src} and dst host {dst}"],
         capture_output=True, text=True, check=False,
@@ -114,6 +115,8 @@ def _packets(pcap: Path, src: str, dst: str) -> list[tuple[float, int, int, str]
         elif head is not None and " > " in line:
             port = int(line.split(" > ")[0].strip().rsplit(".", 1)[1])
             flags = line.split("Flags [")[1].split("]")[0] if "Flags [" in line else ""
+            if flags == "." and line.rstrip().endswith(" length 0"):
+                flags = "ack"
             rows.append((head[0], head[1], port, flags))
             head = None
     return rows
@@ -275,17 +278,21 @@ def _marks_and_ports(
     by_version: dict[int, dict[str, Any]],
 ) -> None:  # fmt: skip
     """Every packet of the job, both ways, has its class's DSCP: the first class before the change,
-    the second one from a second after it on, also after the agent was killed; the connections
-    opened from a second after the change on leave from the ports decided for the new decision."""
+    the second one from a second after it on, also after the agent was killed; pure ACKs have the
+    top class's (DSCP 46, TOS 0xb8) throughout; the connections opened from a second after the
+    change on leave from the ports decided for the new decision."""
     tos1, tos2 = first["jobs"]["a"]["tos"], second["jobs"]["a"]["tos"]
+    assert {tos1, tos2} - {0xB8}, (tos1, tos2)  # a lower class at some time: its ACKs are told apart
     for src, dst in ((ip0, ip1), (ip1, ip0)):
         rows = _packets(pcap, src, dst)
         assert len(rows) > 50
-        assert {tos for t, tos, _, _ in rows if t < t_change} == {tos1}
+        acks = [tos for _, tos, _, fl in rows if fl == "ack"]
+        assert len(acks) > 10 and set(acks) == {0xB8}, sorted(set(acks))
+        assert {tos for t, tos, _, fl in rows if t < t_change and fl != "ack"} == {tos1}
         bad = [
             (round(t - t_change, 3), tos, sp, fl)
             for t, tos, sp, fl in rows
-            if t > t_change + 1.0 and tos != tos2
+            if t > t_change + 1.0 and tos != tos2 and fl != "ack"
         ]
         assert not bad, (bad[:4], round(t_kill - t_change, 3), round(t_new - t_change, 3))
         late = sorted({int(t - t_kill) for t, *_ in rows if t > t_kill - 3})

@@ -23,6 +23,11 @@ def test_nft_scripts_name_every_rule_and_key() -> None:
     assert 'socket cgroupv2 level 2 "unified/commsched-x/a-j7" ct mark set 0x43530007' in text
     assert "add counter inet t1 held_j7" in text and "drop" in text
     assert "add counter" not in nft.jobs_script("t1", jobs, made=["j7"])
+    assert "ack" not in text  # no ACK rule unless asked: every packet keeps its connection's class
+    acks = nft.jobs_script("t1", jobs, ack_dscp=46)
+    rule = "ct mark 0x43530007 meta l4proto tcp tcp flags & (fin|syn|rst|psh|ack) == ack meta length < 100"
+    assert f"{rule} ip dscp set 46" in acks
+    assert acks.index("vmap @dscp") < acks.index(rule)  # after the class's DSCP, which it overrides
     assert "0x43530007 : jump dscp_46" in nft.marks_script("t1", {0x43530007: 46})
     pin = nft.Pin(mark=0x43530007, src="10.0.0.1", dst="10.0.4.1", dport=40000, ports=(20003, 20017))
     first = nft.pin_script("t1", pin, 3, old_chain=None, known=False)

@@ -207,7 +207,7 @@ class Enforcer:
             nft.JobRules(mark=j.mark, cgroup=j.cgroup.nft_path, level=j.cgroup.level, name=j.name)
             for j in self.jobs.values()
         ]
-        nft.run_nft(nft.jobs_script(self.table, rules, made=self._made))
+        nft.run_nft(nft.jobs_script(self.table, rules, made=self._made, ack_dscp=self.cfg.ack_dscp))
         self._made.update(j.name for j in self.jobs.values())
 
     def job(self, job: str) -> JobState:

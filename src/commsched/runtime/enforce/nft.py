@@ -11,7 +11,8 @@ with ``nft delete table inet NAME``)::
       map pins    mark . ipv4_addr . ipv4_addr . inet_service : verdict
       counter tx_J, txd_J, rxd_J, held_J      per job: bytes out, data bytes out / in, SYNs held
       chain out   filter output mangle         socket cgroupv2 level L "PATH" ct mark set M;
-                                               counters; ct mark vmap @dscp; the hold
+                                               counters; ct mark vmap @dscp; pure ACKs' DSCP;
+                                               the hold
       chain in    filter input mangle          socket cgroupv2 ... ct mark set M (its listeners)
       chain post  nat postrouting srcnat       ct mark . ip saddr . ip daddr . tcp dport vmap @pins
       chain pin_N                              snat ip to SRC : numgen inc mod K map { 0 : P0, ... }
@@ -20,7 +21,11 @@ with ``nft delete table inet NAME``)::
 
 Marks live on the connection (conntrack), so every packet of a job's connection carries the DSCP of
 the job's current class, in both directions on the host that owns the socket: packets the program
-sends, the kernel's SYN-ACKs of its listeners (matched on input), ACKs and resets. Source-port
+sends, the kernel's SYN-ACKs of its listeners (matched on input), data-carrying ACKs and resets. The
+one exception is the pure ACK (ACK flag alone, no payload): it carries the top class's DSCP
+(``ack_dscp``), so that on the reverse path a lower class's acknowledgements do not wait behind the
+higher classes' data, which would slow the lower class beyond its share (the fluid model's strict
+priority acts on the data alone). Source-port
 translation happens once per connection (the first packet, ``nat`` chains see only new
 connections), so a new decision changes the ports of the job's *next* connections; it changes the
 DSCP map at once, and so the marks of every open connection.
@@ -101,10 +106,13 @@ def base_script(table: str) -> str:
 """
 
 
-def jobs_script(table: str, jobs: Iterable[JobRules], *, made: Iterable[str] = ()) -> str:
+def jobs_script(
+    table: str, jobs: Iterable[JobRules], *, made: Iterable[str] = (), ack_dscp: int | None = None
+) -> str:
     """Replace the rules of the ``out`` and ``in`` chains for ``jobs`` (one transaction).
 
-    ``made``: counter suffixes that exist already (their counters are kept, with their values).
+    ``made``: counter suffixes that exist already (their counters are kept, with their values);
+    ``ack_dscp``: the DSCP of the jobs' pure ACKs (``None``: they keep their connection's).
     """
     jobs = list(jobs)
     have = set(made)
@@ -128,6 +136,12 @@ def jobs_script(table: str, jobs: Iterable[JobRules], *, made: Iterable[str] = (
             f'counter name "rxd_{j.name}"'
         )
     lines.append(f"add rule inet {table} out ct mark vmap @dscp")
+    if ack_dscp is not None:  # after the class's DSCP: a pure ACK (no payload, no flag but ACK) is promoted
+        for j in jobs:
+            lines.append(
+                f"add rule inet {table} out ct mark {j.mark:#x} meta l4proto tcp "
+                f"tcp flags & (fin|syn|rst|psh|ack) == ack meta length < 100 ip dscp set {ack_dscp}"
+            )
     for j in jobs:
         lines.append(
             f"add rule inet {table} out ct mark {j.mark:#x} ct mark @alive meta l4proto tcp ct state new "
