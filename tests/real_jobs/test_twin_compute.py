@@ -59,3 +59,30 @@ def test_a_host_running_two_ranks_gives_the_compute_of_the_bytes_it_receives(nam
     assert two["compute_from"] == one["compute_from"] == "silence between iterations"
     assert two["compute_s"] == pytest.approx(0.2, abs=0.02)
     assert one["compute_s"] < 0.18
+
+
+def test_a_profile_computed_at_the_end_takes_the_bytes_of_its_hosts_own_connections() -> None:
+    """``data/duo-rejected-window``: the byte counters of the two hosts of a gloo DDP job of two
+    ranks (``--dim 768``: two 768x768 layers and their biases, 4,724,736 bytes of gradients, all of
+    which each rank of a ring of two sends per iteration), recorded under crux-full where the agent
+    kept its profile back (its window's iterations were not told apart by bytes). The profile computed
+    at the end reads the first host's counter, so the job's bytes are that host's over the share of
+    the connections that leave it (1.0 here), not over both directions' (the twin got half the bytes
+    and ran 44 % fast)."""
+    doc = dict(json.loads(gzip.decompress((DATA / "duo-rejected-window.json.gz").read_bytes())))
+    hosts = list(doc["hosts"])
+    job = _job(hosts, 1)
+    decision = {
+        "connections": [
+            {"job": job.id, "src": f"{a}/gpu0", "dst": f"{b}/gpu0", "share": 1.0}
+            for a, b in (hosts, hosts[::-1])
+        ]
+    }
+    data = {
+        h: {"report": {"profile": {"rejected": doc["rejected"]}}, "traffic": tr}
+        for h, tr in doc["hosts"].items()
+    }
+    prof = twin_profile(job, data, decision, end=float(doc["profiling_end"]), until=float(doc["until"]))
+    assert prof["from"].startswith("profiling and measuring windows")
+    assert prof["comm_bytes"] == pytest.approx(2 * (768 * 768 + 768) * 4, rel=0.03)
+    assert prof["compute_s"] == pytest.approx(0.2, abs=0.02)

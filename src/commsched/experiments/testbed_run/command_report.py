@@ -135,7 +135,8 @@ def twin_profile(
                 prof, end = _host_profile(tr, start, until), until
         except Exception as exc:  # too little traffic for a period
             return {"error": f"{type(exc).__name__}: {exc}"}
-        gpus = {str(g) for g in job.gpus}
+        # the host's share of the job's bytes: the decided connections that leave it (its agent's view)
+        gpus = {str(r.gpu) for r in job.ranks if r.host == job.ranks[0].host}
         view = {"connections": [c for c in decision.get("connections", []) if str(c["src"]) in gpus]}
         where = "profiling and measuring windows" if end == until else "profiling window"
         body = {**profile_body(prof, view, job.id), "from": f"{where}, computed at the end"}
