@@ -111,12 +111,14 @@ def twin_profile(
     to ``until`` (the end of the measuring window): a twin built from a burst counter's period would
     simulate a part of an iteration as the job.
 
-    Where every host's iterations were told apart by their bytes, the compute is the longest of the
+    Where a host's iterations were told apart by their bytes, the compute is the longest of such
     hosts' median silences between two iterations (a host whose peer starts sending before its own
-    compute ends sees a shorter one); a host that runs several ranks sends from one and receives on
-    another, whose iterations end apart: there the silence of its received bytes alone (both
-    together: short by that skew). The silences inside an iteration's communication are stalls
-    (a peer's data queued behind another job's), which the fluid model adds back. Otherwise a host's
+    compute ends sees a shorter one; a host whose split failed does not vote: in a starved window
+    its stalled bursts look like iterations); a host that runs several ranks sends from one and
+    receives on another, whose iterations end apart: there the silence of its received bytes alone
+    (both together: short by that skew). The silences inside an iteration's communication are
+    stalls (a peer's data queued behind another job's), which the fluid model adds back. Where no
+    host's split held, a host's
     silent time per iteration is the program's compute plus its waits for the others, and the host
     that waited least tells the compute best. ``end``: the end of the profiling window.
     """
@@ -149,11 +151,12 @@ def twin_profile(
         except Exception:  # a host without a period in that window does not vote
             continue
     if per_host and body.get("overlap", 1.0) > 0:
-        if all(p["method"] == "bytes" for p in per_host.values()):
+        split = {h: p for h, p in per_host.items() if p["method"] == "bytes"}
+        if split:
             # iterations told apart by bytes: the silence between two is the compute (stalls: the network's)
             many = {h for h, n in Counter(r.host for r in job.ranks).items() if n > 1}
             body["compute_by_host"] = {
-                h: float((h in many and p.get("rx_gap_s")) or p["gap_s"]) for h, p in per_host.items()
+                h: float((h in many and p.get("rx_gap_s")) or p["gap_s"]) for h, p in split.items()
             }
             body["compute_s"] = max(body["compute_by_host"].values())
             body["compute_from"] = "silence between iterations"
