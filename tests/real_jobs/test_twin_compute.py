@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from commsched.experiments.testbed_run.command_report import twin_profile
+from commsched.experiments.testbed_run.twin_profile import twin_profile
 from commsched.runtime.launch.jobs import CommandJob, Rank
 from commsched.topology import NodeId
 
@@ -56,7 +56,8 @@ def test_a_host_running_two_ranks_gives_the_compute_of_the_bytes_it_receives(nam
     hosts = list(doc["hosts"])
     two = twin_profile(_job(hosts, 2), _data(doc), {}, end=0.0)
     one = twin_profile(_job(hosts, 1), _data(doc), {}, end=0.0)
-    assert two["compute_from"] == one["compute_from"] == "silence between iterations"
+    assert two["compute_from"] == "silence between iterations"
+    assert one["compute_from"].startswith("silence between iterations")
     assert two["compute_s"] == pytest.approx(0.2, abs=0.02)
     assert one["compute_s"] < 0.18
 
@@ -106,6 +107,6 @@ def test_in_a_starved_profiling_window_only_the_hosts_whose_iterations_split_by_
     }
     prof = twin_profile(job, data, {}, end=float(doc["window"][1]))
     assert doc["posted"]["compute_s"] > 0.9  # what the agent measured: the starved window's waits
-    assert prof["compute_from"] == "silence between iterations"
+    assert prof["compute_from"] == "silence between iterations, stalled window"
     assert len(prof["compute_by_host"]) == 2
     assert prof["compute_s"] == pytest.approx(0.2, abs=0.03)

@@ -19,18 +19,17 @@ import json
 import math
 import re
 import statistics
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from commsched.experiments.testbed_run.twin import MeasuredJob
-from commsched.runtime.enforce.loops import profile_body
+from commsched.experiments.testbed_run.twin_profile import twin_profile
 from commsched.runtime.launch.jobs import CommandJob
 from commsched.runtime.profiling.agreement import job_split
 from commsched.runtime.profiling.iterations import host_splits, quiet_runs
-from commsched.runtime.profiling.traffic import IterationStats, outside_profile, series, window_iterations
+from commsched.runtime.profiling.traffic import IterationStats, series, window_iterations
 from commsched.testbed import Testbed
 from commsched.testbed.probe import trace_tuples
 from commsched.topology import NodeId
@@ -44,7 +43,6 @@ __all__ = [
     "paths_of",
     "ring_order",
     "traffic_iterations",
-    "twin_profile",
 ]
 
 
@@ -86,85 +84,6 @@ def logged_iterations(path: Path, pattern: str, *, start: float, end: float) -> 
     if len(times) < 2:
         return None
     return {"mean_s": (times[-1] - times[0]) / (len(times) - 1), "iterations": float(len(times) - 1)}
-
-
-def _host_profile(tr: Mapping[str, Any], start: float, end: float) -> dict[str, Any]:
-    prof = outside_profile(
-        tr["t"], tr["rx_data_bytes"], tr["data_bytes"], sample_s=float(tr["sample_s"]), start=start, end=end
-    )
-    return prof.to_json()
-
-
-def twin_profile(
-    job: CommandJob,
-    data: Mapping[str, Any],
-    decision: Mapping[str, Any],
-    *,
-    end: float,
-    until: float | None = None,
-) -> dict[str, Any]:
-    """The profile the twin gets: the one posted from the profiling window (else the same computed
-    here), with the compute from the job's hosts over that window.
-
-    Where the agent posted none (it keeps back a profile whose iterations the bytes do not tell
-    apart) and the profiling window computed here shows no split by bytes either, the window runs on
-    to ``until`` (the end of the measuring window): a twin built from a burst counter's period would
-    simulate a part of an iteration as the job.
-
-    Where a host's iterations were told apart by their bytes, the compute is the longest of such
-    hosts' median silences between two iterations (a host whose peer starts sending before its own
-    compute ends sees a shorter one; a host whose split failed does not vote: in a starved window
-    its stalled bursts look like iterations); a host that runs several ranks sends from one and
-    receives on another, whose iterations end apart: there the silence of its received bytes alone
-    (both together: short by that skew). The silences inside an iteration's communication are
-    stalls (a peer's data queued behind another job's), which the fluid model adds back. Where no
-    host's split held, a host's
-    silent time per iteration is the program's compute plus its waits for the others, and the host
-    that waited least tells the compute best. ``end``: the end of the profiling window.
-    """
-    first = data[job.ranks[0].host]
-    posted = (first["report"].get("profile") or {}).get("posted")
-    window = (first["report"].get("profile") or {}).get("window")
-    rejected = (first["report"].get("profile") or {}).get("rejected")
-    if posted and window:
-        body, start, end = {**posted, "from": "posted by the agent"}, float(window[0]), float(window[1])
-    else:
-        tr = first["traffic"]
-        start = next((t for t, d in zip(tr["t"], tr["rx_data_bytes"], strict=True) if d > 0), 0.0)
-        try:
-            prof = _host_profile(tr, start, end)
-            if prof["method"] == "bursts" and until is not None and until > end:
-                prof, end = _host_profile(tr, start, until), until
-        except Exception as exc:  # too little traffic for a period
-            return {"error": f"{type(exc).__name__}: {exc}"}
-        # the host's share of the job's bytes: the decided connections that leave it (its agent's view)
-        gpus = {str(r.gpu) for r in job.ranks if r.host == job.ranks[0].host}
-        view = {"connections": [c for c in decision.get("connections", []) if str(c["src"]) in gpus]}
-        where = "profiling and measuring windows" if end == until else "profiling window"
-        body = {**profile_body(prof, view, job.id), "from": f"{where}, computed at the end"}
-        if rejected:
-            body["rejected_by_agent"] = rejected
-    per_host: dict[str, dict[str, Any]] = {}
-    for host, d in data.items():
-        try:
-            per_host[host] = _host_profile(d["traffic"], start, end)
-        except Exception:  # a host without a period in that window does not vote
-            continue
-    if per_host and body.get("overlap", 1.0) > 0:
-        split = {h: p for h, p in per_host.items() if p["method"] == "bytes"}
-        if split:
-            # iterations told apart by bytes: the silence between two is the compute (stalls: the network's)
-            many = {h for h, n in Counter(r.host for r in job.ranks).items() if n > 1}
-            body["compute_by_host"] = {
-                h: float((h in many and p.get("rx_gap_s")) or p["gap_s"]) for h, p in split.items()
-            }
-            body["compute_s"] = max(body["compute_by_host"].values())
-            body["compute_from"] = "silence between iterations"
-        else:
-            body["compute_by_host"] = {h: float(p["compute_s"]) for h, p in per_host.items()}
-            body["compute_s"] = min(body["compute_by_host"].values())
-            body["compute_from"] = "silent time per iteration"
-    return body
 
 
 def _traced(tb: Testbed, rows: list[dict[str, Any]]) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
