@@ -8,7 +8,8 @@ trace means, which shows how far exact mode itself moves (its *spread*). A fast 
 lands within exact mode's spread; one biased lands outside it on every draw.
 
 Prints per draw the cluster's GPU utilisation in both modes and the fast mode's per-job JCT errors
-against exact mode on the same draw (jobs that finished in both), then the exact mean and spread
+against exact mode on the same draw (jobs that finished in both) beside exact mode's own (draw ``k``
+against draw 0), then the exact mean and spread
 (largest minus smallest), the fast mean, the **bias** (fast mean minus exact mean) and the bias over
 exact mode's spread, and the CPU time of each run.
 
@@ -17,8 +18,8 @@ kind a gap comes with (a diagnostic: it replaces, in the worker process only, th
 or the measured-regime search by "none found"); ``none`` leaves the fast mode's machinery without a
 jump, which must reproduce exact mode bit for bit. ``--json`` prints one object: ``draws`` (one per
 draw: ``draw``, ``exact_util``, ``fast_util``, ``util_diff``, ``jct_p5``, ``jct_p50``, ``jct_p95``,
-``exact_cpu_s``, ``fast_cpu_s``) and ``exact_mean``, ``exact_spread``, ``fast_mean``, ``bias``,
-``bias_over_spread``.
+``exact_noise_p5``, ``exact_noise_p95`` (NaN on draw 0), ``exact_cpu_s``, ``fast_cpu_s``) and
+``exact_mean``, ``exact_spread``, ``fast_mean``, ``bias``, ``bias_over_spread``.
 
 Run: ``.venv/bin/python benchmarks/fast_vs_exact_scale.py [--gpus 2048] [--days 2] [--draws 3]
 [--jumps both] [--workers 2] [--json]`` (2,048 GPUs x 2 days: about 3 CPU-minutes per exact run,
@@ -36,6 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from bench_trace_replay import scale_scenario  # the sibling benchmark's scenario (its folder is on the path)
 from commsched.api.runner import simulate_scenario
@@ -101,10 +103,18 @@ def _run(rp: Replay) -> dict[str, Any]:
     }
 
 
-def _row(exact: dict[str, Any], fast: dict[str, Any]) -> dict[str, Any]:
-    both = sorted(set(exact["jct"]) & set(fast["jct"]))
-    err = np.array([fast["jct"][k] / exact["jct"][k] - 1.0 for k in both if exact["jct"][k] > 0])
+def _jct_errors(got: dict[str, Any], ref: dict[str, Any]) -> NDArray[np.float64]:
+    """``got``'s JCT over ``ref``'s, minus one, for the jobs that finished in both."""
+    both = sorted(set(ref["jct"]) & set(got["jct"]))
+    return np.array([got["jct"][k] / ref["jct"][k] - 1.0 for k in both if ref["jct"][k] > 0])
+
+
+def _row(exact: dict[str, Any], fast: dict[str, Any], exact0: dict[str, Any]) -> dict[str, Any]:
+    """One draw's comparison; ``exact0``: exact mode on draw 0 (its own noise, from draw 1 on)."""
+    err = _jct_errors(fast, exact)
     pct = np.percentile(err, [5, 50, 95]) if err.size else np.full(3, np.nan)
+    noise = _jct_errors(exact, exact0) if exact is not exact0 else np.zeros(0)
+    npct = np.percentile(noise, [5, 95]) if noise.size else np.full(2, np.nan)
     return {
         "draw": exact["draw"],
         "exact_util": exact["util"],
@@ -114,6 +124,8 @@ def _row(exact: dict[str, Any], fast: dict[str, Any]) -> dict[str, Any]:
         "jct_p5": float(pct[0]),
         "jct_p50": float(pct[1]),
         "jct_p95": float(pct[2]),
+        "exact_noise_p5": float(npct[0]),
+        "exact_noise_p95": float(npct[1]),
         "exact_cpu_s": round(exact["cpu_s"], 1),
         "fast_cpu_s": round(fast["cpu_s"], 1),
     }
@@ -138,7 +150,7 @@ def main() -> None:
         shape = {"gpus": args.gpus, "days": args.days, "seed": args.seed, "policy": args.policy}
         futs = {t: pool.submit(_run, Replay(**shape, jumps=args.jumps, draw=t[0], mode=t[1])) for t in tasks}
         got = {t: f.result() for t, f in futs.items()}
-    rows = [_row(got[(d, "exact")], got[(d, "fast")]) for d in range(args.draws)]
+    rows = [_row(got[(d, "exact")], got[(d, "fast")], got[(0, "exact")]) for d in range(args.draws)]
     ex = np.array([r["exact_util"] for r in rows])
     fa = np.array([r["fast_util"] for r in rows])
     spread = float(ex.max() - ex.min())
@@ -163,13 +175,22 @@ def main() -> None:
         print(
             f"draw {r['draw']}: utilisation exact {r['exact_util']:.4f} fast {r['fast_util']:.4f} "
             f"({r['util_diff']:+.4f}); JCT fast/exact - 1 over {r['jobs_compared']} jobs: "
-            f"p5 {r['jct_p5']:+.3f} p50 {r['jct_p50']:+.3f} p95 {r['jct_p95']:+.3f}; "
+            f"p5 {r['jct_p5']:+.3f} p50 {r['jct_p50']:+.3f} p95 {r['jct_p95']:+.3f}"
+            + (
+                f" (exact mode's own, against draw 0: p5 {r['exact_noise_p5']:+.3f} "
+                f"p95 {r['exact_noise_p95']:+.3f})"
+                if r["draw"] > 0
+                else ""
+            )
+            + "; "
             f"CPU-s exact {r['exact_cpu_s']} fast {r['fast_cpu_s']}"
         )
-    ratio = f"{bias / spread:.1f}x" if spread > SPREAD_FLOOR else "n/a: exact mode did not move"
+    ratio = (
+        f"{bias / spread:.1f}x exact mode's spread" if spread > SPREAD_FLOOR else "exact mode did not move"
+    )
     print(
         f"exact mean {ex.mean():.4f} (spread {spread:.4f}), fast mean {fa.mean():.4f}: "
-        f"bias {bias:+.4f} ({ratio} exact mode's spread)"
+        f"bias {bias:+.4f} ({ratio})"
     )
 
 
