@@ -5,8 +5,8 @@
   iteration time, per host, averaged over the job's hosts.
 * **The program's own log** (optional ``iteration_log`` regex whose group is a time in seconds): the
   mean spacing of the times rank 0 printed for the iterations whose lines arrived in the window.
-* **The twin's profile** is the one posted from the profiling window's traffic (bytes, period,
-  silent time as compute), never the measuring window's.
+* **The twin's profile** is the one posted from the profiling window's traffic, its compute read
+  from all of the job's hosts (:mod:`commsched.experiments.testbed_run.twin_profile`).
 * **Paths**: every connection of the job is traced on the routers in both directions with the
   4-tuple the wire sees (the translated source port); the flow that carried the most bytes between
   two ranks' NICs in one direction is that direction's path (what the twin uses).

@@ -49,11 +49,11 @@ def twin_profile(
     (both together: short by that skew). The silences inside an iteration's communication are
     stalls (a peer's data queued behind another job's), which the fluid model adds back. In a
     stalled window (the job starved by higher classes: the silent time per iteration of every such
-    host over :data:`STALLED` times those silences) a host's silence also holds its waits for a stalled peer's
-    data, which only lengthen it: there the shortest of the hosts' silences of both directions.
-    Where no host's split held, a host's
-    silent time per iteration is the program's compute plus its waits for the others, and the host
-    that waited least tells the compute best. ``end``: the end of the profiling window.
+    host over :data:`STALLED` times those silences) a host's silence also holds its waits for a
+    stalled peer's data, which only lengthen it: there the shortest of the hosts' silences of both
+    directions. Where no host's split held, a host's silent time per iteration is the program's
+    compute plus its waits for the others, and the host that waited least tells the compute best.
+    ``end``: the end of the profiling window.
     """
     first = data[job.ranks[0].host]
     posted = (first["report"].get("profile") or {}).get("posted")
@@ -88,8 +88,9 @@ def twin_profile(
     return body
 
 
-#: a window whose silent time per iteration (least over the hosts) exceeds the silence between its
-#: iterations by this factor is stalled: the job waited for its peers' data there
+#: a window whose silent time per iteration (least over the hosts whose iterations split by bytes)
+#: exceeds the silence between its iterations by this factor is stalled: the job waited for its
+#: peers' data there
 STALLED = 1.5
 
 

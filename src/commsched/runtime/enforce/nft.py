@@ -25,8 +25,9 @@ sends, the kernel's SYN-ACKs of its listeners (matched on input), data-carrying 
 one exception is the pure ACK (ACK flag alone, no payload): it carries the top class's DSCP
 (``ack_dscp``), so that on the reverse path a lower class's acknowledgements do not wait behind the
 higher classes' data, which would slow the lower class beyond its share (the fluid model's strict
-priority acts on the data alone). Source-port
-translation happens once per connection (the first packet, ``nat`` chains see only new
+priority acts on the data alone).
+
+Source-port translation happens once per connection (the first packet, ``nat`` chains see only new
 connections), so a new decision changes the ports of the job's *next* connections; it changes the
 DSCP map at once, and so the marks of every open connection.
 
