@@ -199,7 +199,7 @@ def test_the_agent_posts_a_consistent_profile_and_keeps_back_one_that_is_not(
     def enforcer() -> SimpleNamespace:
         return SimpleNamespace(
             lock=threading.Lock(),
-            cfg=SimpleNamespace(sample_s=DT),
+            cfg=SimpleNamespace(sample_s=DT, host="h0"),
             view={"connections": [{"job": "j", "share": 1.0}]},
             poster=poster,
         )

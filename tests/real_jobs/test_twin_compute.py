@@ -110,3 +110,36 @@ def test_in_a_starved_profiling_window_only_the_hosts_whose_iterations_split_by_
     assert prof["compute_from"] == "silence between iterations, stalled window"
     assert len(prof["compute_by_host"]) == 2
     assert prof["compute_s"] == pytest.approx(0.2, abs=0.03)
+
+
+def test_the_agent_posts_the_silence_between_iterations_of_a_stalled_window() -> None:
+    """The same recorded window, profiled by the agent of the ring's first host as it was in the run:
+    the host's silent time per iteration (0.98 s, waits for the stalled peers included) stays in the
+    measured profile, the compute posted to the daemon is the host's silence between iterations
+    (0.22 s; the program computes 0.2 s). Before, 0.98 s was posted: a starved job looked less
+    communication-bound than it is to the policy that ranks jobs by it."""
+    import threading
+    from types import SimpleNamespace
+
+    from commsched.runtime.enforce import loops
+
+    doc = dict(json.loads(gzip.decompress((DATA / "trio-starved-profiling-window.json.gz").read_bytes())))
+    host = next(iter(doc["hosts"]))
+    tr = doc["hosts"][host]
+    posted: list[dict[str, Any]] = []
+    e = SimpleNamespace(
+        lock=threading.Lock(),
+        cfg=SimpleNamespace(sample_s=float(tr["sample_s"]), host=host),
+        view={
+            "connections": [{"job": "trio", "share": 1.0}],
+            "jobs": {"trio": {"gpus": [f"{h}/gpu0" for h in doc["hosts"]], "hosts": list(doc["hosts"])}},
+        },
+        poster=lambda job, body: posted.append(body) or {"status": 200},
+    )
+    t, tx, rx = tr["t"], tr["data_bytes"], tr["rx_data_bytes"]
+    samples = list(zip(t, tx, tx, [0] * len(t), rx, strict=True))
+    job = SimpleNamespace(id="trio", samples=samples, profile=None)
+    out = loops.profile_now(e, job, float(doc["window"][0]), float(doc["window"][1]))
+    assert "rejected" not in out and len(posted) == 1
+    assert out["measured"]["compute_s"] > 0.9
+    assert posted[0]["compute_s"] == pytest.approx(0.2, abs=0.03)

@@ -13,9 +13,10 @@ from typing import Any
 
 from commsched.runtime.enforce.loops import profile_body
 from commsched.runtime.launch.jobs import CommandJob
+from commsched.runtime.profiling.compute import compute_of
 from commsched.runtime.profiling.traffic import outside_profile
 
-__all__ = ["STALLED", "twin_profile"]
+__all__ = ["twin_profile"]
 
 
 def _host_profile(tr: Mapping[str, Any], start: float, end: float) -> dict[str, Any]:
@@ -49,11 +50,11 @@ def twin_profile(
     (both together: short by that skew). The silences inside an iteration's communication are
     stalls (a peer's data queued behind another job's), which the fluid model adds back. In a
     stalled window (the job starved by higher classes: the silent time per iteration of every such
-    host over :data:`STALLED` times those silences) a host's silence also holds its waits for a
-    stalled peer's data, which only lengthen it: there the shortest of the hosts' silences of both
-    directions. Where no host's split held, a host's silent time per iteration is the program's
-    compute plus its waits for the others, and the host that waited least tells the compute best.
-    ``end``: the end of the profiling window.
+    host over ``STALLED`` times those silences, :mod:`commsched.runtime.profiling.compute`) a host's
+    silence also holds its waits for a stalled peer's data, which only lengthen it: there the
+    shortest of the hosts' silences of both directions. Where no host's split held, a host's silent
+    time per iteration is the program's compute plus its waits for the others, and the host that
+    waited least tells the compute best. ``end``: the end of the profiling window.
     """
     first = data[job.ranks[0].host]
     posted = (first["report"].get("profile") or {}).get("posted")
@@ -84,39 +85,6 @@ def twin_profile(
         except Exception:  # a host without a period in that window does not vote
             continue
     if per_host and body.get("overlap", 1.0) > 0:
-        body.update(_compute_of(job, per_host))
+        several = {h for h, n in Counter(r.host for r in job.ranks).items() if n > 1}
+        body.update(compute_of(per_host, several=several))
     return body
-
-
-#: a window whose silent time per iteration (least over the hosts whose iterations split by bytes)
-#: exceeds the silence between its iterations by this factor is stalled: the job waited for its
-#: peers' data there
-STALLED = 1.5
-
-
-def _compute_of(job: CommandJob, per_host: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """The twin's compute from the hosts' profiles of one window (see :func:`twin_profile`)."""
-    split = {h: p for h, p in per_host.items() if p["method"] == "bytes"}
-    silent = {h: float(p["compute_s"]) for h, p in per_host.items()}
-    if not split:
-        return {
-            "compute_by_host": silent,
-            "compute_s": min(silent.values()),
-            "compute_from": "silent time per iteration",
-        }
-    # iterations told apart by bytes: the silence between two is the compute (stalls: the network's)
-    many = {h for h, n in Counter(r.host for r in job.ranks).items() if n > 1}
-    between = {h: float((h in many and p.get("rx_gap_s")) or p["gap_s"]) for h, p in split.items()}
-    if min(silent[h] for h in split) <= STALLED * max(between.values()):  # a burst is no iteration
-        return {
-            "compute_by_host": between,
-            "compute_s": max(between.values()),
-            "compute_from": "silence between iterations",
-        }
-    # stalled: waits lengthen a host's silences, the host that waited least tells the compute best
-    both = {h: float(p["gap_s"]) for h, p in split.items()}
-    return {
-        "compute_by_host": both,
-        "compute_s": min(both.values()),
-        "compute_from": "silence between iterations, stalled window",
-    }

@@ -27,6 +27,7 @@ from commsched.runtime.enforce.nflink import CounterReader
 from commsched.runtime.enforce.pins import Pinning
 from commsched.runtime.profiling.body import from_host
 from commsched.runtime.profiling.body import profile_body as build_body
+from commsched.runtime.profiling.compute import compute_of
 from commsched.runtime.profiling.profilecheck import check_profile
 from commsched.runtime.profiling.traffic import outside_profile, series, steady, window_iterations
 
@@ -242,9 +243,10 @@ def profile_now(e: LoopHost, job: JobState, start: float, end: float) -> dict[st
             "tries": tries,
         }
         return job.profile
-    body = profile_body(prof.to_json(), e.view, job.id)
+    measured = prof.to_json()
+    body = profile_body({**measured, "compute_s": _compute(e, job, measured)}, e.view, job.id)
     out: dict[str, Any] = {
-        "measured": prof.to_json(),
+        "measured": measured,
         "posted": body,
         "at": time.time(),
         "window": [start, end],
@@ -256,6 +258,18 @@ def profile_now(e: LoopHost, job: JobState, start: float, end: float) -> dict[st
         except Exception as exc:  # the job keeps its declared profile; the error is in the report
             out["answer"] = {"error": f"{type(exc).__name__}: {exc}"}
     return out
+
+
+def _compute(e: LoopHost, job: JobState, measured: dict[str, Any]) -> float:
+    """The compute a profile posts: the host's silent time per iteration, but in a stalled window
+    (the job starved there) its silence between iterations, which its waits for peers lengthen
+    less (:mod:`commsched.runtime.profiling.compute`): a starved job posted as computing longer
+    looks less communication-bound than it is, and a policy that ranks by that keeps it starved."""
+    gpus = e.view.get("jobs", {}).get(job.id, {}).get("gpus", [])
+    here = sum(1 for g in gpus if str(g).split("/", 1)[0] == e.cfg.host)
+    got = compute_of({e.cfg.host: measured}, several={e.cfg.host} if here > 1 else ())
+    stalled_window = str(got["compute_from"]).endswith("stalled window")
+    return float(got["compute_s"]) if stalled_window else float(measured["compute_s"])
 
 
 def profile_body(prof: dict[str, Any], view: dict[str, Any], job: str) -> dict[str, Any]:

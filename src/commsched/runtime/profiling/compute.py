@@ -1,0 +1,81 @@
+"""A job's compute per iteration read from its hosts' silences (traffic alone, never its log).
+
+From outside the program the compute is a silence: a rank sends nothing between the end of one
+iteration's all-reduce and the start of the next one's. Each host's profile
+(:func:`commsched.runtime.profiling.traffic.outside_profile`) gives three readings of it:
+
+* ``compute_s``, the *silent time per iteration* (period minus busy time): the compute, the program's
+  pauses inside its communication, and its waits for peers whose data a higher class holds back;
+* ``gap_s``, the median *silence between iterations* in both directions: the compute alone where the
+  iterations were told apart by their bytes (a peer that starts sending before this host's compute
+  ends shortens it);
+* ``rx_gap_s``, the same silence of the received bytes alone: for a host that runs several of the
+  job's ranks, which sends from one and receives on another whose iterations end apart (both
+  directions together are short by that skew).
+
+A window is *stalled* when the job was starved there: its silent time per iteration is over
+:data:`STALLED` times its silence between iterations. A host's silences then also hold its waits for a
+stalled peer's data, which only lengthen them: the shortest of them tells the compute best.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+__all__ = ["STALLED", "compute_of", "stalled"]
+
+#: a window whose silent time per iteration exceeds the silence between its iterations by this factor
+#: is stalled: the job waited for its peers' data there (on nine testbed runs of three shapes, windows
+#: at the top class 1.1-1.25, starved ones 1.6-2.6)
+STALLED = 1.5
+
+
+def stalled(silent_s: float, between_s: float) -> bool:
+    """Whether a window whose silent time per iteration is ``silent_s`` and whose silence between
+    iterations is ``between_s`` is stalled.
+
+    >>> stalled(0.21, 0.18), stalled(0.98, 0.22)
+    (False, True)
+    """
+    return silent_s > STALLED * between_s
+
+
+def compute_of(per_host: Mapping[str, Mapping[str, Any]], *, several: Collection[str] = ()) -> dict[str, Any]:
+    """The compute from the profiles of the job's hosts over one window (``several``: the hosts that
+    run more than one of the job's ranks).
+
+    Hosts whose iterations were told apart by their bytes (``method`` ``"bytes"``) vote with their
+    silence between iterations (received bytes alone on a host of several ranks), the longest
+    winning; in a stalled window with the shortest of their silences of both directions. Without
+    such a host, the shortest silent time per iteration (the host that waited least). Returns
+    ``compute_by_host``, ``compute_s`` and ``compute_from`` (which reading it is).
+
+    >>> one = {"method": "bytes", "compute_s": 0.2, "gap_s": 0.18, "rx_gap_s": 0.18}
+    >>> compute_of({"h1": one, "h2": {**one, "gap_s": 0.19}})["compute_s"]
+    0.19
+    >>> starved = {"h1": {**one, "compute_s": 0.98, "gap_s": 0.22}, "h2": {**one, "compute_s": 0.93}}
+    >>> compute_of(starved)["compute_s"], compute_of(starved)["compute_from"]
+    (0.18, 'silence between iterations, stalled window')
+    """
+    split = {h: p for h, p in per_host.items() if p["method"] == "bytes"}
+    silent = {h: float(p["compute_s"]) for h, p in per_host.items()}
+    if not split:
+        return {
+            "compute_by_host": silent,
+            "compute_s": min(silent.values()),
+            "compute_from": "silent time per iteration",
+        }
+    between = {h: float((h in several and p.get("rx_gap_s")) or p["gap_s"]) for h, p in split.items()}
+    if not stalled(min(silent[h] for h in split), max(between.values())):  # a burst is no iteration
+        return {
+            "compute_by_host": between,
+            "compute_s": max(between.values()),
+            "compute_from": "silence between iterations",
+        }
+    both = {h: float(p["gap_s"]) for h, p in split.items()}
+    return {
+        "compute_by_host": both,
+        "compute_s": min(both.values()),
+        "compute_from": "silence between iterations, stalled window",
+    }
