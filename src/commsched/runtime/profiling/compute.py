@@ -26,8 +26,8 @@ from typing import Any
 __all__ = ["STALLED", "compute_of", "stalled"]
 
 #: a window whose silent time per iteration exceeds the silence between its iterations by this factor
-#: is stalled: the job waited for its peers' data there (on nine testbed runs of three shapes, windows
-#: at the top class 1.1-1.25, starved ones 1.6-2.6)
+#: is stalled: the job waited for its peers' data there (on the profiling windows kept from eleven
+#: testbed runs of three shapes: 1.1-1.25 where the job was not starved, 1.6 and more where it was)
 STALLED = 1.5
 
 
