@@ -18,7 +18,8 @@ kind a gap comes with (a diagnostic: it replaces, in the worker process only, th
 or the measured-regime search by "none found"); ``none`` leaves the fast mode's machinery without a
 jump, which must reproduce exact mode bit for bit. ``--json`` prints one object: ``draws`` (one per
 draw: ``draw``, ``exact_util``, ``fast_util``, ``util_diff``, ``jct_p5``, ``jct_p50``, ``jct_p95``,
-``exact_noise_p5``, ``exact_noise_p95`` (NaN on draw 0), ``exact_cpu_s``, ``fast_cpu_s``) and
+``jobs_compared``, ``jobs_left_out`` (finished in one mode only), ``exact_noise_p5``,
+``exact_noise_p95`` (NaN on draw 0), ``exact_cpu_s``, ``fast_cpu_s``) and
 ``exact_mean``, ``exact_spread``, ``fast_mean``, ``bias``, ``bias_over_spread``.
 
 Run: ``.venv/bin/python benchmarks/fast_vs_exact_scale.py [--gpus 2048] [--days 2] [--draws 3]
@@ -121,6 +122,8 @@ def _row(exact: dict[str, Any], fast: dict[str, Any], exact0: dict[str, Any]) ->
         "fast_util": fast["util"],
         "util_diff": fast["util"] - exact["util"],
         "jobs_compared": int(err.size),
+        # finished in one mode only (a JCT has no counterpart): left out of the JCT errors, counted
+        "jobs_left_out": len(set(exact["jct"]) ^ set(fast["jct"])),
         "jct_p5": float(pct[0]),
         "jct_p50": float(pct[1]),
         "jct_p95": float(pct[2]),
@@ -174,7 +177,8 @@ def main() -> None:
     for r in rows:
         print(
             f"draw {r['draw']}: utilisation exact {r['exact_util']:.4f} fast {r['fast_util']:.4f} "
-            f"({r['util_diff']:+.4f}); JCT fast/exact - 1 over {r['jobs_compared']} jobs: "
+            f"({r['util_diff']:+.4f}); JCT fast/exact - 1 over {r['jobs_compared']} jobs "
+            f"({r['jobs_left_out']} finished in one mode only, left out): "
             f"p5 {r['jct_p5']:+.3f} p50 {r['jct_p50']:+.3f} p95 {r['jct_p95']:+.3f}"
             + (
                 f" (exact mode's own, against draw 0: p5 {r['exact_noise_p5']:+.3f} "
