@@ -74,6 +74,11 @@ def run(
     oracle: str = typer.Option(
         "routes", "--oracle", help="Command jobs' path oracle: routes (the routers') or probe (TTL probes)."
     ),
+    segment_bytes: int = typer.Option(
+        16384,
+        "--segment-bytes",
+        help="Largest TCP packet the hosts send (gso_max_size; 1500: MTU frames; 0: the kernel's 64 KB).",
+    ),
 ) -> None:
     """Run every job of SCENARIO as real processes on the testbed, per policy; measured vs simulated."""
     from commsched.catalog import policy_registry
@@ -83,6 +88,10 @@ def run(
 
     if oracle not in ("routes", "probe"):
         raise InputError(f"bad oracle {oracle!r}", where="--oracle", expected="routes or probe")
+    if segment_bytes and not 1500 <= segment_bytes <= 65536:
+        raise InputError(
+            f"bad segment size {segment_bytes}", where="--segment-bytes", expected="0, or 1500 to 65536 bytes"
+        )
     netns.require_capability()
     sc, topo = _load(scenario)
     names = tuple(p.strip() for p in policies.split(",") if p.strip())
@@ -103,6 +112,7 @@ def run(
         seed=seed,
         keep_dir=keep,
         oracle=oracle,
+        segment_bytes=segment_bytes,
         progress=None if quiet else _progress,
     )
     report = run_scenario(sc, topo, opts)

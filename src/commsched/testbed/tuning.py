@@ -1,4 +1,4 @@
-"""A built testbed tuned for real jobs: deeper class queues, steady TCP, MTU packets, a shaped loopback.
+"""A built testbed tuned for real jobs: deeper class queues, steady TCP, smaller packets, a shaped loopback.
 
 Deeper switch queues are a lossless fabric, as RoCE with PFC is (Crux §6, vClos §8). The testbed's
 class queues hold ~5 ms of traffic (at least 192 KiB), right for its shaping and priority checks. A
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from commsched.testbed import htb, netns
 from commsched.testbed.handle import Testbed
 
-__all__ = ["LOOPBACK_MAX_BPS", "deepen_queues", "mtu_packets", "shape_loopback", "steady_tcp"]
+__all__ = ["LOOPBACK_MAX_BPS", "deepen_queues", "segment_packets", "shape_loopback", "steady_tcp"]
 
 #: the fastest rate a hop over a host's loopback is shaped to: HTB held 2 Gbit/s within 5-11 % here
 #: (docs/testbed.md); a faster intra-host link is left unshaped (loopback's own speed, several
@@ -54,18 +54,21 @@ def steady_tcp(tb: Testbed) -> None:
         netns.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.tcp_slow_start_after_idle=0"])
 
 
-def mtu_packets(tb: Testbed) -> int:
-    """No segmentation offload on the host NICs (``gso_max_size 1500``); returns how many changed.
+def segment_packets(tb: Testbed, size_bytes: int) -> int:
+    """Hosts segment TCP into packets of at most ``size_bytes`` (``gso_max_size`` on every host NIC);
+    returns how many NICs changed.
 
     A sender's TCP stack otherwise hands 64 KB segments down the veth, and every router stores and
-    forwards each of them whole through an HTB bucket of about the same size: tens of milliseconds
-    per hop at the emulated rates, added to every ring step. A switch forwards frames of the MTU.
+    forwards each of them whole through an HTB bucket of about the same size. A switch forwards
+    frames of the MTU: strict priority there waits at most one frame of a lower class, where here a
+    top-class packet waits behind a whole lower-class segment, 64 KB x 8 / rate at every hop (8.4 ms
+    at 62.5 Mbit/s), time the lower classes take from it. ``1500`` is MTU packets (the most CPU).
     """
     lines: dict[str, list[str]] = defaultdict(list)
     for host in tb.topology.hosts:
         for nic in tb.host_addresses(host.id):
             end = tb.layout.nic_cable(nic).a
-            lines[tb.layout.node_ns(end)].append(f"link set dev {end.iface} gso_max_size 1500")
+            lines[tb.layout.node_ns(end)].append(f"link set dev {end.iface} gso_max_size {int(size_bytes)}")
     for ns, batch in lines.items():
         netns.run(["ip", "-n", ns, "-batch", "-"], "\n".join(batch) + "\n")
     return sum(len(b) for b in lines.values())

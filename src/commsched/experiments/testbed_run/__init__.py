@@ -47,6 +47,7 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
         "window_s": opts.window_s,
         "time_scale": opts.time_scale,
         "queue_bytes": opts.queue_bytes,
+        "segment_bytes": opts.segment_bytes,
         "policies": {},
     }
     settings = RunSettings(

@@ -24,18 +24,18 @@ Circuits = tuple[tuple[int, ...], ...]
 
 
 def tune(tb: Testbed, opts: RunOptions) -> dict[str, int]:
-    """Deeper class queues (``opts.queue_bytes``), steady TCP, MTU packets (``opts.mtu_packets``).
+    """Deeper class queues (``opts.queue_bytes``), steady TCP, smaller packets (``opts.segment_bytes``).
 
-    Returns what the report says of it: ``queues_changed`` and ``gso_off_nics`` (where done).
+    Returns what the report says of it: ``queues_changed`` and ``segmented_nics`` (where done).
     """
-    from commsched.testbed.tuning import deepen_queues, mtu_packets, steady_tcp
+    from commsched.testbed.tuning import deepen_queues, segment_packets, steady_tcp
 
     out: dict[str, int] = {}
     if opts.queue_bytes:
         out["queues_changed"] = deepen_queues(tb, opts.queue_bytes)
     steady_tcp(tb)
-    if opts.mtu_packets:
-        out["gso_off_nics"] = mtu_packets(tb)
+    if opts.segment_bytes:
+        out["segmented_nics"] = segment_packets(tb, opts.segment_bytes)
     return out
 
 

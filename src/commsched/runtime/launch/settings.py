@@ -25,9 +25,12 @@ class RunOptions:
     #: class queue size set on every emulated egress (0: keep the testbed's); see
     #: :func:`commsched.testbed.tuning.deepen_queues`
     queue_bytes: int = 8 << 20
-    #: send MTU-sized packets from the hosts (no GSO), see :func:`commsched.testbed.tuning.mtu_packets`;
-    #: off by default: on a shared 2-core machine the extra packets cost more CPU than they save latency
-    mtu_packets: bool = False
+    #: hosts send TCP packets of at most this many bytes (``gso_max_size``, see
+    #: :func:`commsched.testbed.tuning.segment_packets`; 0: the kernel's 64 KB segments). 16 KiB: a
+    #: top-class packet waits at most 2.1 ms per hop behind a lower class's at 62.5 Mbit/s (8.4 ms
+    #: with 64 KB, which gave the lower classes the top class's time; docs/real-jobs.md), at a quarter
+    #: of the packets of MTU frames (1500), whose CPU time slowed the jobs on a shared 2-core machine
+    segment_bytes: int = 16384
     #: give the twin the per-step latency the job processes measured (else: links' own latency);
     #: off by default: that latency, timed with tiny all-reduces, overlaps with the transfers of a
     #: real step, and the calibrated twin came out 9-12 % slower than measured (docs/testbed-run.md)
