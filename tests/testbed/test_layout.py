@@ -66,13 +66,20 @@ def test_router_hash_settings_and_seed_are_stable() -> None:
     assert config.router_seed(7, "tor0") != config.router_seed(8, "tor0")  # type: ignore[arg-type]
 
 
-def test_queues_are_eight_strict_classes_keyed_by_dscp() -> None:
+def test_queues_are_eight_strict_classes_keyed_by_dscp_under_a_control_class() -> None:
     lines = htb.egress_tc_lines("c3", 2.5e8)
-    leaves = [ln for ln in lines if "parent 1:1 classid" in ln]
-    assert [f"prio {i}" in ln for i, ln in enumerate(leaves)] == [True] * 8
+    leaves = [ln for ln in lines if "parent 1:1 classid 1:1" in ln]  # the job classes 1:10-1:17
+    assert [f"classid 1:{10 + i} " in ln and f"prio {i} " in ln for i, ln in enumerate(leaves)] == [True] * 8
     assert all("ceil 250000000bit" in ln for ln in leaves)
     filters = [ln for ln in lines if ln.startswith("filter")]
-    assert "match ip dsfield 0xb8 0xfc flowid 1:10" in filters[0]  # DSCP 46 -> highest class
+    assert any(
+        "match ip dsfield 0xb8 0xfc flowid 1:10" in ln for ln in filters
+    )  # DSCP 46 -> highest job class
+    # the control class (DSCP 48, CS6: TOS 0xc0): guaranteed 5 % of the 250 Mbit/s, so served first
+    (control,) = [ln for ln in lines if "classid 1:9 " in ln]
+    assert "rate 12500000bit ceil 250000000bit prio 0 " in control
+    assert any("match ip dsfield 0xc0 0xfc flowid 1:9" in ln for ln in filters)
+    assert len(filters) == 9
     assert htb.class_of_dscp(46) == 10 and htb.class_of_dscp(0) == 17 and htb.class_of_dscp(63) == 17
 
 

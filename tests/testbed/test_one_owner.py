@@ -174,8 +174,9 @@ def test_every_fabric_kind_is_planned_by_one_function() -> None:
     cables = sum(1 for lk in topo.links if lk.src in emulated and lk.dst in emulated) // 2  # both ways
     assert len(routed.namespaces) == len(topo.hosts) + len(topo.switches) == 8
     assert len(routed.links) == cables == 32  # 16 NIC cables, 4 between every ToR and agg
-    # every veth end is one HTB egress with 8 leaves: root and parent class, then 3 lines per leaf
-    assert sum(len(v) for v in routed.tc.values()) == 2 * cables * (2 + 8 * 3)
+    # every veth end is one HTB egress with 8 job classes and the control class: root and parent
+    # class, then 3 lines per leaf (class, queue, filter)
+    assert sum(len(v) for v in routed.tc.values()) == 2 * cables * (2 + 9 * 3)
     star = plan_fabric(StarSpec(rate_bps=1e9, hosts=3, prefix="hq"))
     assert len(star.namespaces) == 4 and len(star.links) == 3  # the hub and 3 hosts, one veth each
     link = plan_fabric(LinkSpec(rate_bps=1e9, prefix="hq", workers=2))

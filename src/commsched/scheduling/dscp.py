@@ -41,6 +41,7 @@ from typing import SupportsIndex
 from commsched.errors import InputError
 
 __all__ = [
+    "CONTROL_DSCP",
     "DEFAULT_DSCP_VALUES",
     "DscpTable",
     "default_dscp_table",
@@ -51,6 +52,10 @@ __all__ = [
 ]
 
 DEFAULT_DSCP_VALUES: tuple[int, ...] = (46, 40, 34, 32, 26, 18, 10, 0)
+#: the control class's code point (CS6, network control), above every job class: the agents put a
+#: job's pure TCP ACKs there, as RoCE fabrics put their congestion notifications (Crux §4.3 reserves
+#: classes for such traffic); no job is ever given it
+CONTROL_DSCP = 48
 """DSCP per hardware class of the default table, highest-priority class first."""
 
 

@@ -5,7 +5,9 @@ Three shapes, one module (nothing else in the package writes an HTB rule):
 * a routed fabric's egress (:func:`egress_tc_lines`): one parent class at the scaled link rate (burst
   ~1 ms of traffic) and :data:`LEVELS` strict-priority leaf classes keyed by DSCP (the default DSCP
   table of :mod:`commsched.scheduling.dscp`, class 0 highest), each with a tiny guaranteed rate and a
-  byte-limited ``bfifo`` queue; unmarked traffic (DSCP 0) falls in the lowest class;
+  byte-limited ``bfifo`` queue; unmarked traffic (DSCP 0) falls in the lowest class; above them a
+  control class (DSCP 48, the agents' pure TCP ACKs) guaranteed :data:`CONTROL_SHARE` of the rate,
+  which HTB serves before any class that borrows;
 * a NIC shaped to one rate (:func:`shaped_egress_lines`, the star) or a shaped link with one leaf per
   worker address (:func:`link_tree_lines`, :func:`link_class_lines`): ``burst = 1 ms x rate``,
   byte-limited ``bfifo`` leaves, as runtime-notes §12 measured to shape within a few per cent;
@@ -21,10 +23,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from commsched.scheduling.dscp import default_dscp_table, tos_byte
+from commsched.scheduling.dscp import CONTROL_DSCP, default_dscp_table, tos_byte
 from commsched.testbed.layout import Layout
 
 __all__ = [
+    "CONTROL_MINOR",
+    "CONTROL_SHARE",
     "LEAF_QUANTUM_BYTES",
     "LEVELS",
     "LoopbackHop",
@@ -43,6 +47,11 @@ __all__ = [
 
 #: strict-priority classes of a routed fabric's egress
 LEVELS = 8
+#: HTB minor of the control class (DSCP ``CONTROL_DSCP``), above the :data:`LEVELS` job classes
+CONTROL_MINOR = 9
+#: share of an egress's rate the control class is guaranteed: HTB serves a class under its own rate
+#: before any class that borrows, so up to this share the control class goes first
+CONTROL_SHARE = 0.05
 _CLASS_SENT = re.compile(r"^class htb (\S+) .*?\n\s*Sent (\d+) bytes", re.M)
 #: HTB quantum of a shaped link's leaves (bytes): at least one GSO super-packet of a veth
 LEAF_QUANTUM_BYTES = 200_000
@@ -66,10 +75,16 @@ def egress_tc_lines(iface: str, rate_bps: float) -> list[str]:
     limit = max(196608, round(rate_bps / 8 * 5e-3))  # bytes: ~5 ms of queue per class
     floor = max(8000.0, rate_bps * 1e-3)  # guaranteed rate of every class (0.1 % of the link)
     table = default_dscp_table()
+    c = CONTROL_MINOR
     out = [
         f"qdisc replace dev {iface} root handle 1: htb default {10 + LEVELS - 1}",
         f"class add dev {iface} parent 1: classid 1:1 htb rate {_rate(rate_bps)} ceil {_rate(rate_bps)} "
         f"burst {burst} cburst {burst}",
+        f"class add dev {iface} parent 1:1 classid 1:{c} htb rate {_rate(rate_bps * CONTROL_SHARE)} "
+        f"ceil {_rate(rate_bps)} prio 0 quantum 60000 burst {burst} cburst {burst}",
+        f"qdisc add dev {iface} parent 1:{c} handle {c}: bfifo limit {limit}",
+        f"filter add dev {iface} parent 1: protocol ip prio {LEVELS + 1} u32 "
+        f"match ip dsfield {tos_byte(CONTROL_DSCP):#04x} 0xfc flowid 1:{c}",
     ]
     for level in range(LEVELS):
         minor = 10 + level

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from commsched.runtime.enforce.cgroups import JobCgroup
 from commsched.runtime.enforce.spawn import JobProcess
-from commsched.scheduling.dscp import DEFAULT_DSCP_VALUES
+from commsched.scheduling.dscp import CONTROL_DSCP
 
 __all__ = ["EnforcerConfig", "EnforcerView", "JobState"]
 
@@ -32,8 +32,8 @@ class EnforcerConfig:
     hold_timeout_s: float = 4.0
     profile_window_s: float = 0.0  # 0: no profile is posted
     max_samples: int = 400_000
-    #: DSCP of the jobs' pure ACKs (the top class's; ``None``: an ACK carries its connection's class)
-    ack_dscp: int | None = DEFAULT_DSCP_VALUES[0]
+    #: DSCP of the jobs' pure ACKs (the control class's; ``None``: an ACK carries its connection's class)
+    ack_dscp: int | None = CONTROL_DSCP
 
 
 @dataclass(slots=True)

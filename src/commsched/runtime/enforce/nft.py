@@ -22,10 +22,10 @@ with ``nft delete table inet NAME``)::
 Marks live on the connection (conntrack), so every packet of a job's connection carries the DSCP of
 the job's current class, in both directions on the host that owns the socket: packets the program
 sends, the kernel's SYN-ACKs of its listeners (matched on input), data-carrying ACKs and resets. The
-one exception is the pure ACK (ACK flag alone, no payload): it carries the top class's DSCP
-(``ack_dscp``), so that on the reverse path a lower class's acknowledgements do not wait behind the
-higher classes' data, which would slow the lower class beyond its share (the fluid model's strict
-priority acts on the data alone).
+one exception is the pure ACK (ACK flag alone, no payload): it carries the control class's DSCP
+(``ack_dscp``; 48, above every job class, :data:`commsched.scheduling.dscp.CONTROL_DSCP`), so that
+on the reverse path no job's acknowledgements wait behind data, a higher class's or its own class's
+(the fluid model's strict priority and fair share act on the data alone).
 
 Source-port translation happens once per connection (the first packet, ``nat`` chains see only new
 connections), so a new decision changes the ports of the job's *next* connections; it changes the
