@@ -83,10 +83,18 @@ def test_a_profile_computed_at_the_end_takes_the_bytes_of_its_hosts_own_connecti
         h: {"report": {"profile": {"rejected": doc["rejected"]}}, "traffic": tr}
         for h, tr in doc["hosts"].items()
     }
-    prof = twin_profile(job, data, decision, end=float(doc["profiling_end"]), until=float(doc["until"]))
-    assert prof["from"].startswith("profiling and measuring windows")
-    assert prof["comm_bytes"] == pytest.approx(2 * (768 * 768 + 768) * 4, rel=0.03)
+    gradients = 2 * (768 * 768 + 768) * 4
+    end = float(doc["profiling_end"])
+    prof = twin_profile(job, data, decision, end=end, until=float(doc["until"]))
+    assert prof["from"] == "measuring window, computed at the end"  # iterations split by bytes there
+    assert prof["profiling_window"] == "not used: no split by bytes"
+    assert prof["comm_bytes"] == pytest.approx(gradients, rel=0.03)
     assert prof["compute_s"] == pytest.approx(0.2, abs=0.02)
+    # a measuring window of 3 s (three iterations) tells nothing apart: both windows together
+    both = twin_profile(job, data, decision, end=end, until=end + 3.0)
+    assert both["from"] == "profiling and measuring windows, computed at the end"
+    assert both["comm_bytes"] == pytest.approx(gradients, rel=0.03)
+    assert both["compute_s"] == pytest.approx(0.2, abs=0.02)
 
 
 def test_in_a_starved_profiling_window_only_the_hosts_whose_iterations_split_by_bytes_give_the_compute() -> (
@@ -110,6 +118,38 @@ def test_in_a_starved_profiling_window_only_the_hosts_whose_iterations_split_by_
     assert prof["compute_from"] == "silence between iterations, stalled window"
     assert len(prof["compute_by_host"]) == 2
     assert prof["compute_s"] == pytest.approx(0.2, abs=0.03)
+
+
+def test_a_profiling_window_the_job_was_starved_in_gives_way_to_a_clean_measuring_window() -> None:
+    """``data/trio-mixed-profiling-window``: the three hosts of a ring of three (``--dim 512``,
+    ``--compute-s 0.2``) under crux-full, from the 9.6 s its agent posted from to the end of the 30 s
+    measuring window. The ring ran at its own speed (0.58 s per iteration) for 4 s, was starved
+    (1.25 s) for 12 s while the daemon's classes settled, and ran in class 0 from then on: the
+    posted profile's compute comes from a stalled window (0.355 s, twin 21 % slow). The measuring
+    window's iterations stand apart by their bytes and do not stall: its profile is the program's,
+    2 x (512 x 512 + 512) x 4 bytes of gradients (of which a rank of a ring of three sends 4/3 per
+    iteration) and 0.2 s of compute."""
+    doc = dict(json.loads(gzip.decompress((DATA / "trio-mixed-profiling-window.json.gz").read_bytes())))
+    hosts = list(doc["hosts"])
+    job = _job(hosts, 1)
+    ring = list(zip(hosts, hosts[1:] + hosts[:1], strict=True))
+    decision = {
+        "connections": [
+            {"job": job.id, "src": f"{a}/gpu0", "dst": f"{b}/gpu0", "share": 4 / 3} for a, b in ring
+        ]
+    }
+    data = {
+        h: {"report": {"profile": {"posted": doc["posted"], "window": doc["window"]}}, "traffic": tr}
+        for h, tr in doc["hosts"].items()
+    }
+    end, until = float(doc["profiling_end"]), float(doc["until"])
+    kept = twin_profile(job, data, decision, end=end)  # no measuring window: the posted profile
+    assert kept["from"] == "posted by the agent" and kept["compute_s"] > 0.3
+    prof = twin_profile(job, data, decision, end=end, until=until)
+    assert prof["from"] == "measuring window, computed at the end"
+    assert prof["profiling_window"] == "not used: silence between iterations, stalled window"
+    assert prof["compute_s"] == pytest.approx(0.2, abs=0.025)
+    assert prof["comm_bytes"] == pytest.approx(2 * (512 * 512 + 512) * 4, rel=0.03)
 
 
 def test_the_agent_posts_the_silence_between_iterations_of_a_stalled_window() -> None:

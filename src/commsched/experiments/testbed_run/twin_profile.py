@@ -18,12 +18,56 @@ from commsched.runtime.profiling.traffic import outside_profile
 
 __all__ = ["twin_profile"]
 
+#: how :func:`compute_of` names the compute of a clean window (split by bytes, not stalled)
+CLEAN = "silence between iterations"
+
 
 def _host_profile(tr: Mapping[str, Any], start: float, end: float) -> dict[str, Any]:
     prof = outside_profile(
         tr["t"], tr["rx_data_bytes"], tr["data_bytes"], sample_s=float(tr["sample_s"]), start=start, end=end
     )
     return prof.to_json()
+
+
+def _first_host(
+    job: CommandJob, tr: Mapping[str, Any], decision: Mapping[str, Any], start: float, end: float
+) -> tuple[dict[str, Any], str]:
+    """The profile body from the first host's counter over ``[start, end]``, and how its iterations
+    were found (``bytes``, ``bursts``...); raises where the traffic has no period."""
+    prof = _host_profile(tr, start, end)
+    # the host's share of the job's bytes: the decided connections that leave it (its agent's view)
+    gpus = {str(r.gpu) for r in job.ranks if r.host == job.ranks[0].host}
+    view = {"connections": [c for c in decision.get("connections", []) if str(c["src"]) in gpus]}
+    return profile_body(prof, view, job.id), str(prof["method"])
+
+
+def _compute(job: CommandJob, data: Mapping[str, Any], start: float, end: float) -> dict[str, Any]:
+    """:func:`compute_of` over the hosts of ``job`` with a period in ``[start, end]`` ({} without)."""
+    per_host: dict[str, dict[str, Any]] = {}
+    for host, d in data.items():
+        try:
+            per_host[host] = _host_profile(d["traffic"], start, end)
+        except Exception:  # a host without a period in that window does not vote
+            continue
+    if not per_host:
+        return {}
+    several = {h for h, n in Counter(r.host for r in job.ranks).items() if n > 1}
+    return compute_of(per_host, several=several)
+
+
+def _measuring(
+    job: CommandJob, data: Mapping[str, Any], decision: Mapping[str, Any], start: float, end: float
+) -> dict[str, Any] | None:
+    """The profile of the measuring window ``[start, end]`` where it is *clean* (every voting host's
+    iterations told apart by their bytes, not stalled), else ``None``."""
+    try:
+        body, method = _first_host(job, data[job.ranks[0].host]["traffic"], decision, start, end)
+    except Exception:
+        return None
+    body.update(_compute(job, data, start, end))
+    if method != "bytes" or body.get("compute_from") != CLEAN:
+        return None
+    return {**body, "from": "measuring window, computed at the end"}
 
 
 def twin_profile(
@@ -37,54 +81,55 @@ def twin_profile(
     """The profile the twin gets: the one posted from the profiling window (else the same computed
     here), with the compute from the job's hosts over that window.
 
-    Where the agent posted none (it keeps back a profile whose iterations the bytes do not tell
-    apart) and the profiling window computed here shows no split by bytes either, the window runs on
-    to ``until`` (the end of the measuring window): a twin built from a burst counter's period would
-    simulate a part of an iteration as the job.
+    Where that window is not clean (the agent kept its profile back, or its compute comes from a
+    stalled window or from no split by bytes: the job was starved there, or moved between classes)
+    and the measuring window (``end`` to ``until``) is, the measuring window's profile: the program's
+    bytes and compute are the same in both, and the traffic tells them best where the iterations
+    stand apart. Else, where the profiling window shows no split by bytes, the two windows together
+    (a twin built from a burst counter's period would simulate a part of an iteration as the job).
 
-    Where a host's iterations were told apart by their bytes, the compute is the longest of such
-    hosts' median silences between two iterations (a host whose peer starts sending before its own
-    compute ends sees a shorter one; a host whose split failed does not vote: in a starved window
-    its stalled bursts look like iterations); a host that runs several ranks sends from one and
-    receives on another, whose iterations end apart: there the silence of its received bytes alone
-    (both together: short by that skew). The silences inside an iteration's communication are
-    stalls (a peer's data queued behind another job's), which the fluid model adds back. In a
-    stalled window (the job starved by higher classes: the silent time per iteration of every such
-    host over ``STALLED`` times those silences, :mod:`commsched.runtime.profiling.compute`) a host's
-    silence also holds its waits for a stalled peer's data, which only lengthen it: there the
-    shortest of the hosts' silences of both directions. Where no host's split held, a host's silent
-    time per iteration is the program's compute plus its waits for the others, and the host that
-    waited least tells the compute best. ``end``: the end of the profiling window.
+    The compute (:func:`commsched.runtime.profiling.compute.compute_of`): where a host's iterations
+    were told apart by their bytes, the longest of such hosts' median silences between two iterations
+    (a host whose peer starts sending before its own compute ends sees a shorter one); a host that
+    runs several ranks sends from one and receives on another, whose iterations end apart: there the
+    silence of its received bytes alone. In a stalled window (the silent time per iteration over
+    ``STALLED`` times those silences) the shortest of the hosts' silences of both directions, which
+    waits only lengthen; where no host's split held, the shortest silent time per iteration.
+    ``end``: the end of the profiling window.
     """
     first = data[job.ranks[0].host]
-    posted = (first["report"].get("profile") or {}).get("posted")
-    window = (first["report"].get("profile") or {}).get("window")
-    rejected = (first["report"].get("profile") or {}).get("rejected")
-    if posted and window:
-        body, start, end = {**posted, "from": "posted by the agent"}, float(window[0]), float(window[1])
-    else:
-        tr = first["traffic"]
-        start = next((t for t, d in zip(tr["t"], tr["rx_data_bytes"], strict=True) if d > 0), 0.0)
+    tr = first["traffic"]
+    report = first["report"].get("profile") or {}
+    posted, window, rejected = report.get("posted"), report.get("window"), report.get("rejected")
+    method, p_end = "bytes", end
+    start = next((t for t, d in zip(tr["t"], tr["rx_data_bytes"], strict=True) if d > 0), 0.0)
+    try:
+        if posted and window:
+            body, start, end = {**posted, "from": "posted by the agent"}, float(window[0]), float(window[1])
+        else:
+            body, method = _first_host(job, tr, decision, start, end)
+            body["from"] = "profiling window, computed at the end"
+    except Exception as exc:  # too little traffic for a period
+        body = {"error": f"{type(exc).__name__}: {exc}"}
+    if "error" not in body and body.get("overlap", 1.0) > 0:
+        body.update(_compute(job, data, start, end))
+    clean = "error" not in body and method != "bursts" and body.get("compute_from", CLEAN) == CLEAN
+    if until is None or until <= p_end or clean:
+        return _noted(body, rejected)
+    later = _measuring(job, data, decision, p_end, until)
+    if later is not None:
+        why = "no split by bytes" if method == "bursts" else body.get("error") or body.get("compute_from")
+        return _noted({**later, "profiling_window": f"not used: {why}"}, rejected)
+    if method == "bursts":
         try:
-            prof = _host_profile(tr, start, end)
-            if prof["method"] == "bursts" and until is not None and until > end:
-                prof, end = _host_profile(tr, start, until), until
-        except Exception as exc:  # too little traffic for a period
+            body, _ = _first_host(job, tr, decision, start, until)
+        except Exception as exc:
             return {"error": f"{type(exc).__name__}: {exc}"}
-        # the host's share of the job's bytes: the decided connections that leave it (its agent's view)
-        gpus = {str(r.gpu) for r in job.ranks if r.host == job.ranks[0].host}
-        view = {"connections": [c for c in decision.get("connections", []) if str(c["src"]) in gpus]}
-        where = "profiling and measuring windows" if end == until else "profiling window"
-        body = {**profile_body(prof, view, job.id), "from": f"{where}, computed at the end"}
-        if rejected:
-            body["rejected_by_agent"] = rejected
-    per_host: dict[str, dict[str, Any]] = {}
-    for host, d in data.items():
-        try:
-            per_host[host] = _host_profile(d["traffic"], start, end)
-        except Exception:  # a host without a period in that window does not vote
-            continue
-    if per_host and body.get("overlap", 1.0) > 0:
-        several = {h for h, n in Counter(r.host for r in job.ranks).items() if n > 1}
-        body.update(compute_of(per_host, several=several))
-    return body
+        body["from"] = "profiling and measuring windows, computed at the end"
+        if body.get("overlap", 1.0) > 0:
+            body.update(_compute(job, data, start, until))
+    return _noted(body, rejected)
+
+
+def _noted(body: dict[str, Any], rejected: str | None) -> dict[str, Any]:
+    return {**body, "rejected_by_agent": rejected} if rejected else body
