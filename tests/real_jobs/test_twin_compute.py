@@ -183,3 +183,50 @@ def test_the_agent_posts_the_silence_between_iterations_of_a_stalled_window() ->
     assert "rejected" not in out and len(posted) == 1
     assert out["measured"]["compute_s"] > 0.9
     assert posted[0]["compute_s"] == pytest.approx(0.2, abs=0.03)
+
+
+def test_a_host_of_several_ranks_waiting_on_a_shared_link_does_not_lengthen_the_compute() -> None:
+    """``data/quad-contended-window``: the four-rank job (two ranks per host, ``--compute-s 0.2``)
+    over its agent's profiling window under ecmp-fair, its ring on an uplink an ECMP collision shares
+    with the ring of three. One host's received bytes fall silent for 0.27 s between iterations (the
+    sending host's compute and the skew between its two ranks' ends, which the shared link
+    lengthens), the other's for 0.19 s; the first's silent time per iteration is 0.37 s, the
+    second's 0.20 s. The compute is the program's 0.2 s (before: the longest silence, 0.27 s, and
+    the twin 12 % slow)."""
+    doc = dict(json.loads(gzip.decompress((DATA / "quad-contended-window.json.gz").read_bytes())))
+    hosts = list(doc["hosts"])
+    data = {
+        h: {"report": {"profile": {"posted": doc["posted"], "window": doc["window"]}}, "traffic": tr}
+        for h, tr in doc["hosts"].items()
+    }
+    prof = twin_profile(_job(hosts, 2), data, {}, end=float(doc["window"][1]))
+    assert prof["compute_from"] == "silence between iterations"
+    assert max(prof["compute_by_host"].values()) > 0.25  # the waiting host's silence
+    assert prof["compute_s"] == pytest.approx(0.2, abs=0.015)
+
+
+def test_a_profiling_window_that_merged_two_iterations_gives_way_to_the_measuring_window() -> None:
+    """``data/trio-merged-profiling-window``: a ring of three (``--dim 512``: 2,101,248 bytes of
+    gradients, of which each rank sends 4/3 per iteration) under ecmp-fair, its agent's posted
+    profile read two iterations as one (4.22 MB and 1.685 s per iteration; the program logged
+    0.846 s). The measuring window's iterations stand apart: the twin gets its bytes."""
+    doc = dict(json.loads(gzip.decompress((DATA / "trio-merged-profiling-window.json.gz").read_bytes())))
+    hosts = list(doc["hosts"])
+    job = _job(hosts, 1)
+    ring = list(zip(hosts, hosts[1:] + hosts[:1], strict=True))
+    decision = {
+        "connections": [
+            {"job": job.id, "src": f"{a}/gpu0", "dst": f"{b}/gpu0", "share": 4 / 3} for a, b in ring
+        ]
+    }
+    data = {
+        h: {"report": {"profile": {"posted": doc["posted"], "window": doc["window"]}}, "traffic": tr}
+        for h, tr in doc["hosts"].items()
+    }
+    gradients = 2 * (512 * 512 + 512) * 4
+    assert doc["posted"]["comm_bytes"] == pytest.approx(2 * gradients, rel=0.03)
+    prof = twin_profile(job, data, decision, end=float(doc["profiling_end"]), until=float(doc["until"]))
+    assert prof["from"] == "measuring window, computed at the end"
+    assert prof["profiling_window"].endswith("bytes per iteration (iterations merged)")
+    assert prof["comm_bytes"] == pytest.approx(gradients, rel=0.03)
+    assert prof["compute_s"] == pytest.approx(0.2, abs=0.025)
