@@ -20,9 +20,14 @@ __all__ = ["twin_profile"]
 
 #: how :func:`compute_of` names the compute of a clean window (split by bytes, not stalled)
 CLEAN = "silence between iterations"
-#: a clean window whose bytes per iteration are this many times the other clean window's merged
-#: iterations (a split by whole iterations' bytes reads k of them as one, never a part of one)
+#: two clean windows whose bytes per iteration differ by this factor or more did not both find
+#: whole iterations (a split by bytes read two as one, or a part of one as one)
 MERGED = 1.5
+
+
+def _agree(a: float, b: float) -> bool:
+    """Whether two readings of a job's bytes per iteration agree (within :data:`MERGED` times)."""
+    return max(a, b) < MERGED * min(a, b)
 
 
 def _host_profile(tr: Mapping[str, Any], start: float, end: float) -> dict[str, Any]:
@@ -88,9 +93,11 @@ def twin_profile(
     stalled window or from no split by bytes: the job was starved there, or moved between classes)
     and the measuring window (``end`` to ``until``) is, the measuring window's profile: the program's
     bytes and compute are the same in both, and the traffic tells them best where the iterations
-    stand apart. Likewise where both are clean but the profiling window's bytes per iteration are
-    :data:`MERGED` times the measuring window's or more (its split read two iterations as one: a
-    ring of three twinned at 4.22 MB for its 2.1 MB of gradients, 65 % slow). Else, where the
+    stand apart. Likewise where both are clean but their bytes per iteration differ by
+    :data:`MERGED` times or more: the measuring window is the longer one, and the one in which the
+    daemon's classes have settled (the profiling windows of two runs read two iterations as one, a
+    ring of three twinned at 4.22 MB for its 2.1 MB of gradients and 65 % slow, and 0.29 of one, a
+    ring of two at 1.39 MB for 4.72 MB, which made the job below it 51 % fast). Else, where the
     profiling window shows no split by bytes, the two windows together (a twin built from a burst
     counter's period would simulate a part of an iteration as the job).
 
@@ -140,12 +147,12 @@ def _with_measuring(
     start, p_end, until = times
     clean = "error" not in body and method != "bursts" and body.get("compute_from", CLEAN) == CLEAN
     later = _measuring(job, data, decision, p_end, until)
-    if clean and (later is None or float(later["comm_bytes"]) * MERGED > float(body["comm_bytes"])):
+    if clean and (later is None or _agree(float(body["comm_bytes"]), float(later["comm_bytes"]))):
         return body
     if later is not None:
         why = "no split by bytes" if method == "bursts" else body.get("error") or body.get("compute_from")
         if clean:
-            why = f"{float(body['comm_bytes']):.0f} bytes per iteration (iterations merged)"
+            why = f"{float(body['comm_bytes']):.0f} bytes per iteration, not one iteration's"
         return {**later, "profiling_window": f"not used: {why}"}
     if method != "bursts":
         return body
