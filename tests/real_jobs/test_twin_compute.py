@@ -256,3 +256,36 @@ def test_a_profiling_window_that_read_a_part_of_an_iteration_gives_way_to_the_me
     assert prof["from"] == "measuring window, computed at the end"
     assert prof["comm_bytes"] == pytest.approx(gradients, rel=0.03)
     assert prof["compute_s"] == pytest.approx(0.2, abs=0.025)
+
+
+@pytest.mark.parametrize(
+    ("name", "follows"),
+    [("trio-halved-profiling-window", False), ("trio-starved-measuring-window", True)],
+)
+def test_the_measuring_window_follows_the_profiling_windows_bytes_unless_the_job_was_starved_there(
+    name: str, follows: bool
+) -> None:
+    """Two ring-of-three runs under crux-full (``--compute-s 0.2``), from the start of the 12 s
+    profiling window to the end of the 30 s measuring window, with the lines the program logged.
+
+    ``trio-halved-profiling-window``: the ring was starved for most of its profiling window behind
+    a four-rank job of half its period, so its traffic came in two bursts an iteration, and the split
+    there read each burst as an iteration; the measuring window followed those bytes and counted
+    twice the iterations (0.626 s for 1.252 s logged). A stalled profiling window gives no bytes now.
+    ``trio-starved-measuring-window``: the profiling window at the ring's own speed, the measuring
+    window starved (1.68 s); there the measuring window's own split reads halves, and the profiling
+    window's bytes keep it to whole iterations."""
+    from commsched.experiments.testbed_run.command_report import agreed_iterations, profiling_bytes
+
+    doc = dict(json.loads(gzip.decompress((DATA / f"{name}.json.gz").read_bytes())))
+    hosts = list(doc["hosts"])
+    job = _job(hosts, 1)
+    data = {h: {"traffic": tr} for h, tr in doc["hosts"].items()}
+    start, end, until = float(doc["start"]), float(doc["profiling_end"]), float(doc["until"])
+    times = [t for t, _ in doc["logged"] if end <= t <= until]
+    logged = (times[-1] - times[0]) / (len(times) - 1)
+    known = profiling_bytes(job, data, start=start, end=end)
+    assert (known is not None) is follows
+    traffic = [doc["hosts"][h] for h in hosts]
+    split = agreed_iterations(traffic, start=end, end=until, known_bytes=known)
+    assert split is not None and split["mean"] == pytest.approx(logged, rel=0.05)

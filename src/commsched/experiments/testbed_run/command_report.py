@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from commsched.experiments.testbed_run.twin import MeasuredJob
-from commsched.experiments.testbed_run.twin_profile import twin_profile
+from commsched.experiments.testbed_run.twin_profile import compute_over, twin_profile
 from commsched.runtime.launch.jobs import CommandJob
 from commsched.runtime.profiling.agreement import job_split
 from commsched.runtime.profiling.iterations import host_splits, quiet_runs
@@ -41,6 +41,7 @@ __all__ = [
     "command_rows",
     "logged_iterations",
     "paths_of",
+    "profiling_bytes",
     "ring_order",
     "traffic_iterations",
 ]
@@ -209,6 +210,18 @@ def agreed_iterations(
     return {"mean": agreed.mean_s, "iterations": float(agreed.count), "bytes": agreed.bytes_per_iteration}
 
 
+def profiling_bytes(job: CommandJob, data: Mapping[str, Any], *, start: float, end: float) -> float | None:
+    """The job's bytes per iteration (both directions, per host) that its hosts agree on over the
+    profiling window ``[start, end)``, for the measuring window's split to follow; ``None`` where
+    they show no split, or where the window is stalled (the job starved there: two bursts of one
+    iteration read as two iterations, as a ring of three's behind a four-rank job of half its
+    period did, and the measuring window's split then counted twice its iterations)."""
+    known = agreed_iterations([data[h]["traffic"] for h in job.hosts], start=start, end=end)
+    if known is None or "stalled" in compute_over(job, data, start, end).get("compute_from", ""):
+        return None
+    return float(known["bytes"])
+
+
 def mean_over_hosts(stats: list[IterationStats | None]) -> dict[str, float]:
     """Mean iteration time over the hosts that showed iterations, and the smallest count."""
     ok = [s for s in stats if s is not None and s.mean_s > 0]
@@ -277,10 +290,8 @@ def command_rows(
         data = run.commands[job.id]
         per_host = [traffic_iterations(data[h]["traffic"], start=start, end=end) for h in job.hosts]
         traffic = [data[h]["traffic"] for h in job.hosts]
-        # the program's bytes per iteration, from the profiling window (at the top class, not starved)
-        known = agreed_iterations(traffic, start=run.start, end=start)
         agreed = agreed_iterations(
-            traffic, start=start, end=end, known_bytes=known["bytes"] if known else None
+            traffic, start=start, end=end, known_bytes=profiling_bytes(job, data, start=run.start, end=start)
         )
         m = agreed or mean_over_hosts(per_host)
         method = "bytes" if agreed else next((x.method for x in per_host if x is not None), None)

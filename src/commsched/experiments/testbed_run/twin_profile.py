@@ -16,7 +16,7 @@ from commsched.runtime.launch.jobs import CommandJob
 from commsched.runtime.profiling.compute import compute_of
 from commsched.runtime.profiling.traffic import outside_profile
 
-__all__ = ["twin_profile"]
+__all__ = ["compute_over", "twin_profile"]
 
 #: how :func:`compute_of` names the compute of a clean window (split by bytes, not stalled)
 CLEAN = "silence between iterations"
@@ -49,7 +49,7 @@ def _first_host(
     return profile_body(prof, view, job.id), str(prof["method"])
 
 
-def _compute(job: CommandJob, data: Mapping[str, Any], start: float, end: float) -> dict[str, Any]:
+def compute_over(job: CommandJob, data: Mapping[str, Any], start: float, end: float) -> dict[str, Any]:
     """:func:`compute_of` over the hosts of ``job`` with a period in ``[start, end]`` ({} without)."""
     per_host: dict[str, dict[str, Any]] = {}
     for host, d in data.items():
@@ -72,7 +72,7 @@ def _measuring(
         body, method = _first_host(job, data[job.ranks[0].host]["traffic"], decision, start, end)
     except Exception:
         return None
-    body.update(_compute(job, data, start, end))
+    body.update(compute_over(job, data, start, end))
     if method != "bytes" or body.get("compute_from") != CLEAN:
         return None
     return {**body, "from": "measuring window, computed at the end"}
@@ -126,7 +126,7 @@ def twin_profile(
     except Exception as exc:  # too little traffic for a period
         body = {"error": f"{type(exc).__name__}: {exc}"}
     if "error" not in body and body.get("overlap", 1.0) > 0:
-        body.update(_compute(job, data, start, end))
+        body.update(compute_over(job, data, start, end))
     if until is not None and until > p_end:
         body = _with_measuring(job, data, decision, body, method=method, times=(start, p_end, until))
     return {**body, "rejected_by_agent": rejected} if rejected else body
@@ -162,5 +162,5 @@ def _with_measuring(
         return {"error": f"{type(exc).__name__}: {exc}"}
     both["from"] = "profiling and measuring windows, computed at the end"
     if both.get("overlap", 1.0) > 0:
-        both.update(_compute(job, data, start, until))
+        both.update(compute_over(job, data, start, until))
     return both
