@@ -220,6 +220,8 @@ def test_cli_oracle_option() -> None:
     assert res2.returncode == 2 and "--oracle" in res2.stderr and "Traceback" not in res2.stderr
     res = runner.invoke(app, ["testbed", "run", "crux_example1", "--oracle", "ttl"])
     assert res.exit_code == 2 and "--oracle" in res.output
+    res = runner.invoke(app, ["testbed", "run", "crux_example1", "--segment-bytes", "100"])
+    assert res.exit_code == 2 and "--segment-bytes" in res.output and "1500 to 65536" in res.output
 
 
 def test_searches_are_counted_in_the_agents_metrics() -> None:

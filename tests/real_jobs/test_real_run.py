@@ -111,6 +111,9 @@ def test_unmodified_ddp_jobs_under_two_policies(tmp_path: Path) -> None:
     report = _run(tmp_path, text, "--policies", "ecmp-fair,crux-full", "--window", "20",
                   "--profiling-window", "8", "--oracle", "probe",
                   name=f"csr{os.getpid() % 100000}r")  # fmt: skip
+    # every host NIC segments TCP at 16 KiB, the run's default
+    assert report["segment_bytes"] == 16384
+    assert report["segmented_nics"] == sum(len(h.nics) for h in sc.topology.hosts)
     for policy, body in report["policies"].items():
         paths = body["paths"]
         assert paths["unpinned"] == [], (policy, paths["unpinned"])
