@@ -289,3 +289,32 @@ def test_the_measuring_window_follows_the_profiling_windows_bytes_unless_the_job
     traffic = [doc["hosts"][h] for h in hosts]
     split = agreed_iterations(traffic, start=end, end=until, known_bytes=known)
     assert split is not None and split["mean"] == pytest.approx(logged, rel=0.05)
+
+
+@pytest.mark.parametrize("name", ["trio-starved-measuring-split", "trio-collided-measuring-split"])
+def test_a_right_posted_profile_is_kept_where_the_measuring_windows_split_fails(name: str) -> None:
+    """Two rings of three (2,101,248 bytes of gradients, 4/3 of them sent per rank, ``--compute-s
+    0.2``) whose agents posted the program's profile, and whose measuring windows split wrong:
+    ``trio-starved-measuring-split`` starved in class 2 under crux-full (two bursts an iteration,
+    read as 1.05 MB iterations; the job moved its bytes twice as fast in its profiling window),
+    ``trio-collided-measuring-split`` under ecmp-fair on a link an ECMP collision shares (the first
+    host read four iterations as one, 8.4 MB, where its peers' periods were the program's). The twin
+    keeps the posted profile (before: the first twin 102 % fast)."""
+    doc = dict(json.loads(gzip.decompress((DATA / f"{name}.json.gz").read_bytes())))
+    hosts = list(doc["hosts"])
+    job = _job(hosts, 1)
+    ring = list(zip(hosts, hosts[1:] + hosts[:1], strict=True))
+    decision = {
+        "connections": [
+            {"job": job.id, "src": f"{a}/gpu0", "dst": f"{b}/gpu0", "share": 4 / 3} for a, b in ring
+        ]
+    }
+    data = {
+        h: {"report": {"profile": {"posted": doc["posted"], "window": doc["window"]}}, "traffic": tr}
+        for h, tr in doc["hosts"].items()
+    }
+    gradients = 2 * (512 * 512 + 512) * 4
+    prof = twin_profile(job, data, decision, end=float(doc["profiling_end"]), until=float(doc["until"]))
+    assert prof["from"] == "posted by the agent"
+    assert prof["comm_bytes"] == pytest.approx(gradients, rel=0.03)
+    assert prof["compute_s"] == pytest.approx(0.2, abs=0.025)

@@ -11,6 +11,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from commsched.runtime.enforce.loops import profile_body
 from commsched.runtime.launch.jobs import CommandJob
 from commsched.runtime.profiling.compute import compute_of
@@ -23,6 +25,20 @@ CLEAN = "silence between iterations"
 #: two clean windows whose bytes per iteration differ by this factor or more did not both find
 #: whole iterations (a split by bytes read two as one, or a part of one as one)
 MERGED = 1.5
+
+
+#: the hosts' periods of a clean measuring window agree within this fraction
+AGREE = 0.1
+#: of two clean windows that disagree, one whose job moved this many times the bytes per second
+#: of the other's is the one it was not held back in, whose split holds
+FASTER = 1.2
+
+
+def _rate(tr: Mapping[str, Any], start: float, end: float) -> float:
+    """Bytes per second a host received in ``[start, end]`` (its counter is cumulative)."""
+    t, rx = np.asarray(tr["t"], dtype=float), np.asarray(tr["rx_data_bytes"], dtype=float)
+    i, j = np.searchsorted(t, [start, end], side="right") - 1
+    return float(rx[max(j, 0)] - rx[max(i, 0)]) / max(end - start, 1e-9)
 
 
 def _agree(a: float, b: float) -> bool:
@@ -66,8 +82,9 @@ def compute_over(job: CommandJob, data: Mapping[str, Any], start: float, end: fl
 def _measuring(
     job: CommandJob, data: Mapping[str, Any], decision: Mapping[str, Any], start: float, end: float
 ) -> dict[str, Any] | None:
-    """The profile of the measuring window ``[start, end]`` where it is *clean* (every voting host's
-    iterations told apart by their bytes, not stalled), else ``None``."""
+    """The profile of the measuring window ``[start, end]`` where it is *clean* (the voting hosts'
+    iterations told apart by their bytes, not stalled, and every host's period that of the first
+    host, whose counter gives the bytes), else ``None``."""
     try:
         body, method = _first_host(job, data[job.ranks[0].host]["traffic"], decision, start, end)
     except Exception:
@@ -75,6 +92,13 @@ def _measuring(
     body.update(compute_over(job, data, start, end))
     if method != "bytes" or body.get("compute_from") != CLEAN:
         return None
+    for host in job.hosts:  # a host that read several iterations as one, or a part as one
+        try:
+            period = float(_host_profile(data[host]["traffic"], start, end)["period_s"])
+        except Exception:
+            return None
+        if abs(period / float(body["period_s"]) - 1) > AGREE:
+            return None
     return {**body, "from": "measuring window, computed at the end"}
 
 
@@ -93,11 +117,13 @@ def twin_profile(
     stalled window or from no split by bytes: the job was starved there, or moved between classes)
     and the measuring window (``end`` to ``until``) is, the measuring window's profile: the program's
     bytes and compute are the same in both, and the traffic tells them best where the iterations
-    stand apart. Likewise where both are clean but their bytes per iteration differ by
-    :data:`MERGED` times or more: the measuring window is the longer one, and the one in which the
-    daemon's classes have settled (the profiling windows of two runs read two iterations as one, a
-    ring of three twinned at 4.22 MB for its 2.1 MB of gradients and 65 % slow, and 0.29 of one, a
-    ring of two at 1.39 MB for 4.72 MB, which made the job below it 51 % fast). Else, where the
+    stand apart. Where both are clean but their bytes per iteration differ by :data:`MERGED` times
+    or more, one of the splits read two iterations as one or a part of one as one: the window the
+    job moved :data:`FASTER` times the bytes per second in is the one it was not held back in, and
+    otherwise the measuring window, the longer one (the profiling windows of three runs read a ring
+    of three at 4.22 MB for its 2.1 MB of gradients, twin 65 % slow, a ring of two at 1.39 MB for
+    4.72 MB, which made the job below it 51 % fast; the measuring window of a starved ring read
+    1.05 MB for 2.1 MB). Else, where the
     profiling window shows no split by bytes, the two windows together (a twin built from a burst
     counter's period would simulate a part of an iteration as the job).
 
@@ -149,6 +175,9 @@ def _with_measuring(
     later = _measuring(job, data, decision, p_end, until)
     if clean and (later is None or _agree(float(body["comm_bytes"]), float(later["comm_bytes"]))):
         return body
+    tr = data[job.ranks[0].host]["traffic"]
+    if clean and later is not None and _rate(tr, start, p_end) > FASTER * _rate(tr, p_end, until):
+        return body  # the measuring window is the one the job was held back in
     if later is not None:
         why = "no split by bytes" if method == "bursts" else body.get("error") or body.get("compute_from")
         if clean:
