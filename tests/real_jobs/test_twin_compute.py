@@ -37,6 +37,27 @@ def _job(hosts: list[str], per_host: int) -> CommandJob:
     )  # fmt: skip
 
 
+def _posted_ring(name: str) -> tuple[dict[str, Any], CommandJob, dict[str, Any], dict[str, Any]]:
+    """A recorded ring (one rank per host, ranks in the hosts' order) whose agent posted a profile:
+    the document, the job, a decision whose connections leave each host with the ring's share of
+    the gradients, ``2 (n - 1) / n``, and the hosts' data as the twin reads them."""
+    doc = dict(json.loads(gzip.decompress((DATA / f"{name}.json.gz").read_bytes())))
+    hosts = list(doc["hosts"])
+    job = _job(hosts, 1)
+    share = 2 * (len(hosts) - 1) / len(hosts)
+    ring = list(zip(hosts, hosts[1:] + hosts[:1], strict=True))
+    decision = {
+        "connections": [
+            {"job": job.id, "src": f"{a}/gpu0", "dst": f"{b}/gpu0", "share": share} for a, b in ring
+        ]
+    }
+    data = {
+        h: {"report": {"profile": {"posted": doc["posted"], "window": doc["window"]}}, "traffic": tr}
+        for h, tr in doc["hosts"].items()
+    }
+    return doc, job, decision, data
+
+
 def _data(doc: dict[str, Any]) -> dict[str, Any]:
     window = [float(doc["profiling_start"]), 0.0]
     posted = {"compute_s": 0.0, "comm_bytes": 1.0, "overlap": 1.0}
@@ -129,19 +150,7 @@ def test_a_profiling_window_the_job_was_starved_in_gives_way_to_a_clean_measurin
     window's iterations stand apart by their bytes and do not stall: its profile is the program's,
     2 x (512 x 512 + 512) x 4 bytes of gradients (of which a rank of a ring of three sends 4/3 per
     iteration) and 0.2 s of compute."""
-    doc = dict(json.loads(gzip.decompress((DATA / "trio-mixed-profiling-window.json.gz").read_bytes())))
-    hosts = list(doc["hosts"])
-    job = _job(hosts, 1)
-    ring = list(zip(hosts, hosts[1:] + hosts[:1], strict=True))
-    decision = {
-        "connections": [
-            {"job": job.id, "src": f"{a}/gpu0", "dst": f"{b}/gpu0", "share": 4 / 3} for a, b in ring
-        ]
-    }
-    data = {
-        h: {"report": {"profile": {"posted": doc["posted"], "window": doc["window"]}}, "traffic": tr}
-        for h, tr in doc["hosts"].items()
-    }
+    doc, job, decision, data = _posted_ring("trio-mixed-profiling-window")
     end, until = float(doc["profiling_end"]), float(doc["until"])
     kept = twin_profile(job, data, decision, end=end)  # no measuring window: the posted profile
     assert kept["from"] == "posted by the agent" and kept["compute_s"] > 0.3
@@ -210,19 +219,7 @@ def test_a_profiling_window_that_merged_two_iterations_gives_way_to_the_measurin
     gradients, of which each rank sends 4/3 per iteration) under ecmp-fair, its agent's posted
     profile read two iterations as one (4.22 MB and 1.685 s per iteration; the program logged
     0.846 s). The measuring window's iterations stand apart: the twin gets its bytes."""
-    doc = dict(json.loads(gzip.decompress((DATA / "trio-merged-profiling-window.json.gz").read_bytes())))
-    hosts = list(doc["hosts"])
-    job = _job(hosts, 1)
-    ring = list(zip(hosts, hosts[1:] + hosts[:1], strict=True))
-    decision = {
-        "connections": [
-            {"job": job.id, "src": f"{a}/gpu0", "dst": f"{b}/gpu0", "share": 4 / 3} for a, b in ring
-        ]
-    }
-    data = {
-        h: {"report": {"profile": {"posted": doc["posted"], "window": doc["window"]}}, "traffic": tr}
-        for h, tr in doc["hosts"].items()
-    }
+    doc, job, decision, data = _posted_ring("trio-merged-profiling-window")
     gradients = 2 * (512 * 512 + 512) * 4
     assert doc["posted"]["comm_bytes"] == pytest.approx(2 * gradients, rel=0.03)
     prof = twin_profile(job, data, decision, end=float(doc["profiling_end"]), until=float(doc["until"]))
@@ -237,19 +234,7 @@ def test_a_profiling_window_that_read_a_part_of_an_iteration_gives_way_to_the_me
     all of which each rank sends per iteration) under crux-full, whose agent's posted profile read
     0.29 of an iteration as one (1.39 MB, 0.64 s; the program logged 0.843 s in class 0): its twin was
     41 % fast and left the ring below it 51 % fast. The measuring window's iterations stand apart."""
-    doc = dict(json.loads(gzip.decompress((DATA / "duo-part-profiling-window.json.gz").read_bytes())))
-    hosts = list(doc["hosts"])
-    job = _job(hosts, 1)
-    decision = {
-        "connections": [
-            {"job": job.id, "src": f"{a}/gpu0", "dst": f"{b}/gpu0", "share": 1.0}
-            for a, b in (hosts, hosts[::-1])
-        ]
-    }
-    data = {
-        h: {"report": {"profile": {"posted": doc["posted"], "window": doc["window"]}}, "traffic": tr}
-        for h, tr in doc["hosts"].items()
-    }
+    doc, job, decision, data = _posted_ring("duo-part-profiling-window")
     gradients = 2 * (768 * 768 + 768) * 4
     assert doc["posted"]["comm_bytes"] < 0.35 * gradients
     prof = twin_profile(job, data, decision, end=float(doc["profiling_end"]), until=float(doc["until"]))
@@ -300,19 +285,7 @@ def test_a_right_posted_profile_is_kept_where_the_measuring_windows_split_fails(
     ``trio-collided-measuring-split`` under ecmp-fair on a link an ECMP collision shares (the first
     host read four iterations as one, 8.4 MB, where its peers' periods were the program's). The twin
     keeps the posted profile (before: the first twin 102 % fast)."""
-    doc = dict(json.loads(gzip.decompress((DATA / f"{name}.json.gz").read_bytes())))
-    hosts = list(doc["hosts"])
-    job = _job(hosts, 1)
-    ring = list(zip(hosts, hosts[1:] + hosts[:1], strict=True))
-    decision = {
-        "connections": [
-            {"job": job.id, "src": f"{a}/gpu0", "dst": f"{b}/gpu0", "share": 4 / 3} for a, b in ring
-        ]
-    }
-    data = {
-        h: {"report": {"profile": {"posted": doc["posted"], "window": doc["window"]}}, "traffic": tr}
-        for h, tr in doc["hosts"].items()
-    }
+    doc, job, decision, data = _posted_ring(name)
     gradients = 2 * (512 * 512 + 512) * 4
     prof = twin_profile(job, data, decision, end=float(doc["profiling_end"]), until=float(doc["until"]))
     assert prof["from"] == "posted by the agent"
