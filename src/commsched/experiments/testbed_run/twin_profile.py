@@ -25,8 +25,6 @@ CLEAN = "silence between iterations"
 #: two clean windows whose bytes per iteration differ by this factor or more did not both find
 #: whole iterations (a split by bytes read two as one, or a part of one as one)
 MERGED = 1.5
-
-
 #: the hosts' periods of a clean measuring window agree within this fraction
 AGREE = 0.1
 #: of two clean windows that disagree, one whose job moved this many times the bytes per second
@@ -120,12 +118,12 @@ def twin_profile(
     stand apart. Where both are clean but their bytes per iteration differ by :data:`MERGED` times
     or more, one of the splits read two iterations as one or a part of one as one: the window the
     job moved :data:`FASTER` times the bytes per second in is the one it was not held back in, and
-    otherwise the measuring window, the longer one (the profiling windows of three runs read a ring
-    of three at 4.22 MB for its 2.1 MB of gradients, twin 65 % slow, a ring of two at 1.39 MB for
-    4.72 MB, which made the job below it 51 % fast; the measuring window of a starved ring read
-    1.05 MB for 2.1 MB). Else, where the
-    profiling window shows no split by bytes, the two windows together (a twin built from a burst
-    counter's period would simulate a part of an iteration as the job).
+    otherwise the measuring window, the longer one (the profiling windows of two runs read a ring
+    of three at 4.22 MB for its 2.1 MB of gradients, twin 65 % slow, and a ring of two at 1.39 MB
+    for 4.72 MB, which made the job below it 51 % fast; the measuring window of a starved ring read
+    1.05 MB for 2.1 MB). Else, where the profiling window shows no split by bytes, the two windows
+    together (a twin built from a burst counter's period would simulate a part of an iteration as
+    the job).
 
     The compute (:func:`commsched.runtime.profiling.compute.compute_of`): where a host's iterations
     were told apart by their bytes, the longest of such hosts' median silences between two
