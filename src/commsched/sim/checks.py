@@ -51,7 +51,8 @@ class Pending:
 
     ``rates`` and ``credited`` are per job (iterations per second, iterations); ``seen_done`` and
     ``seen_span`` the iterations and the time (between iteration starts) of the detail the rates were
-    measured over, ``window_s`` that detail's length.
+    measured over, ``window_s`` that detail's length. ``creep`` is, per job that crept through one
+    step (``None``: none did), the fraction of the step per second it was moved on at.
     """
 
     t_end: float
@@ -61,6 +62,7 @@ class Pending:
     seen_done: NDArray[np.float64]
     seen_span: NDArray[np.float64]
     window_s: float
+    creep: NDArray[np.float64] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -95,6 +97,8 @@ def confirm(p: Pending, first: Signature, now: Signature, *, min_iterations: int
     span = np.where(enough, span, t)
     rate = d / np.maximum(span, 1e-300)
     dis = np.abs(rate - p.rates) / np.maximum(p.rates, 1e-300)
+    if p.creep is not None:
+        dis = np.where(np.isnan(p.creep), dis, _creep_gap(p.creep, first, now))
     done, seen = p.seen_done + d, p.seen_span + span
     return Verdict(
         disagreement=float(dis.max()) if dis.size else 0.0,
@@ -103,6 +107,18 @@ def confirm(p: Pending, first: Signature, now: Signature, *, min_iterations: int
         span=seen,
         confirm_s=t,
     )
+
+
+def _creep_gap(creep: NDArray[np.float64], first: Signature, now: Signature) -> NDArray[np.float64]:
+    """Per job, how far its progress through its step after a stretch disagrees with the ``creep`` it was
+    moved on at (relative): measured while it stays in the step; a job that has left it moved at least
+    the rest of the step over the detail, and disagrees if that is faster than its creep."""
+    t = max(now.t - first.t, 1e-300)
+    k = np.floor(first.step)
+    stayed = (np.floor(now.step) == k) & (first.done == now.done)
+    seen = np.where(stayed, (now.step - first.step) / t, (k + 1.0 - first.step) / t)
+    gap = np.abs(seen - creep) / np.maximum(np.maximum(seen, creep), 1e-300)
+    return np.where(stayed, gap, np.where(seen > creep, gap, 0.0))
 
 
 class CheckLog:

@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from commsched.scheduling.traffic import JobTraffic
 from commsched.sim.accounting import Jump, Ledger
-from commsched.sim.jumps import Ahead, measured_credit, move, periodic_credit, shifted
+from commsched.sim.jumps import Ahead, move, periodic_credit, shifted
 from commsched.sim.kernel import EventKernel
 from commsched.sim.measured import MeasuredRegimes
 from commsched.sim.pacing import Pacing
@@ -158,6 +158,8 @@ class FastMode:
             links = np.unique(
                 np.concatenate([t.link_ids for t in traffics if t is not None] or [np.zeros(0, np.int64)])
             ).astype(np.int64)
+            if cached is not None and not np.array_equal(cached[1], links):
+                self._history[comp] = []  # a job's routes changed: its counters of before are of other links
             self._sig_links[comp] = (traffics, links)
         now = self._kernel.now
         sig = Signature(
@@ -178,8 +180,8 @@ class FastMode:
     def _maybe_jump(self, comp: int) -> None:
         """At an anchor iteration start: look for a period or a measured regime and jump over it."""
         runs = [self._runs[i] for i in self._pacing.components[comp]]
-        if any(r.next_traffic is not None and r.next_traffic is not r.traffic for r in runs):
-            return  # routes about to change: not a steady state yet
+        if any(r.next_traffic is not None and r.next_traffic is not r.traffic and not r.active for r in runs):
+            return  # routes about to change: not a steady state yet (a job in its step may creep there)
         partner = self._pacing.components.partner
         if partner and any(r.index in partner for r in runs):
             return  # a grouped job's two streams: simulated in detail (no signature of its overlapped stream)
@@ -245,15 +247,7 @@ class FastMode:
         runs = [self._runs[i] for i in self._pacing.components[comp]]
         n_jobs = len(runs)
         if a.rates is not None and a.credited is not None:
-            self._regimes.caught_up(comp, a, t_now, n_jobs)
-            with kernel.aside():
-                kernel.now = a.t_end
-                due = np.rint(a.rates * (t_now - a.t0))
-                credit = measured_credit(runs, a.links, t_now - a.t_end, due - a.credited)
-                move(kernel, self._ledger, self._pacing, runs, credit, record=False)
-                if a.jump is not None:
-                    self._ledger.sampler.truncate_jump(a.jump, t_now)
-                kernel.now = t_now
+            self._regimes.caught_up(comp, a, runs, t_now)
             return
         k = min(a.m, max(0, math.floor((t_now - a.t0) / a.period)))
         self.log.extrapolated_job_s -= (a.m - k) * a.period * n_jobs

@@ -27,7 +27,8 @@ class Ahead:
     """A component that a fast-mode jump moved ahead of the clock by ``m`` periods from ``t0``.
 
     A jump at measured rates has ``m = 1``, its stretch as ``period``, the rates (iterations per second)
-    and the iterations it credited each job.
+    and the iterations it credited each job, and the rate its creeping jobs were moved through their
+    steps at (fractions of the step per second; 0 for the others).
     """
 
     t0: float
@@ -39,6 +40,7 @@ class Ahead:
     jump: Jump | None
     rates: NDArray[np.float64] | None = None
     credited: NDArray[np.float64] | None = None
+    creep: NDArray[np.float64] | None = None
 
     @property
     def t_end(self) -> float:

@@ -318,6 +318,20 @@ class Pacing:
         r.step_version += 1  # its own pending end, if it had one, is now stale
         self._schedule(r.component, force=True)
 
+    def advance(self, r: JobRun, fraction: float) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """Move ``r``'s step in flight ``fraction`` of its way on (back, if negative), within the step, and
+        return its links and the bytes that moves on each (the fast mode credits a starved job's creep).
+
+        The caller reschedules the step's end (:meth:`reschedule_step`); its pace is kept."""
+        self.settle(r)
+        sf, pf, s = self._sf, self._pool.pf, r.index
+        row = int(sf[s, fl.ROW])
+        new = min(max(float(sf[s, fl.PROG]) + fraction, 0.0), 1.0)
+        moved = new - float(sf[s, fl.PROG])
+        sf[s, fl.PROG] = sf[s, fl.FLUSHED] = r.step_progress = new
+        entries = slice(int(pf[row, fl.LO]), int(pf[row, fl.HI]))
+        return pf[entries, fl.LINK].astype(np.int64), moved * pf[row, fl.REPEAT] * pf[entries, fl.BPR]
+
     def _schedule(self, comp: int, *, force: bool) -> None:
         """Keep one pending end event for ``comp``: the earliest end the kernel left in ``io``."""
         end, slot = float(self._io[fl.OUT_END]), int(self._io[fl.OUT_SLOT])

@@ -108,7 +108,8 @@ class MeasuredRates:
     ``rate`` is per job, in iterations per second, over both windows; ``spread`` the largest difference
     between the two windows' rates of a job that agrees, relative to its rate; ``since`` the index of
     the signature that opens the first window and ``window_s`` the length of both; ``precise`` whether
-    every job agrees (else some rates are samples).
+    every job agrees (else some jobs creep). ``creep`` is per job the fraction of its step in flight it
+    moved per second over both windows (0 for a job that agrees), ``creeping`` which jobs creep.
     """
 
     since: int
@@ -116,6 +117,8 @@ class MeasuredRates:
     spread: float
     window_s: float
     precise: bool
+    creep: NDArray[np.float64]
+    creeping: NDArray[np.bool_]
 
 
 def measured_rates(
@@ -134,10 +137,13 @@ def measured_rates(
     no fraction of an iteration in progress enters it. The windows run from an earlier signature ``a``
     to the one nearest the middle, ``m``, and from ``m`` to ``now``. They qualify when every job either
     *agrees* (it completed at least ``min_iterations`` iterations in each and its two rates differ by
-    no more than ``tolerance`` of its mean rate: a transient or a change of regime shows there) or is
-    *starved* (it completed none in either, though each lasts at least ``starved[k]`` seconds, ten of
-    its standalone iterations, say: a job slowed less would have completed one), and at least one job
-    agrees. A starved job's rate is 0; ``precise`` says that every job agrees. The earliest qualifying
+    no more than ``tolerance`` of its mean rate: a transient or a change of regime shows there) or
+    *creeps* (starved: it completed none in either and stayed in one communication step throughout,
+    moving through it at rates that agree within ``tolerance``, or not moving at all over windows of at
+    least ``starved[k]`` seconds each, ten of its standalone iterations, say), and at least one job
+    agrees. A creeping job's rate is 0 and its ``creep`` the fraction of the step it moved per second
+    over both windows, measured from the signatures' ``step``; ``precise`` says that every job agrees.
+    The earliest qualifying
     ``a`` wins (the longest windows: the most precise rates); only openings at least ``min_window_s``
     before ``now`` are candidates (a regime that did not last is measured again over longer windows).
     ``None`` when no pair qualifies; without ``starved``, every job must agree.
@@ -163,8 +169,19 @@ def measured_rates(
     >>> hist = [sig(float(t), slow=0.0) for t in range(0, 20, 2)]
     >>> starved = np.array([9.0, 9.0])
     >>> m = measured_rates(hist, sig(20.0, slow=0.0), min_iterations=10, tolerance=0.01, starved=starved)
-    >>> m.precise, m.rate.tolist()
-    (False, [0.0, 2.0])
+    >>> m.precise, m.rate.tolist(), m.creep.tolist()
+    (False, [0.0, 2.0], [0.0, 0.0])
+
+    Job 0 creeping through its step 3 at 1 % of it per second (its ``step`` 3.0 + 0.01 t):
+
+    >>> def crept(t):
+    ...     s = sig(t, slow=0.0)
+    ...     fields = {f: getattr(s, f) for f in s.__slots__}
+    ...     return Signature(**{**fields, "step": np.array([3 + 0.01 * t, 0.0])})
+    >>> hist = [crept(float(t)) for t in range(0, 20, 2)]
+    >>> m = measured_rates(hist, crept(20.0), min_iterations=10, tolerance=0.01, starved=starved)
+    >>> m.rate.tolist(), m.creep.round(6).tolist(), m.creeping.tolist()
+    ([0.0, 2.0], [0.01, 0.0], [True, False])
 
     Windows at least 25 s long in all: none within the 20 s of history.
 
@@ -195,8 +212,9 @@ def measured_rates(
     agree = counted & (gaps <= tolerance)
     half = np.minimum(times[mid] - times[:-1], now.t - times[mid])  # the shorter window, per a
     limit = np.full(now.done.size, np.inf) if starved is None else starved
-    idle = (d1 == 0) & (d2 == 0) & (half[:, None] >= limit[None, :])
-    ok = np.all(agree | idle, axis=1) & agree.any(axis=1) & (now.t - times[:-1] >= min_window_s)
+    creeping, creep = _creeping(history, cands, now, mid, (d1 == 0) & (d2 == 0), tolerance=tolerance)
+    creeping &= (creep > 0) | (half[:, None] >= limit[None, :])
+    ok = np.all(agree | creeping, axis=1) & agree.any(axis=1) & (now.t - times[:-1] >= min_window_s)
     good = np.flatnonzero(ok)
     if not good.size:
         return None
@@ -207,7 +225,34 @@ def measured_rates(
         spread=float(np.max(np.where(agree[a], gaps[a], 0.0))),
         window_s=now.t - float(times[a]),
         precise=bool(agree[a].all()),
+        creep=np.where(creeping[a], creep[a], 0.0),
+        creeping=creeping[a],
     )
+
+
+def _creeping(
+    history: list[Signature],
+    cands: list[int],
+    now: Signature,
+    mid: NDArray[np.int64],
+    idle: NDArray[np.bool_],
+    *,
+    tolerance: float,
+) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
+    """Per opening signature and job: whether the job creeps (it completed no iteration and stayed in one
+    step over both windows, its two rates through the step agreeing or both 0), and its rate over both."""
+    times = np.array([history[i].t for i in cands])
+    step = np.stack([history[i].step for i in cands])
+    s_a, s_m = step[:-1], step[mid]
+    k = np.floor(s_a)
+    same = idle & (s_a >= 0) & (np.floor(s_m) == k) & (np.floor(now.step)[None, :] == k)
+    t1 = (times[mid] - times[:-1])[:, None]
+    t2 = (now.t - times[mid])[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c1, c2 = (s_m - s_a) / t1, (now.step - s_m) / t2
+        creep = np.where(same, (now.step - s_a) / (t1 + t2), 0.0)
+        close = np.abs(c1 - c2) <= tolerance * creep
+    return same & (c1 >= 0) & (c2 >= 0) & (close | (creep == 0)), creep
 
 
 def remember(hist: list[Signature], sig: Signature, *, keep: int) -> None:
