@@ -6,8 +6,9 @@ stretch at most as long as that detail, each job credited the iterations it comp
 rate. A starved job that completes no iteration but *creeps* through one communication step at a rate
 that agrees over both windows (the gaps the classes above it leave) is moved on through that step at
 its rate, with the bytes that carries, and the stretch ends half a measurement before it would reach
-the step's end (the detail sees it get there); one that does not move at all over long windows stays
-where it is. The detail after the stretch checks it (:mod:`commsched.sim.checks`), creep included: a
+the step's end (the detail sees it get there). A job that does not move at all keeps its component in
+detail: a stalled job creeps through the rare gaps the classes above it leave, and crediting it nothing
+would lose that. The detail after the stretch checks it (:mod:`commsched.sim.checks`), creep included: a
 regime that held may go on twice as far; one that did not is re-credited at the rates of all the
 detail around the stretch (a creeping job moved through its step to where they put it) and measured
 again over windows twice as long.
@@ -29,9 +30,6 @@ from commsched.sim.records import SimConfig
 from commsched.sim.runs import JobRun
 from commsched.sim.steady import Signature, measured_rates, remember
 
-#: a job that moves not at all through its step over windows of this many of its standalone iterations is
-#: stalled (it stays where it is over a stretch; see :func:`commsched.sim.steady.measured_rates`)
-STALLED_ITERATIONS = 10.0
 #: a creeping job is moved on only while its step's end lies at least this many measurements ahead: its
 #: creep is then measured over a small part of the step, the detail that checks a stretch cannot see it
 #: leave the step (a stretch that did not hold is corrected), and the stretches skip far more than
@@ -155,7 +153,6 @@ class MeasuredRegimes:
             sig,
             min_iterations=cfg.fast_window_iterations,
             tolerance=cfg.fast_rate_tolerance,
-            starved=np.array([STALLED_ITERATIONS * r.standalone_s for r in runs]),
             min_window_s=self.min_window.get(comp, 0.0),
         )
         if est is not None:
