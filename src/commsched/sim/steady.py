@@ -143,9 +143,9 @@ def measured_rates(
     least ``starved[k]`` seconds each, ten of its standalone iterations, say), and at least one job
     agrees. A creeping job's rate is 0 and its ``creep`` the fraction of the step it moved per second
     over both windows, measured from the signatures' ``step``; ``precise`` says that every job agrees.
-    The earliest qualifying
-    ``a`` wins (the longest windows: the most precise rates); only openings at least ``min_window_s``
-    before ``now`` are candidates (a regime that did not last is measured again over longer windows).
+    The earliest qualifying ``a`` wins (the longest windows: the most precise rates); only openings at
+    least ``min_window_s`` before ``now`` are candidates (a regime that did not last is measured again
+    over longer windows).
     ``None`` when no pair qualifies; without ``starved``, every job must agree.
 
     Examples
