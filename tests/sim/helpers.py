@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import MappingProxyType
+from typing import Any
 
 from commsched.scheduling.basic import fair_policy, static_policy
 from commsched.scheduling.interfaces import PolicyContext
@@ -53,7 +54,7 @@ def classes_policy(classes: dict[str, int]):  # type: ignore[no-untyped-def]
     return policy
 
 
-def run(
+def simulation(
     topology: Topology,
     jobs: Sequence[SimJob],
     *,
@@ -62,12 +63,17 @@ def run(
     policy=static_policy,  # type: ignore[no-untyped-def]
     seed: int = 0,
     warmup_s: float = 0.0,
-) -> SimResult:
-    sim = Simulation(
+) -> Simulation:
+    """A simulation of ``jobs`` placed by ``pack`` (run it, then read its counters beside the result)."""
+    return Simulation(
         topology=topology,
         jobs=list(jobs),
         policy=policy,
         placement=pack,
         config=SimConfig(horizon_s=horizon_s, mode=mode, seed=seed, warmup_s=warmup_s),
     )
-    return sim.run()
+
+
+def run(topology: Topology, jobs: Sequence[SimJob], **options: Any) -> SimResult:
+    """Run :func:`simulation` with ``options`` (its keyword arguments) and return the result."""
+    return simulation(topology, jobs, **options).run()

@@ -9,12 +9,10 @@ three contend from the right state. Fast mode must agree with exact mode on ever
 
 from __future__ import annotations
 
-from commsched.scheduling.basic import static_policy
-from commsched.scheduling.placement import pack
 from commsched.sim.engine import Simulation
-from commsched.sim.records import Mode, SimConfig
+from commsched.sim.records import Mode
 
-from .helpers import job
+from .helpers import job, simulation
 from .scenarios import small_clos
 
 TOPO = small_clos()
@@ -54,13 +52,7 @@ def _jobs():  # type: ignore[no-untyped-def]
 
 
 def _run(mode: Mode) -> tuple[Simulation, object]:
-    sim = Simulation(
-        topology=TOPO,
-        jobs=_jobs(),
-        policy=static_policy,
-        placement=pack,
-        config=SimConfig(horizon_s=1e5, mode=mode, seed=0),
-    )
+    sim = simulation(TOPO, _jobs(), horizon_s=1e5, mode=mode)
     return sim, sim.run()
 
 
@@ -81,13 +73,7 @@ def test_fast_mode_agrees_with_exact_across_arrivals() -> None:
 def test_untouched_component_is_not_caught_up() -> None:
     """Without `near`, no decision touches a/b: the arrival of `far` never brings them back."""
     jobs = [j for j in _jobs() if j.spec.id != "near"]
-    sim = Simulation(
-        topology=TOPO,
-        jobs=jobs,
-        policy=static_policy,
-        placement=pack,
-        config=SimConfig(horizon_s=1e5, mode=Mode.FAST),
-    )
+    sim = simulation(TOPO, jobs, horizon_s=1e5, mode=Mode.FAST)
     res = sim.run()
     assert all(j.finished for j in res.jobs)
     assert sim.fast_catch_ups == 0

@@ -16,14 +16,11 @@ from functools import cache
 
 import numpy as np
 
-from commsched.scheduling.basic import static_policy
-from commsched.scheduling.placement import pack
-from commsched.sim.engine import Simulation
-from commsched.sim.records import Mode, SimConfig, SimResult
+from commsched.sim.records import Mode, SimResult
 from commsched.sim.steady import MeasuredRates, Signature, measured_rates
 from commsched.topology.builders import single_link
 
-from .helpers import job, run
+from .helpers import job, run, simulation
 
 TOPO = single_link(capacity_bps=8e9)
 JOBS = [
@@ -105,13 +102,7 @@ def test_an_arrival_inside_a_creep_stretch_takes_back_what_is_not_due() -> None:
     late = job("late", compute_s=0.05, comm_bytes=0.5e9, gpus=8, priority=0, iterations=300, arrival_s=5000.0)
     jobs = [*JOBS, late]
     exact = run(TOPO, jobs, horizon_s=1e6, mode=Mode.EXACT)
-    sim = Simulation(
-        topology=TOPO,
-        jobs=jobs,
-        policy=static_policy,
-        placement=pack,
-        config=SimConfig(horizon_s=1e6, mode=Mode.FAST),
-    )
+    sim = simulation(TOPO, jobs, horizon_s=1e6, mode=Mode.FAST)
     fast = sim.run()
     assert sim.fast_catch_ups >= 1
     for f, e in zip(fast.jobs, exact.jobs, strict=True):
