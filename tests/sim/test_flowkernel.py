@@ -77,11 +77,11 @@ class _World:
         known = self.cache.get(key)
         if known is not None:
             io[fl.HIT] = 1.0
-            fk.step_change(self.sf, self.pool.pf, self.lf, self.members, io, known)
+            fk.step_change(self.sf, self.pool.pf, self.pool.bf, self.lf, self.members, io, known)
             assert io[fl.HIT] == 1.0  # the configuration is the one cached
         else:
             io[fl.HIT] = 0.0
-            fk.step_change(self.sf, self.pool.pf, self.lf, self.members, io, self.snap)
+            fk.step_change(self.sf, self.pool.pf, self.pool.bf, self.lf, self.members, io, self.snap)
             self.cache[key] = self.snap[:, : int(io[fl.OUT_COUNT])].copy()
 
     def reference(self) -> tuple[np.ndarray, np.ndarray]:

@@ -32,10 +32,14 @@ import math
 
 import numpy as np
 
-from commsched.sim.flowfill import solve
+from commsched.sim.flowfill import bind_rows, solve
 from commsched.sim.flowlayout import (
     ACTIVE,
+    BHI,
+    BIND_ROWS,
+    BLINK,
     BPR,
+    BSHARE,
     BYTES,
     CAP,
     CLS,
@@ -156,12 +160,12 @@ def _apply(SF: F64, PF: F64, members: I64, io: F64) -> None:
 
 
 @jit
-def resolve(SF: F64, PF: F64, LF: F64, members: I64, io: F64) -> None:
+def resolve(SF: F64, PF: F64, BF: F64, LF: F64, members: I64, io: F64) -> None:  # noqa: PLR0917 -- flat arrays
     """Re-solve the component ``members`` (its active slots), then put its earliest end into ``io``."""
     for s in members:
         if SF[s, ACTIVE] != 0.0:
             SF[s, INR] = 1.0
-    solve(SF, PF, LF, members)
+    solve(SF, PF, BF, LF, members)
     _apply(SF, PF, members, io)
     earliest(SF, members, io)
 
@@ -229,7 +233,7 @@ def _load(SF: F64, PF: F64, LF: F64, io: F64) -> int:
 
 
 @jit
-def step_change(SF: F64, PF: F64, LF: F64, members: I64, io: F64, snap: F64) -> None:  # noqa: PLR0917 -- flat arrays: a record argument costs numba 8 us a call
+def step_change(SF: F64, PF: F64, BF: F64, LF: F64, members: I64, io: F64, snap: F64) -> None:  # noqa: PLR0917 -- flat arrays: a record argument costs numba 8 us a call
     """Slot ``io[SLOT]`` ends its step now (when active) and starts step row ``io[NEWROW]`` (if >= 0).
 
     With ``io[HIT]`` 1, ``snap`` should hold the paces of the new configuration: they are checked and
@@ -253,7 +257,7 @@ def step_change(SF: F64, PF: F64, LF: F64, members: I64, io: F64, snap: F64) -> 
         return
     _load(SF, PF, LF, io)
     _settle_all(SF, PF, members, io[NOW])
-    resolve(SF, PF, LF, members, io)
+    resolve(SF, PF, BF, LF, members, io)
     _snapshot(SF, members, snap, io)
 
 
@@ -291,6 +295,8 @@ def warm_up() -> list[float]:
     PF[:, LINK], PF[:, SHARE], PF[:, BPR] = [0.0, 0.0], [1.0, 1.0], [1.0, 1.0]
     PF[:, REPEAT], PF[:, LAT], PF[:, MAXFLOW] = [1.0, 1.0], 0.0, 1.0
     PF[:, LO], PF[:, HI] = [0.0, 1.0], [1.0, 2.0]
+    BF = np.zeros((2, BIND_ROWS))
+    BF[:, BLINK], BF[:, BSHARE], BF[:, BHI] = PF[:, LINK], PF[:, SHARE], PF[:, HI]
     LF = np.zeros((1, LINK_ROWS))
     LF[:, CAP] = 1.0
     io = np.zeros(IO_SIZE)
@@ -298,10 +304,11 @@ def warm_up() -> list[float]:
     members = np.array([0, 1], dtype=np.int64)
     for s in (0, 1):
         io[NOW], io[SLOT], io[NEWROW], io[HIT] = 0.0, float(s), float(s), 0.0
-        step_change(SF, PF, LF, members, io, snap)
+        step_change(SF, PF, BF, LF, members, io, snap)
     io[HIT] = 1.0
-    step_change(SF, PF, LF, members, io, snap)
+    step_change(SF, PF, BF, LF, members, io, snap)
     settle_many(SF, PF, LF, members, 0.5)
-    resolve(SF, PF, LF, members, io)
+    bind_rows(PF, BF, LF, np.ones(1, dtype=np.int64), np.arange(2, dtype=np.int64))
+    resolve(SF, PF, BF, LF, members, io)
     schedule_end(SF, PF, 0, io)
     return [float(x) for x in SF[:, PACE]]

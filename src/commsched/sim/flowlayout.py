@@ -3,6 +3,8 @@
 
 * ``SF`` (slots x :data:`SLOT_FIELDS`): the steps in flight, one slot each;
 * ``PF`` (entries x :data:`POOL_ROWS`): the traffic pool (:mod:`commsched.sim.trafficpool`);
+* ``BF`` (entries x :data:`BIND_ROWS`): what a solve reads of the pool: per step row, the entries that can
+  bind its pace in its component (:func:`commsched.sim.flowfill.bind_rows`), from the row's ``LO``;
 * ``LF`` (links x :data:`LINK_ROWS`): capacities, the ledger's counters and scratch columns;
 * ``io``: the control vector of one call.
 
@@ -44,6 +46,10 @@ SLOT_FIELDS = 12
 # range [LO, HI) of its link entries
 LINK, SHARE, BPR, REPEAT, LAT, MAXFLOW, LO, HI = range(8)
 POOL_ROWS = 8
+# the bound pool (BF): per entry kept BLINK, BSHARE (from the row's LO on); per step row BHI, the end of
+# its kept entries (BHI = HI: every entry kept, the pool as copied in)
+BLINK, BSHARE, BHI = range(3)
+BIND_ROWS = 3
 # per-link columns (LF): capacity, the ledger's counters, scratch (residual, demand, flags, sums)
 CAP, BYTES, IW_BYTES, RES, DEM, SEEN, SUB = range(7)
 LINK_ROWS = 8  # (one spare: a link's fields fill one 64-byte cache line)
@@ -57,3 +63,7 @@ SNAP_ROWS = 4
 
 #: relative tolerance under which a link counts as saturated (as in commsched.sim.rates)
 SAT_RTOL = 1e-9
+#: a step's private links (no other step of its component may load them) kept in its solve: those whose
+#: capacity per share lies within this relative margin of its tightest one (ties and near-ties: far above
+#: SAT_RTOL and rounding, so a link left out can never saturate before the step is frozen)
+PRIVATE_TIE_RTOL = 1e-6

@@ -34,6 +34,7 @@ from commsched.scheduling.traffic import JobTraffic
 from commsched.sim import flowkernel as fk
 from commsched.sim import flowlayout as fl
 from commsched.sim.accounting import Ledger
+from commsched.sim.binding import Binding, SlotTraffic
 from commsched.sim.kernel import EventKernel
 from commsched.sim.runs import EventKind, JobRun
 from commsched.sim.streams import DP_SUBCLASS, StreamPlan, stream_plan
@@ -49,25 +50,29 @@ class Components(dict[int, list[int]]):
 
     ``partner`` maps a grouped job's index to its overlapped stream's slot (:mod:`commsched.sim.streams`)."""
 
-    def __init__(self, partner: dict[int, int] | None = None) -> None:
+    def __init__(self, partner: dict[int, int] | None = None, binding: Binding | None = None) -> None:
         super().__init__()
         self.arrays: dict[int, NDArray[np.int64]] = {}
         self.hashes: dict[int, int] = {}
         self.partner: dict[int, int] = partner or {}
+        #: which entries the component's solves read (bound anew once the component is set anew)
+        self.binding = binding if binding is not None else Binding(n_links=0)
+
+    def _reset(self, comp: int) -> None:
+        self.arrays.pop(comp, None)
+        self.hashes.pop(comp, None)
+        self.binding.forget(comp)
 
     def __setitem__(self, comp: int, idxs: list[int]) -> None:
         super().__setitem__(comp, idxs)
-        self.arrays.pop(comp, None)
-        self.hashes.pop(comp, None)
+        self._reset(comp)
 
     def __delitem__(self, comp: int) -> None:
         super().__delitem__(comp)
-        self.arrays.pop(comp, None)
-        self.hashes.pop(comp, None)
+        self._reset(comp)
 
     def pop(self, comp: int, default: list[int] | None = None) -> list[int] | None:  # type: ignore[override]
-        self.arrays.pop(comp, None)
-        self.hashes.pop(comp, None)
+        self._reset(comp)
         return super().pop(comp, default)
 
     def slots(self, comp: int) -> NDArray[np.int64]:
@@ -131,7 +136,10 @@ class Pacing:
         #: configuration hash -> its paces (a snapshot: slot, step row, class, pace per active slot)
         self._paces: dict[int, NDArray[np.float64]] = {}
         #: component id -> indices of its jobs (in the running order)
-        self.components = Components({r.parent.index: r.index for r in runs if r.parent is not None})
+        self.components = Components(
+            {r.parent.index: r.index for r in runs if r.parent is not None},
+            Binding(n_links=link_bits_per_s.size),
+        )
         #: grouped jobs' stream plans, by traffic id (the traffic kept beside: its id stays unique)
         self._plans: dict[int, tuple[JobTraffic, StreamPlan]] = {}
         #: component id -> (job, step version, time) of its pending step end
@@ -248,14 +256,28 @@ class Pacing:
         slots = comps.slots(comp)
         if known is not None:
             io[fl.HIT] = 1.0
-            fk.step_change(self._sf, self._pool.pf, self._lf, slots, io, known)
+            fk.step_change(self._sf, self._pool.pf, self._pool.bf, self._lf, slots, io, known)
         if known is None or io[fl.HIT] < 0.0:  # not known, or (a hash collision) not this one
+            self._bind(comp, r.traffic if row >= 0 else None)
             io[fl.HIT] = 0.0
-            fk.step_change(self._sf, self._pool.pf, self._lf, slots, io, self._snap)
+            fk.step_change(self._sf, self._pool.pf, self._pool.bf, self._lf, slots, io, self._snap)
             if len(self._paces) >= _PACE_CACHE_MAX:
                 self._paces.clear()
             self._paces[h] = self._snap[:, : int(io[fl.OUT_COUNT])].copy()
         self._schedule(comp, force=False)
+
+    def _bind(self, comp: int, traffic: JobTraffic | None) -> None:
+        """Make the entries ``comp``'s solve reads current (:mod:`commsched.sim.binding`); ``traffic``: the
+        schedule of the step about to start."""
+        binding = self.components.binding
+        if not binding.is_bound(comp):
+            slots: list[SlotTraffic] = []
+            for i in self.components.get(comp, ()):
+                r = self._runs[i]
+                slots.append((r.traffic, r.next_traffic, 1 if r.companion is None else 2))
+            binding.bind_component(comp, self._pool, self._lf, slots)
+        elif traffic is not None:
+            binding.ensure(comp, traffic, self._pool, self._lf)
 
     def _config_hash(self, comp: int) -> int:
         h = 0
@@ -298,7 +320,8 @@ class Pacing:
         self.components.hashes.pop(comp, None)
         io = self._io
         io[fl.NOW] = now
-        fk.resolve(sf, self._pool.pf, self._lf, slots, io)
+        self._bind(comp, None)
+        fk.resolve(sf, self._pool.pf, self._pool.bf, self._lf, slots, io)
         self._schedule(comp, force=True)
 
     def reschedule_step(self, r: JobRun) -> None:
@@ -359,6 +382,7 @@ class Pacing:
                     if t is not None:
                         live[id(t)] = t
         moved = self._pool.compact(live)
+        self.components.binding.forget_all()
         self._plans = {k: v for k, v in self._plans.items() if k in live}
         for r in self._runs:
             if self._sf[r.index, fl.ACTIVE] != 0.0:

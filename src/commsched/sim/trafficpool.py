@@ -9,6 +9,10 @@ any more are dropped when the pool has grown past its limit (:meth:`TrafficPool.
 The layout is one float array ``pf`` of :data:`commsched.sim.flowlayout.POOL_ROWS` columns (link entries
 and step rows are rows of their own columns: one entry's fields share a cache line); ids and offsets are
 stored as floats, exact below 2**53.
+
+Beside it, ``bf`` (:data:`commsched.sim.flowlayout.BIND_ROWS` columns, the same rows) is what a solve
+reads of each step row: a copy of its entries as copied in (every entry), which the engine narrows to the
+entries that can bind in the row's component (:func:`commsched.sim.flowfill.bind_rows`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ class TrafficPool:
 
     def __init__(self) -> None:
         self.pf: NDArray[np.float64] = np.zeros((1024, fk.POOL_ROWS))
+        self.bf: NDArray[np.float64] = np.zeros((1024, fk.BIND_ROWS))
         self._first: dict[int, tuple[int, JobTraffic]] = {}
         self._entries = 0
         self._steps = 0
@@ -52,22 +57,27 @@ class TrafficPool:
             first = hit[0]
         return first + step
 
+    def rows(self, traffic: JobTraffic) -> range | None:
+        """The step rows of ``traffic`` (None: not in the pool)."""
+        hit = self._first.get(id(traffic))
+        return None if hit is None else range(hit[0], hit[0] + len(traffic.steps))
+
     def _add(self, traffic: JobTraffic) -> int:
         steps = traffic.steps
         n_links = sum(s.links.size for s in steps)
         self._reserve(max(self._entries + n_links, self._steps + len(steps)))
-        pf, first = self.pf, self._steps
+        pf, bf, first = self.pf, self.bf, self._steps
         for k, s in enumerate(steps):
             lo, hi = self._entries, self._entries + s.links.size
-            pf[lo:hi, fk.LINK] = s.links
-            pf[lo:hi, fk.SHARE] = s.share
+            pf[lo:hi, fk.LINK] = bf[lo:hi, fk.BLINK] = s.links
+            pf[lo:hi, fk.SHARE] = bf[lo:hi, fk.BSHARE] = s.share
             pf[lo:hi, fk.BPR] = s.bytes_per_rep
             row = first + k
             pf[row, fk.REPEAT] = s.repeat
             pf[row, fk.LAT] = s.latency_s
             pf[row, fk.MAXFLOW] = s.max_flow_bytes
             pf[row, fk.LO] = lo
-            pf[row, fk.HI] = hi
+            pf[row, fk.HI] = bf[row, fk.BHI] = hi
             self._entries = hi
         st = self.stretch.get(id(traffic))
         if st is not None:
@@ -82,13 +92,18 @@ class TrafficPool:
 
     def _reserve(self, size: int) -> None:
         if size > self.pf.shape[0]:
-            grown = np.zeros((max(size, 2 * self.pf.shape[0]), fk.POOL_ROWS))
+            rows = max(size, 2 * self.pf.shape[0])
+            grown = np.zeros((rows, fk.POOL_ROWS))
             grown[: self.pf.shape[0]] = self.pf
             self.pf = grown
+            bound = np.zeros((rows, fk.BIND_ROWS))
+            bound[: self.bf.shape[0]] = self.bf
+            self.bf = bound
 
     def compact(self, live: dict[int, JobTraffic]) -> dict[int, int]:
         """Keep only the schedules of ``live`` (by id); returns each one's new first step row."""
         self.pf = np.zeros((1024, fk.POOL_ROWS))
+        self.bf = np.zeros((1024, fk.BIND_ROWS))
         self._first = {}
         self._entries = self._steps = 0
         self.stretch = {key: st for key, st in self.stretch.items() if key in live}
