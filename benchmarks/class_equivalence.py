@@ -73,10 +73,7 @@ def _why(members: list[Any], pairs: set[tuple[JobId, JobId]]) -> str:
         for q in members[i + 1 :]:
             la, lb = r.traffic.steps[r.step].links, q.traffic.steps[q.step].links
             if np.intersect1d(la, lb).size and (r.spec.id, q.spec.id) not in pairs:
-                stale = r.traffic is not r.next_traffic or q.traffic is not q.next_traffic
-                out.add(
-                    "a pair sharing a link on a route being replaced" if stale else "a pair outside the DAG"
-                )
+                out.add("a pair outside the DAG")
     return " and ".join(sorted(out)) or "no pair outside the DAG"
 
 
@@ -174,10 +171,7 @@ class _Check:
             if self.st["distinct allocations with a different pace"] <= self.dump:
                 print(f"t={pacing._kernel.now:.1f} s: {why}; paces {p1.tolist()} / {p2.tolist()}")
                 for r in members:
-                    print(
-                        f"  {r.spec.id} class {r.priority_class}/{self.alt.get(r.spec.id, 0)} "
-                        f"stale route {r.traffic is not r.next_traffic}"
-                    )
+                    print(f"  {r.spec.id} class {r.priority_class}/{self.alt.get(r.spec.id, 0)}")
         return rel, side
 
     def count_allocation(self, rel: float, side: str) -> None:
@@ -247,7 +241,7 @@ def _enter(check: _Check, original: Any) -> Any:
 
     def enter(self: sim_fluid.FluidMode, idxs: list[int], now: float) -> bool:
         runs = [self._runs[i] for i in idxs]
-        traffics = [r.next_traffic or r.traffic for r in runs]
+        traffics = [r.traffic for r in runs]
         if all(t is not None for t in traffics):
             _fluid_both_ways(check, self, runs, [self._load(t) for t in traffics if t is not None])
         return bool(original(self, idxs, now))

@@ -7,12 +7,11 @@ decision at which the running jobs' progress or placements differ (and the jobs 
 and the fluid's activity in each run: steady states solved, jobs entering and leaving it, and job-hours
 run as a fluid.
 
-``--routes-at-once`` is an experiment, not a model: at every decision a step in flight moves to the
-job's new routes at once (the engine otherwise keeps a step in flight on its links until the job's
-next communication release). Pairs of jobs that share a link only through such a step are the one
-place where the engine's rates can depend on more than the order of the jobs sharing a link in the
-decided routes; with them gone, two policies whose classes order every such pair alike must give the
-same replay, fluid or not.
+``--routes-at-once`` is now what the engine does itself (a decision's new routes apply at once to a
+step in flight) and changes nothing; it was the experiment that led there. Pairs of jobs that shared a
+link only through a step left on its old routes were the one place where the engine's rates could
+depend on more than the order of the jobs sharing a link in the decided routes; with them gone, two
+policies whose classes order every such pair alike must give the same replay, fluid or not.
 
 ``--dag-with-routes-in-flight`` is the other experiment: the routes stay as the engine models them,
 but the compression's contention DAG (``policies.common.contention_matrix``) gets, for every job, the
@@ -103,11 +102,9 @@ def _decide(trace: Trace, orig: Any) -> Any:
         trace.in_flight.clear()
         for i in _running(self):
             r = self._runs[i]
-            # a step may be in flight on these routes now or once a component ahead of the clock
-            # is caught up (a policy sees neither)
-            now_routes = [t.link_ids for t in (r.traffic, r.next_traffic) if t is not None]
-            if now_routes:
-                trace.in_flight[str(r.spec.id)] = np.unique(np.concatenate(now_routes)).astype(np.int64)
+            # the routes in force now (a policy is told them only for persistent jobs)
+            if r.traffic is not None:
+                trace.in_flight[str(r.spec.id)] = r.traffic.link_ids.astype(np.int64)
         orig(self)
         now, fl = self._kernel.now, self._fluid
         trace.fluid_until(now, tuple(str(self._runs[i].spec.id) for i in fl.state))
@@ -143,19 +140,6 @@ def _leave(trace: Trace, orig: Any) -> Any:
     return run
 
 
-def _rebuild(trace: Trace, orig: Any) -> Any:
-    def run(self: sim_decisions.DecisionApplier, comps: Any, keep: Any) -> None:
-        for i in _running(self):
-            r = self._runs[i]
-            cur, nxt = r.traffic, r.next_traffic
-            if cur is not None and nxt is not None and cur is not nxt and len(cur.steps) == len(nxt.steps):
-                r.traffic = nxt  # the step in flight goes on, on its new links
-                trace.fluid["steps moved to new routes"] += 1
-        orig(self, comps, keep)
-
-    return run
-
-
 def _replay(
     sc: Scenario, policy: str, fluid_min_jobs: int, at_once: bool, dag_in_flight: bool
 ) -> tuple[SimResult, Trace]:
@@ -170,8 +154,7 @@ def _replay(
     wrap(sim_decisions.DecisionApplier, "decide", functools.partial(_decide, trace))
     wrap(sim_fluid.FluidMode, "_enter", functools.partial(_enter, trace))
     wrap(sim_fluid.FluidMode, "_leave", functools.partial(_leave, trace))
-    if at_once:
-        wrap(sim_decisions.DecisionApplier, "_rebuild_components", functools.partial(_rebuild, trace))
+    del at_once  # new routes apply at once in the engine itself now
     if dag_in_flight:
         wrap(policies_common, "contention_matrix", _with_routes_in_flight(trace.in_flight))
     wrap(runner, "SimConfig", lambda cls: functools.partial(cls, fluid_min_jobs=fluid_min_jobs))

@@ -200,6 +200,7 @@ def build_job(
         sync=SyncKind(entry.sync),
         ps_servers=entry.cpu_machines,
         intrajob=entry.intrajob,
+        transport=entry.transport or ("persistent" if entry.command is not None else "rebind"),
     )
     _check_collective(entry, i, probs)
     _check_sync(entry, i, profile, probs)

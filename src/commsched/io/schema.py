@@ -83,6 +83,9 @@ class JobEntry(_Strict):
     intrajob: str | None = None
     #: an unmodified program run as the job's ranks by ``testbed run`` (argv), see docs/real-jobs.md
     command: list[Annotated[str, Field(min_length=1)]] | None = Field(default=None, min_length=1)
+    #: ``rebind``: the job's connections follow new routes at once; ``persistent``: they keep the routes
+    #: of the first decision (the default of a command job: an unmodified program's TCP connections)
+    transport: Literal["rebind", "persistent"] | None = None
     #: one process per host (``per_host``) or per GPU slot (``per_gpu``) of a command job
     processes: Literal["per_host", "per_gpu"] = "per_host"
     #: regex over a command job's output whose one group is a time in seconds (its own iteration log)

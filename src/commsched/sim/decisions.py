@@ -4,10 +4,14 @@ routes and classes.
 The running jobs fall into *domains* (:mod:`commsched.sim.domains`): groups that can ever share a link.
 A start or a departure changes its own domain only, so only that domain is decided afresh, and the
 policy sees only its jobs (every policy decides per domain, :mod:`commsched.scheduling.domains`).
-New classes apply at once; new routes apply from the job's next communication release (a step in flight
-keeps its links). The jobs of a re-decided domain are partitioned into *components* (jobs connected
-through shared links, current or next routes); a component that the decision leaves untouched keeps its
-id and its fast-mode regime, one that it touches is first caught up to the clock. Nothing outside the
+Decisions apply at once, routes included: a new class at once, new routes at once to the bytes a step
+has not yet sent (Crux moves a live RoCE connection with ``ibv_modify_qp``; commsched's transport rebinds
+on its next send: :meth:`commsched.sim.pacing.Pacing.reroute`). A job whose connections cannot move
+(``transport: persistent``, an unmodified program over TCP connections it opened once) keeps the routes
+of its first decision, and the policy is told the links they hold (``ClusterState.in_flight_links``).
+The jobs of a re-decided domain are partitioned into *components* (jobs connected through shared links);
+a component that the decision leaves untouched keeps its id and its fast-mode regime, one that it touches
+is first caught up to the clock. Nothing outside the
 re-decided domains is settled, re-partitioned or re-allocated: a decision costs what its domain holds.
 """
 
@@ -86,8 +90,8 @@ class DecisionApplier:
         self._epoch = 0
         self._memo = Memo()  # pure per-job / per-pair results the policy reuses between decisions
         self._routes_cache: dict[int, RouteMap] = {}  # per job: its routes now
-        #: per job: the links of its traffic now and next, with the traffic objects they were taken from
-        self._flight: dict[int, tuple[JobTraffic | None, JobTraffic | None, tuple[int, ...]]] = {}
+        #: per persistent job: the links its connections hold, with the traffic they were taken from
+        self._flight: dict[int, tuple[JobTraffic, tuple[int, ...]]] = {}
         self.domains = DomainIndex()
         self._dirty: set[int] = set()  # domains to decide afresh
         self._gone: list[JobRun] = []  # jobs that left since the last decision
@@ -133,7 +137,7 @@ class DecisionApplier:
         only the results of finished jobs, not their per-link schedules."""
         for r in self._gone:
             r.traffic = None
-            r.next_traffic = None
+            r.routed = None
         self._gone = []
 
     def decide(self) -> None:
@@ -167,16 +171,17 @@ class DecisionApplier:
         return self._policy(state, ctx)
 
     def _in_flight_links(self, runs: Sequence[JobRun]) -> dict[JobId, tuple[int, ...]]:
-        """Per job, the links of its step in flight and of the routes in force now."""
+        """Per persistent job, the links its connections hold (the routes of its first decision)."""
         out: dict[JobId, tuple[int, ...]] = {}
         for r in runs:
+            tr = r.routed
+            if tr is None or r.spec.transport != "persistent":
+                continue
             hit = self._flight.get(r.index)
-            if hit is None or hit[0] is not r.traffic or hit[1] is not r.next_traffic:
-                routes = [t.link_ids for t in (r.traffic, r.next_traffic) if t is not None]
-                links = tuple(np.unique(np.concatenate(routes)).tolist()) if routes else ()
-                hit = self._flight[r.index] = (r.traffic, r.next_traffic, links)
-            if hit[2]:
-                out[r.spec.id] = hit[2]
+            if hit is None or hit[0] is not tr:
+                hit = self._flight[r.index] = (tr, tuple(tr.link_ids.tolist()))
+            if hit[1]:
+                out[r.spec.id] = hit[1]
         return out
 
     # ------------------------------------------------------------------ applying
@@ -185,13 +190,7 @@ class DecisionApplier:
         changed = {r.index for r, _, _, new_tr, shift in plan if self._moves(r, new_tr, shift)}
         reclassed = {r.index for r, cls, _, _, _ in plan if cls != r.priority_class}
         old = {c for i in jobs if (c := self._runs[i].component) in self._pacing.components}
-        comps = self._partition(
-            jobs,
-            [
-                (r.traffic if r.traffic is not None else t, t if t is not None else r.next_traffic)
-                for r, _, _, t, _ in plan
-            ],
-        )
+        comps = self._partition(jobs, [t if t is not None else r.routed for r, _, _, t, _ in plan])
         keep = self._untouched(comps, old, changed, reclassed, {r.index: cls for r, cls, _, _, _ in plan})
         # first what the decision changes, with nothing changed yet: a component that a jump moved ahead
         # of the clock and that the decision touches is caught up first, under the regime it extrapolated
@@ -220,7 +219,8 @@ class DecisionApplier:
             assert r.placed is not None
             key = routes.of(r.spec.id)
             new_tr = None
-            if r.next_traffic is None or self._routes_cache.get(i) != key:
+            fixed = r.routed is not None and r.spec.transport == "persistent"
+            if r.routed is None or (not fixed and self._routes_cache.get(i) != key):
                 new_tr = self._traffic(r.placed, key)
             shift = float(d.time_shift_s.get(r.spec.id, 0.0))
             plan.append((r, d.class_of(r.spec.id), key, new_tr, shift))
@@ -234,13 +234,16 @@ class DecisionApplier:
 
     def _install(self, r: JobRun, cls: int, key: RouteMap, new_tr: JobTraffic | None, shift: float) -> None:
         r.priority_class = cls
+        new_job = r.routed is None
         if new_tr is not None:
-            r.next_traffic = new_tr
             self._routes_cache[r.index] = key
-        new_job = r.traffic is None
-        if new_job:
-            r.traffic = r.next_traffic
-            self._init_job(r)
+            if new_job:
+                r.routed = r.traffic = new_tr
+                self._init_job(r)
+            else:
+                r.routed = new_tr
+                plan = self._pacing.stream_plan(r, new_tr) if r.companion is not None else None
+                self._pacing.reroute(r, new_tr if plan is None else plan.traffic)
         if not new_job and shift != r.time_shift_s and r.standalone_s > 0:
             # CASSINI: a changed phase delays the next iteration start once by the difference
             r.pending_delay_s = (shift - r.time_shift_s) % r.standalone_s
@@ -286,19 +289,16 @@ class DecisionApplier:
         elif r.spec.duration_s is not None:
             r.target_iterations = float(max(1, round(r.spec.duration_s / max(r.standalone_s, 1e-12))))
 
-    def _partition(
-        self, jobs: list[int], traffics: list[tuple[JobTraffic | None, JobTraffic | None]]
-    ) -> list[list[int]]:
-        """Components of ``jobs`` (in their order), given each one's current and next traffic."""
+    def _partition(self, jobs: list[int], traffics: list[JobTraffic | None]) -> list[list[int]]:
+        """Components of ``jobs`` (in their order), given each one's traffic under its routes."""
         if not jobs:
             return []
         rows: list[NDArray[np.int64]] = []
         cols: list[NDArray[np.int64]] = []
-        for k, (cur, nxt) in enumerate(traffics):
-            for tr in (cur,) if nxt is cur else (cur, nxt):
-                if tr is not None:
-                    rows.append(np.full(tr.link_ids.size, k, dtype=np.int64))
-                    cols.append(tr.link_ids)
+        for k, tr in enumerate(traffics):
+            if tr is not None:
+                rows.append(np.full(tr.link_ids.size, k, dtype=np.int64))
+                cols.append(tr.link_ids)
         n_jobs = len(jobs)
         if not rows:
             return [[i] for i in jobs]
@@ -347,11 +347,8 @@ class DecisionApplier:
         new = np.array([classes[i] for i in idxs])
         flip = np.sign(old[:, None] - old[None, :]) != np.sign(new[:, None] - new[None, :])
         for a, b in zip(*np.nonzero(np.triu(flip, 1)), strict=True):
-            la, lb = (
-                np.concatenate([t.link_ids for t in (r.traffic, r.next_traffic) if t is not None])
-                for r in (runs[int(a)], runs[int(b)])
-            )
-            if np.intersect1d(la, lb).size:
+            ta, tb = runs[int(a)].routed, runs[int(b)].routed
+            if ta is not None and tb is not None and np.intersect1d(ta.link_ids, tb.link_ids).size:
                 return True
         return False
 

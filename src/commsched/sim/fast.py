@@ -180,8 +180,6 @@ class FastMode:
     def _maybe_jump(self, comp: int) -> None:
         """At an anchor iteration start: look for a period or a measured regime and jump over it."""
         runs = [self._runs[i] for i in self._pacing.components[comp]]
-        if any(r.next_traffic is not None and r.next_traffic is not r.traffic for r in runs):
-            return  # routes about to change: not a steady state yet
         partner = self._pacing.components.partner
         if partner and any(r.index in partner for r in runs):
             return  # a grouped job's two streams: simulated in detail (no signature of its overlapped stream)

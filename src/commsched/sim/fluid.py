@@ -333,7 +333,7 @@ class FluidMode:
         runs = [self._runs[i] for i in idxs]
         if any(r.companion is not None for r in runs):
             return False  # a grouped job's two streams: run in detail
-        traffics = [r.next_traffic or r.traffic for r in runs]
+        traffics = [r.traffic for r in runs]
         loads = [self._load(tr) for tr in traffics if tr is not None]
         if len(loads) < len(runs):
             return False
@@ -347,8 +347,7 @@ class FluidMode:
         )
         if periods is None:
             return False
-        for r, tr, period in zip(runs, traffics, periods.tolist(), strict=True):
-            r.traffic = tr  # no step in flight from here on: new routes apply at once
+        for r, period in zip(runs, periods.tolist(), strict=True):
             prev = self.state.get(r.index)
             if prev is not None:
                 prog = prev[1]

@@ -64,7 +64,7 @@ class Iterations:
         r.compute_end_s = t + c
         r.computing = True
         r.released = False
-        tr = r.next_traffic or r.traffic
+        tr = r.traffic
         assert tr is not None
         r.comm_done = not tr.steps
         r.step = -1
@@ -81,9 +81,9 @@ class Iterations:
     def _start_grouped(self, r: JobRun, dp: JobRun, t: float) -> None:
         """Start an iteration of grouped job ``r`` (``dp``: its overlapped stream) at ``t``."""
         c = r.spec.profile.compute_s
-        src = r.next_traffic if r.next_traffic is not None else r.traffic
+        src = r.routed
         assert src is not None
-        plan = self._pacing.stream_plan(r, src)  # new routes apply from here
+        plan = self._pacing.stream_plan(r, src)
         r.traffic = plan.traffic
         n = len(plan.traffic.steps)
         r.iteration_start_s = t
@@ -168,8 +168,6 @@ class Iterations:
             self._begin_stream(r, r, 0)
             return
         r.released = True
-        if r.next_traffic is not None and r.next_traffic is not r.traffic:
-            r.traffic = r.next_traffic
         assert r.traffic is not None
         if not r.traffic.steps:
             r.comm_done = True

@@ -274,7 +274,7 @@ class Pacing:
             slots: list[SlotTraffic] = []
             for i in self.components.get(comp, ()):
                 r = self._runs[i]
-                slots.append((r.traffic, r.next_traffic, 1 if r.companion is None else 2))
+                slots.append((r.traffic, r.routed, 1 if r.companion is None else 2))
             binding.bind_component(comp, self._pool, self._lf, slots)
         elif traffic is not None:
             binding.ensure(comp, traffic, self._pool, self._lf)
@@ -341,6 +341,33 @@ class Pacing:
         r.step_version += 1  # its own pending end, if it had one, is now stale
         self._schedule(r.component, force=True)
 
+    def reroute(self, r: JobRun, traffic: JobTraffic) -> None:
+        """``r`` runs ``traffic`` from now on (new routes, the same steps): a step in flight goes on from
+        its progress on the same step of ``traffic`` (the bytes it sent stay on the links they crossed).
+
+        A grouped job's ``traffic`` is its stream plan's, and both its streams move. The caller re-solves
+        the job's component (:meth:`reallocate`), which sets the moved steps' paces and ends."""
+        streams = [r] if r.companion is None else [r, r.companion]
+        sf, now = self._sf, self._kernel.now
+        moving = []
+        for x in streams:
+            if sf[x.index, fl.ACTIVE] != 0.0 and x.traffic is not None and x.step >= 0:
+                fk.settle(sf, self._pool.pf, x.index, now)
+                fk.flush(sf, self._pool.pf, self._lf, x.index)
+                moving.append(x)
+        for x in streams:
+            if x is r or x.traffic is not None:
+                x.traffic = traffic
+        for x in moving:
+            s = x.index
+            sf[s, fl.ROW] = self._pool.row(traffic, x.step, self._compact)
+            sf[s, fl.FLUSHED] = sf[s, fl.PROG]
+            sf[s, fl.PACE] = 0.0  # set anew by the re-solve, with its end
+            sf[s, fl.END] = math.inf
+            self._rekey(s)
+            x.pace_bytes_per_s = 0.0
+        self.components.hashes.pop(r.component, None)
+
     def advance(self, r: JobRun, fraction: float) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Move ``r``'s step in flight ``fraction`` of its way on (back, if negative), within the step, and
         return its links and the bytes that moves on each (the fast mode credits a starved job's creep).
@@ -378,7 +405,7 @@ class Pacing:
         live: dict[int, JobTraffic] = {}
         for r in self._runs:
             if not r.finished:
-                for t in (r.traffic, r.next_traffic):
+                for t in (r.traffic, r.routed):
                     if t is not None:
                         live[id(t)] = t
         moved = self._pool.compact(live)

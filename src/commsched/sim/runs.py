@@ -60,9 +60,10 @@ class JobRun:
     gpu_count
         GPUs the job holds (its spec's count until placed).
     traffic
-        Transfer schedule of the communication in flight (or of the last one).
-    next_traffic
-        Transfer schedule of the next communication release (new routes apply from there).
+        Transfer schedule the job runs: its ``routed`` one (a grouped job: its stream plan of it).
+    routed
+        Transfer schedule under the job's routes now (a decision's new routes apply at once, to the
+        bytes a step in flight has not yet sent: :meth:`commsched.sim.pacing.Pacing.reroute`).
     priority_class
         Hardware priority class of its traffic (0 = highest).
     intensity
@@ -140,7 +141,6 @@ class JobRun:
         "iteration_start_s",
         "iterations_done",
         "last_end_s",
-        "next_traffic",
         "overlap",
         "pace_bytes_per_s",
         "parent",
@@ -149,6 +149,7 @@ class JobRun:
         "priority_class",
         "release_s",
         "released",
+        "routed",
         "settled_s",
         "shared_links",
         "spec",
@@ -173,7 +174,7 @@ class JobRun:
         self.placed: PlacedJob | None = None
         self.gpu_count = spec.gpus
         self.traffic: JobTraffic | None = None
-        self.next_traffic: JobTraffic | None = None
+        self.routed: JobTraffic | None = None
         self.priority_class = 0
         self.intensity = 0.0
         self.standalone_s = 0.0

@@ -100,7 +100,7 @@ def job_results(runs: Sequence[JobRun], end: float) -> tuple[JobResult, ...]:
 def _fabric_bytes(r: JobRun) -> tuple[tuple[str, float], ...]:
     """The job's fabric bytes per iteration by group kind, from its traffic (NaN once released: the
     caller, who has the topology, fills them in from the placement)."""
-    traffic = r.traffic or r.next_traffic
+    traffic = r.traffic or r.routed
     if traffic is None:
         return tuple((k, float("nan")) for k in ("tp", "pp", "dp", "ep"))
     return tuple(traffic.fabric_bytes.items())

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import NewType
+from typing import Literal, NewType
 
 from commsched.workload.parallel import GroupedWorkload
 
@@ -208,3 +208,7 @@ class JobSpec:
     intrajob: str | None = None  # intra-job scheduling policy (wfbp, mercury, ...) using the layers
     #: tensor/pipeline/data/expert parallel groups and their collectives (None: one DP collective)
     parallel: GroupedWorkload | None = None
+    #: whether the job's connections move to new routes at once (``rebind``: commsched's transport, RoCE
+    #: QPs re-pointed with ``ibv_modify_qp``) or keep the routes of their first decision (``persistent``:
+    #: an unmodified program over TCP connections it opened once)
+    transport: Literal["rebind", "persistent"] = "rebind"
