@@ -9,7 +9,8 @@ has not yet sent (Crux moves a live RoCE connection with ``ibv_modify_qp``; comm
 on its next send: :meth:`commsched.sim.pacing.Pacing.reroute`). A job whose connections cannot move
 (``transport: persistent``, an unmodified program over TCP connections it opened once) keeps the routes
 of its first decision, and the policy is told the links they hold (``ClusterState.in_flight_links``).
-The jobs of a re-decided domain are partitioned into *components* (jobs connected through shared links);
+The jobs of a re-decided domain are partitioned into *components* (jobs joined through links that can
+saturate: :mod:`commsched.sim.partition`);
 a component that the decision leaves untouched keeps its id and its fast-mode regime, one that it touches
 is first caught up to the clock. Nothing outside the
 re-decided domains is settled, re-partitioned or re-allocated: a decision costs what its domain holds.
@@ -21,9 +22,6 @@ from collections.abc import Sequence
 from functools import partial
 
 import numpy as np
-from numpy.typing import NDArray
-from scipy import sparse
-from scipy.sparse.csgraph import connected_components
 
 from commsched.intrajob.tiein import effective_overlap
 from commsched.scheduling.domains import job_reach, merge_decisions
@@ -41,6 +39,7 @@ from commsched.sim.fluid import FluidMode
 from commsched.sim.iteration import Iterations
 from commsched.sim.kernel import EventKernel
 from commsched.sim.pacing import Pacing
+from commsched.sim.partition import Partition
 from commsched.sim.runs import JobRun
 from commsched.topology import Topology
 from commsched.workload import JobId
@@ -93,6 +92,7 @@ class DecisionApplier:
         #: per persistent job: the links its connections hold, with the traffic they were taken from
         self._flight: dict[int, tuple[JobTraffic, tuple[int, ...]]] = {}
         self.domains = DomainIndex()
+        self._partition = Partition()  # components cut at the links that can saturate
         self._dirty: set[int] = set()  # domains to decide afresh
         self._gone: list[JobRun] = []  # jobs that left since the last decision
         self._order: dict[int, int] = {}  # per running job: its start sequence (the running order)
@@ -123,6 +123,7 @@ class DecisionApplier:
         self._order.pop(r.index, None)
         self._routes_cache.pop(r.index, None)
         self._flight.pop(r.index, None)
+        self._partition.forget(r.routed)
         self._memo.forget(r.spec.id)  # its values are never asked for again
         self._gone.append(r)
         c = r.component
@@ -190,7 +191,13 @@ class DecisionApplier:
         changed = {r.index for r, _, _, new_tr, shift in plan if self._moves(r, new_tr, shift)}
         reclassed = {r.index for r, cls, _, _, _ in plan if cls != r.priority_class}
         old = {c for i in jobs if (c := self._runs[i].component) in self._pacing.components}
-        comps = self._partition(jobs, [t if t is not None else r.routed for r, _, _, t, _ in plan])
+        comps = self._partition.components(
+            [
+                (r.index, t if t is not None else r.routed, 1 if r.companion is None else 2)
+                for r, _, _, t, _ in plan
+            ],
+            self._pacing.capacity_bytes_per_s,
+        )
         keep = self._untouched(comps, old, changed, reclassed, {r.index: cls for r, cls, _, _, _ in plan})
         # first what the decision changes, with nothing changed yet: a component that a jump moved ahead
         # of the clock and that the decision touches is caught up first, under the regime it extrapolated
@@ -241,6 +248,7 @@ class DecisionApplier:
                 r.routed = r.traffic = new_tr
                 self._init_job(r)
             else:
+                self._partition.forget(r.routed)
                 r.routed = new_tr
                 plan = self._pacing.stream_plan(r, new_tr) if r.companion is not None else None
                 self._pacing.reroute(r, new_tr if plan is None else plan.traffic)
@@ -288,31 +296,6 @@ class DecisionApplier:
             r.target_iterations = float(r.spec.iterations)
         elif r.spec.duration_s is not None:
             r.target_iterations = float(max(1, round(r.spec.duration_s / max(r.standalone_s, 1e-12))))
-
-    def _partition(self, jobs: list[int], traffics: list[JobTraffic | None]) -> list[list[int]]:
-        """Components of ``jobs`` (in their order), given each one's traffic under its routes."""
-        if not jobs:
-            return []
-        rows: list[NDArray[np.int64]] = []
-        cols: list[NDArray[np.int64]] = []
-        for k, tr in enumerate(traffics):
-            if tr is not None:
-                rows.append(np.full(tr.link_ids.size, k, dtype=np.int64))
-                cols.append(tr.link_ids)
-        n_jobs = len(jobs)
-        if not rows:
-            return [[i] for i in jobs]
-        r_all = np.concatenate(rows)
-        links, local = np.unique(np.concatenate(cols), return_inverse=True)  # the links of these jobs only
-        size = n_jobs + links.size
-        adj = sparse.csr_matrix(
-            (np.ones(r_all.size, dtype=np.int8), (r_all, local.astype(np.int64) + n_jobs)), shape=(size, size)
-        )
-        _, labels = connected_components(adj, directed=False)
-        comps: dict[int, list[int]] = {}
-        for k, i in enumerate(jobs):
-            comps.setdefault(int(labels[k]), []).append(i)
-        return list(comps.values())
 
     def _untouched(
         self,

@@ -288,6 +288,6 @@ class FastMode:
             self._ledger,
             self._pacing,
             runs,
-            periodic_credit(links, then, now, m),
+            periodic_credit(runs, links, then, now, m),
             record=record,
         )

@@ -59,15 +59,23 @@ class Credit:
     link_iw_bytes: NDArray[np.float64]
 
 
-def periodic_credit(links: NDArray[np.int64], then: Signature, now: Signature, m: int) -> Credit:
-    """``m`` repetitions of the period from ``then`` to ``now`` (``m`` may be negative: taken back)."""
+def periodic_credit(
+    runs: list[JobRun], links: NDArray[np.int64], then: Signature, now: Signature, m: int
+) -> Credit:
+    """``m`` repetitions of the period from ``then`` to ``now`` (``m`` may be negative: taken back).
+
+    The bytes are credited per job, its iterations in the period times its traffic's bytes per
+    iteration: a link that another component loads too (one that cannot saturate,
+    :mod:`commsched.sim.partition`) carries that component's bytes in the counters as well."""
+    done = m * (now.done - then.done)
+    lb, liw = _job_bytes(runs, links, done)
     return Credit(
         shift=m * (now.t - then.t),
-        done=m * (now.done - then.done),
+        done=done,
         busy=m * (now.busy - then.busy),
         links=links,
-        link_bytes=m * (now.link_bytes - then.link_bytes),
-        link_iw_bytes=m * (now.link_iw_bytes - then.link_iw_bytes),
+        link_bytes=lb,
+        link_iw_bytes=liw,
     )
 
 
@@ -79,16 +87,23 @@ def measured_credit(
     Busy time and bytes follow from the iterations: each completes one compute and moves the bytes of
     the job's traffic (``links`` are the component's links, sorted; every job's links are among them).
     """
+    busy = np.array([done[k] * r.gpu_count * r.spec.profile.compute_s for k, r in enumerate(runs)])
+    lb, liw = _job_bytes(runs, links, done)
+    return Credit(shift=shift, done=done, busy=busy, links=links, link_bytes=lb, link_iw_bytes=liw)
+
+
+def _job_bytes(
+    runs: list[JobRun], links: NDArray[np.int64], done: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Bytes and intensity-weighted bytes on ``links`` (sorted) of ``done[k]`` iterations of each job."""
     lb, liw = np.zeros(links.size), np.zeros(links.size)
-    busy = np.zeros(len(runs))
     for k, r in enumerate(runs):
-        busy[k] = done[k] * r.gpu_count * r.spec.profile.compute_s
         if r.traffic is not None and r.traffic.link_ids.size:
             pos = np.searchsorted(links, r.traffic.link_ids)
             moved = done[k] * r.traffic.link_bytes
             lb[pos] += moved
             liw[pos] += moved * r.intensity
-    return Credit(shift=shift, done=done, busy=busy, links=links, link_bytes=lb, link_iw_bytes=liw)
+    return lb, liw
 
 
 def move(
