@@ -9,29 +9,50 @@ published cost (358 CPU-s per 1,000 jobs on 1,024 GPUs with link contention swit
 scaled linearly to the job count).
 
 ``--agreement`` instead replays the jobs that arrive in the first ``--window-h`` hours (default 6) of
-the same trace in fast and in exact mode and prints the difference in GPU utilisation and the per-job
-JCT differences (jobs finished in both runs), and whether they are within the bounds the fast mode is
-held to (utilisation within 0.5 points, JCT within 2 % at p95; ``docs/simulator.md``).
+the same trace in fast and in exact mode, and exact mode once more with every arrival delayed by up to
+1 ms (its own move), and prints the difference in GPU utilisation and the per-job JCT differences (jobs
+finished in both runs), and whether they are within the bounds the fast mode is held to (utilisation
+within 0.5 points, JCT within 2 % at p95; ``docs/simulator.md``) and within exact mode's own move
+(``replay_agreement.py``'s notes, which also list the keys of its ``--json`` object).
 
-With a placement other than ``pack`` the same run also replays ``pack`` and prints the ratio of the two
-(``--no-pack-reference`` skips it). ``--json`` prints one object instead: ``wall_s``, ``cpu_s``,
-``gpu_utilization``, ``jobs_finished``, ``ratio_to_budget`` (and ``_cpu``), ``ratio_to_rapidnetsim`` and,
-with the pack reference, ``pack_wall_s``, ``pack_cpu_s``, ``ratio_to_pack`` (and ``_cpu``).
+Every replay runs in a process of its own and is measured there. With a placement other than ``pack``
+the same run also replays ``pack`` and prints the ratio of the two (``--no-pack-reference`` skips it).
+``--json`` prints one object instead: ``wall_s``, ``cpu_s`` (the replay alone: scenario built and
+compiled kernel loaded before), ``peak_rss_mb`` (MiB, the peak of the replay's own process),
+``gpu_utilization``, ``jobs``, ``jobs_finished``, ``gpus``, ``events``, ``ratio_to_budget`` (and
+``_cpu``), ``ratio_to_rapidnetsim``, the engine's figures below, ``process_cpu_s`` and
+``process_wall_s`` (the replay's process as a whole) and, with the pack reference, ``pack_wall_s``,
+``pack_cpu_s``, ``pack_peak_rss_mb``, ``ratio_to_pack`` (and ``_cpu``).
 
 ``--gpus N`` replays the production-scale shape instead (issue "fast and right at production scale"):
 the first ``--days`` days of the 14-day trace of ``40,000 x N / 16,384`` jobs on ``N / 32`` ToRs x 16 Aggs
 (4 hosts of 8 GPUs per ToR, 4:1 uplinks, 100/25 Gb/s: ``crux-fig23-clos``'s shape), first-fit with
-backfill, fast mode. The replay runs in a process of its own; ``cpu_s`` (user + system) and
-``peak_rss_mb`` (MiB) are that process's, children included. ``--json`` prints one object with
-``gpus``, ``days``, ``policy``, ``placement``, ``jobs``, ``jobs_finished``, ``events``, ``cpu_s``,
-``wall_s``, ``peak_rss_mb``, ``gpu_utilization``, ``largest_component`` (the most jobs sharing links at
-once) and ``largest_domain`` (the most jobs that could share a link, which a decision costs).
+backfill, fast mode. The replay runs in a process of its own; ``cpu_s`` (user + system) is that
+process's as a whole (interpreter, imports and scenario build included; ``replay_cpu_s`` the replay
+alone) and ``peak_rss_mb`` (MiB) that process's own peak (``RUSAGE_SELF`` in it: each size's own in a
+series). ``--json`` prints one object with ``gpus``, ``days``, ``policy``, ``placement``, ``jobs``,
+``jobs_finished``, ``events``, ``cpu_s``, ``wall_s``, ``peak_rss_mb``, ``gpu_utilization``,
+``fluid_min_jobs`` (the value the replay used: 0 = never), ``largest_component`` (the most jobs sharing
+links at once) and ``largest_domain`` (the most jobs that could share a link, which a decision costs).
 ``--series 2048,4096,8192,16384`` runs each size in turn and prints the cost exponent: the slope of
-log CPU-s against log GPUs (least squares), and each size's CPU-s over the smallest's.
+log CPU-s against log GPUs (least squares), and each size's CPU-s over the smallest's; with ``--json``
+one object, ``sizes`` (a row per size, as ``--gpus``'s object) and ``exponent``.
+
+The engine's figures of every replay: ``extrapolated_job_fraction`` (the job-time the fast mode
+extrapolated), ``largest_component``, ``largest_domain``, ``fluid_min_jobs``, and the cost per solve
+(``replay_common.solve_clock``; ``--no-solve-costs`` leaves it out, about 1.5 us a step change):
+``step_changes`` and ``step_change_s`` (calls of the compiled step change and their CPU seconds),
+``miss_us`` and ``hit_us`` (CPU us per pace-cache miss, i.e. a re-solve, and per hit), and
+``solves_by_size``: per component size (``slots``: 1, 2-4, 5-9, 10-29, 30+; a slot per job, two for a
+job whose data-parallel stream runs beside its blocking one) ``miss_count``, ``miss_us``, ``hit_count``,
+``hit_us``, ``collision_count`` and ``collision_us`` (cached paces found not the configuration's).
+
+``--jitter-draw K`` (K >= 1) replays draw K of the trace on any of these paths: every arrival delayed
+by a uniform draw in ``[0, 1 ms)``, generator seeded ``[seed, K]`` (``fast_vs_exact_scale.py``'s draw K).
 
 Run: ``.venv/bin/python benchmarks/bench_trace_replay.py [--jobs 5000] [--days 14] [--policy crux-full]
 [--placement pack] [--json]``,
-``.venv/bin/python benchmarks/bench_trace_replay.py --agreement [--window-h 6]``,
+``.venv/bin/python benchmarks/bench_trace_replay.py --agreement [--window-h 6] [--jitter-draw K] [--json]``,
 ``.venv/bin/python benchmarks/bench_trace_replay.py --gpus 16384 --days 2 [--json]`` or
 ``.venv/bin/python benchmarks/bench_trace_replay.py --series 2048,4096,8192,16384 --days 2``
 """
@@ -40,78 +61,95 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import resource
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from commsched.api.runner import simulate_scenario
-from commsched.io import yamlio
-from commsched.io.scenario import Scenario, scenario_from_data
-from commsched.io.shipped import shipped_text
+from commsched.io.schema import Scenario
+from replay_agreement import agreement  # the sibling modules (the benchmarks' folder is on the path)
+from replay_common import (
+    DAY_S,
+    GPUS_PER_TOR,
+    SCALE_JOBS_PER_GPU,
+    TRACE_DAYS,
+    check_gpus,
+    fail,
+    jittered,
+    measured_replay,
+    scale_scenario,
+    trace_scenario,
+)
+
+__all__ = ["DAY_S", "GPUS_PER_TOR", "SCALE_JOBS_PER_GPU", "TRACE_DAYS", "scale_scenario", "trace_scenario"]
 
 BUDGET_S = 300.0
 RAPIDNETSIM_S_PER_JOB = 358.0 / 1000.0
-DAY_S = 86_400.0
-#: fast against exact (issue 16): GPU utilisation within 0.5 points, per-job JCT within 2 % at p95
-UTIL_BOUND = 0.005
-JCT_P95_BOUND = 0.02
 
 
-def _shipped_data(name: str) -> dict[str, Any]:
-    data = yamlio.load(shipped_text(name))
-    assert isinstance(data, dict)  # a shipped scenario is a mapping
-    return data
+def _scenario(args: argparse.Namespace, placement: str) -> Scenario:
+    """The scenario a replay of this run is of: ``--gpus``'s shape or the trace, draw ``--jitter-draw``."""
+    if args.gpus:
+        sc = scale_scenario(args.gpus, args.days, args.seed, args.policy, args.fluid_min_jobs)
+    else:
+        sc = trace_scenario(args.jobs, args.days, args.seed, placement, args.fluid_min_jobs)
+    return jittered(sc, args.seed, args.jitter_draw) if args.jitter_draw else sc
 
 
-def trace_scenario(
-    jobs: int, days: float, seed: int, placement: str = "pack", fluid_min_jobs: int | None = None
-) -> Scenario:
-    """``crux-fig23-clos`` with its trace stretched to ``jobs`` over ``days``, placed by ``placement``
-    (``fluid_min_jobs``: the scenario key of that name, when given)."""
-    data = _shipped_data("crux-fig23-clos")
-    if fluid_min_jobs is not None:
-        data["fluid_min_jobs"] = fluid_min_jobs
-    data["trace"] = {**data["trace"], "jobs": jobs, "days": days, "seed": seed}
-    data["placement"] = placement
-    data["horizon_s"] = days * DAY_S
-    data["name"] = f"crux-trace-{jobs}-{days:g}d"
-    return scenario_from_data(data, source="bench_trace_replay")
+def _worker(args: argparse.Namespace) -> None:
+    """One replay in this process (a child of :func:`_in_child`): prints its figures as one JSON line."""
+    sc = _scenario(args, args.placement)
+    run = measured_replay(sc, args.policy, "fast", solve_costs=not args.no_solve_costs)
+    run |= {"days": args.days, "policy": args.policy, "jitter_draw": args.jitter_draw or 0}
+    run["placement"] = "first-fit" if args.gpus else args.placement
+    print(json.dumps(run))
 
 
-def _replay(args: argparse.Namespace, placement: str) -> dict[str, float | int]:
-    """One fast-mode replay: wall and CPU seconds, GPU utilisation, jobs finished, events."""
-    sc = trace_scenario(args.jobs, args.days, args.seed, placement, args.fluid_min_jobs)
-    c0 = time.process_time()
-    res = simulate_scenario(sc, policy=args.policy, mode="fast")
-    cpu_s = time.process_time() - c0
-    return {
-        "wall_s": round(res.wall_time_s, 3),
-        "cpu_s": round(cpu_s, 3),
-        "gpu_utilization": res.gpu_utilization,
-        "jobs_finished": sum(j.finished for j in res.jobs),
-        "jobs": len(sc.jobs),
-        "gpus": sc.topology.n_gpus,
-        "events": res.events,
-    }
+def _in_child(args: argparse.Namespace, flag: str, extra: list[str]) -> dict[str, Any]:
+    """Run ``flag``'s replay in a process of its own; its figures, and its CPU (user + system) and wall
+    seconds as a whole process (interpreter, imports, kernel load and scenario build included)."""
+    cmd = [sys.executable, __file__, flag, "--days", str(args.days), "--seed", str(args.seed)]
+    cmd += ["--policy", args.policy, *extra]
+    if args.fluid_min_jobs is not None:
+        cmd += ["--fluid-min-jobs", str(args.fluid_min_jobs)]
+    if args.jitter_draw:
+        cmd += ["--jitter-draw", str(args.jitter_draw)]
+    if args.no_solve_costs:
+        cmd += ["--no-solve-costs"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
+        print(f"error: bench_trace_replay: the replay ({' '.join(extra)}) failed: {last}", file=sys.stderr)
+        raise SystemExit(proc.returncode if proc.returncode == 2 else 1)
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return out | {"process_cpu_s": round(cpu, 2), "process_wall_s": round(wall, 2)}
+
+
+def _replay(args: argparse.Namespace, placement: str) -> dict[str, Any]:
+    """One fast-mode replay of the trace, in a process of its own: wall and CPU seconds of the replay,
+    its peak memory, GPU utilisation, jobs finished, events and the engine's figures."""
+    return _in_child(args, "--replay-worker", ["--jobs", str(args.jobs), "--placement", placement])
 
 
 def bench(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
-    trace_scenario(args.jobs, args.days, args.seed, args.placement)
+    _scenario(args, args.placement)
     t_load = time.perf_counter() - t0
     run = _replay(args, args.placement)
     ref = RAPIDNETSIM_S_PER_JOB * float(run["jobs"])
     out: dict[str, object] = {
+        **run,
         "policy": args.policy,
         "placement": args.placement,
         "days": args.days,
-        **run,
         "budget_s": BUDGET_S,
         "ratio_to_budget": run["wall_s"] / BUDGET_S,
         "ratio_to_budget_cpu": run["cpu_s"] / BUDGET_S,
@@ -123,6 +161,7 @@ def bench(args: argparse.Namespace) -> None:
         out |= {
             "pack_wall_s": pack["wall_s"],
             "pack_cpu_s": pack["cpu_s"],
+            "pack_peak_rss_mb": pack["peak_rss_mb"],
             "pack_gpu_utilization": pack["gpu_utilization"],
             "ratio_to_pack": run["wall_s"] / pack["wall_s"],
             "ratio_to_pack_cpu": run["cpu_s"] / pack["cpu_s"],
@@ -137,14 +176,16 @@ def bench(args: argparse.Namespace) -> None:
         f"{run['wall_s']:.1f} s wall ({run['cpu_s']:.1f} CPU-s), GPU utilisation "
         f"{run['gpu_utilization']:.3f}, {run['jobs_finished']} finished, {run['events']} events"
     )
+    _print_engine(run)
     print(
         f"ratio to the {BUDGET_S:.0f} s budget: {out['ratio_to_budget']:.2f} "
         f"(CPU: {out['ratio_to_budget_cpu']:.2f})"
     )
     if pack is not None:
         print(
-            f"pack in the same run: {pack['wall_s']:.1f} s wall ({pack['cpu_s']:.1f} CPU-s); ratio "
-            f"{args.placement} / pack: {out['ratio_to_pack']:.2f} (CPU: {out['ratio_to_pack_cpu']:.2f})"
+            f"pack in the same run: {pack['wall_s']:.1f} s wall ({pack['cpu_s']:.1f} CPU-s, peak RSS "
+            f"{pack['peak_rss_mb']:.1f} MiB); ratio {args.placement} / pack: {out['ratio_to_pack']:.2f} "
+            f"(CPU: {out['ratio_to_pack_cpu']:.2f})"
         )
     print(
         f"ratio to RapidNetSim's published {ref:.0f} CPU-s (contention off): "
@@ -152,130 +193,53 @@ def bench(args: argparse.Namespace) -> None:
     )
 
 
-def agreement(args: argparse.Namespace) -> None:
-    full = trace_scenario(args.jobs, args.days, args.seed, args.placement, args.fluid_min_jobs)
-    window = args.window_h * 3600.0
-    jobs = tuple(j for j in full.jobs if j.spec.arrival_s < window)
-    sc = replace(full, jobs=jobs, horizon_s=window, name=f"{full.name}-first-{args.window_h:g}h")
-    runs = {}
-    for mode in ("fast", "exact"):
-        c0 = time.process_time()
-        runs[mode] = simulate_scenario(sc, policy=args.policy, mode=mode)
-        print(
-            f"{mode:5s}: {runs[mode].wall_time_s:7.1f} s wall ({time.process_time() - c0:.1f} CPU-s), "
-            f"GPU utilisation {runs[mode].gpu_utilization:.4f}"
-        )
-    fast, exact = runs["fast"], runs["exact"]
-    du = fast.gpu_utilization - exact.gpu_utilization
+def _print_engine(row: dict[str, Any], indent: str = "") -> None:
+    """The engine's figures of one replay: memory, extrapolation, components, the cost per solve by size."""
     print(
-        f"{args.policy} on the first {args.window_h:g} h ({len(jobs)} jobs, {sc.topology.n_gpus} GPUs): "
-        f"utilisation fast - exact = {du:+.4f} ({du / exact.gpu_utilization * 100:+.2f} % relative)"
+        f"{indent}peak RSS {row['peak_rss_mb']:.1f} MiB, {row['extrapolated_job_fraction']:.3f} of the "
+        f"job-time extrapolated, largest component {row['largest_component']} / domain "
+        f"{row['largest_domain']} jobs, fluid_min_jobs {row['fluid_min_jobs']}"
     )
-    ex = {j.id: j for j in exact.jobs}
-    rel = []
-    for j in fast.jobs:
-        e = ex[j.id]
-        if j.finished and e.finished and math.isfinite(e.jct_s) and e.jct_s > 0:
-            rel.append(abs(j.jct_s - e.jct_s) / e.jct_s)
-    if rel:
-        r = np.array(rel)
-        p95 = float(np.quantile(r, 0.95))
-        print(
-            f"per-job JCT |fast - exact| / exact over {r.size} jobs finished in both: "
-            f"mean {r.mean() * 100:.2f} %, median {np.median(r) * 100:.2f} %, "
-            f"p95 {p95 * 100:.2f} %, max {r.max() * 100:.2f} %"
-        )
-        ok = abs(du) <= UTIL_BOUND and p95 <= JCT_P95_BOUND
-        print(
-            f"bounds (utilisation within {UTIL_BOUND * 100:g} points, JCT within "
-            f"{JCT_P95_BOUND * 100:g} % at p95): {'met' if ok else 'NOT met'}"
-        )
-    else:
-        print("no job finished in both runs")
-    print(f"wall-time ratio exact / fast: {exact.wall_time_s / fast.wall_time_s:.1f}")
-
-
-#: the production-scale shape: jobs per GPU over the 14-day trace, GPUs per ToR
-SCALE_JOBS_PER_GPU = 40_000 / 16_384
-GPUS_PER_TOR = 32
-TRACE_DAYS = 14.0
-
-
-def scale_scenario(
-    gpus: int, days: float, seed: int, policy: str, fluid_min_jobs: int | None = None
-) -> Scenario:
-    """The first ``days`` of the 14-day trace at ``gpus`` GPUs (module notes: ``--gpus``)."""
-    if gpus < GPUS_PER_TOR or gpus % GPUS_PER_TOR:
-        raise SystemExit(
-            f"--gpus {gpus}: expected a positive multiple of {GPUS_PER_TOR} (4 hosts of 8 GPUs per ToR)"
-        )
-    data = _shipped_data("crux-fig23-clos")
-    data["topology"] = {**data["topology"], "tors": gpus // GPUS_PER_TOR}
-    jobs = round(SCALE_JOBS_PER_GPU * gpus)
-    data["trace"] = {**data["trace"], "jobs": jobs, "days": TRACE_DAYS, "seed": seed}
-    data["placement"] = "first-fit"
-    data["backfill"] = True
-    data["policy"] = policy
-    data["horizon_s"] = days * DAY_S
-    if fluid_min_jobs is not None:
-        data["fluid_min_jobs"] = fluid_min_jobs
-    data["name"] = f"crux-trace-{gpus}gpu-first-{days:g}d"
-    sc = scenario_from_data(data, source="bench_trace_replay --gpus")
-    return replace(sc, jobs=tuple(j for j in sc.jobs if j.spec.arrival_s < days * DAY_S))
-
-
-def _scale_worker(args: argparse.Namespace) -> None:
-    """One replay at ``--gpus`` (run in a child process by :func:`_scale_run`): prints its figures."""
-    sc = scale_scenario(args.gpus, args.days, args.seed, args.policy, args.fluid_min_jobs)
-    res = simulate_scenario(sc, policy=args.policy, mode="fast")
+    if "solves_by_size" not in row:
+        return
     print(
-        json.dumps(
-            {
-                "gpus": sc.topology.n_gpus,
-                "days": args.days,
-                "policy": args.policy,
-                "placement": "first-fit",
-                "mode": "fast",
-                "fluid_min_jobs": sc.fluid_min_jobs,
-                "jobs": len(sc.jobs),
-                "jobs_finished": sum(j.finished for j in res.jobs),
-                "events": res.events,
-                "gpu_utilization": res.gpu_utilization,
-                "largest_component": res.largest_component,
-                "largest_domain": res.largest_domain,
-            }
-        )
+        f"{indent}step changes: {row['step_changes']} calls, {row['step_change_s']:.2f} CPU-s; "
+        f"miss {row['miss_us']:.1f} us, hit {row['hit_us']:.1f} us"
     )
+    for b in row["solves_by_size"]:
+        if b["miss_count"] or b["hit_count"] or b["collision_count"]:
+            miss = f"{b['miss_us']:.1f} us" if b["miss_us"] is not None else "-"
+            hit = f"{b['hit_us']:.1f} us" if b["hit_us"] is not None else "-"
+            print(
+                f"{indent}  {b['slots']:>5} slots: {b['miss_count']:>8} misses {miss:>10}, "
+                f"{b['hit_count']:>8} hits {hit:>9}, {b['collision_count']} collisions"
+            )
 
 
-def _scale_run(gpus: int, args: argparse.Namespace) -> dict[str, object]:
-    """Replay one size in a process of its own; its CPU and peak memory, children included."""
-    cmd = [sys.executable, __file__, "--scale-worker", "--gpus", str(gpus), "--days", str(args.days)]
-    cmd += ["--seed", str(args.seed), "--policy", args.policy]
-    if args.fluid_min_jobs is not None:
-        cmd += ["--fluid-min-jobs", str(args.fluid_min_jobs)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise SystemExit(f"the replay at {gpus} GPUs failed: {proc.stderr.strip().splitlines()[-1:]}")
-    out: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    out |= {"cpu_s": round(cpu, 2), "wall_s": round(wall, 2), "peak_rss_mb": round(after.ru_maxrss / 1024, 1)}
+def _scale_run(gpus: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Replay one size in a process of its own: its CPU as a whole process (children included) and the
+    peak memory of that process alone (``RUSAGE_SELF`` in it, not the maximum over the series)."""
+    out = _in_child(args, "--scale-worker", ["--gpus", str(gpus)])
+    out["replay_cpu_s"] = out["cpu_s"]
+    out["replay_wall_s"] = out["wall_s"]
+    out |= {"cpu_s": out.pop("process_cpu_s"), "wall_s": out.pop("process_wall_s")}
     return out
 
 
-def _exponent(rows: list[dict[str, object]]) -> float:
+def _exponent(rows: list[dict[str, Any]]) -> float:
     """Least-squares slope of log CPU-s against log GPUs."""
-    x = np.log([float(str(r["gpus"])) for r in rows])
-    y = np.log([float(str(r["cpu_s"])) for r in rows])
+    x = np.log([float(r["gpus"]) for r in rows])
+    y = np.log([float(r["cpu_s"]) for r in rows])
     return float(np.polyfit(x, y, 1)[0])
 
 
 def scale(args: argparse.Namespace) -> None:
-    sizes = [int(v) for v in args.series.split(",")] if args.series else [args.gpus]
+    try:
+        sizes = [int(v) for v in args.series.split(",")] if args.series else [args.gpus]
+    except ValueError:
+        fail("--series", repr(args.series), "comma-separated GPU counts, e.g. 2048,4096")
+    for n in sizes:
+        check_gpus(n, "--series" if args.series else "--gpus")
     rows = []
     for n in sizes:
         row = _scale_run(n, args)
@@ -283,20 +247,33 @@ def scale(args: argparse.Namespace) -> None:
         if not args.json:
             print(
                 f"{row['gpus']:>6} GPUs {row['jobs']:>6} jobs: {row['cpu_s']:8.1f} CPU-s "
-                f"({row['wall_s']:.1f} s wall), peak RSS {row['peak_rss_mb']:7.1f} MiB, "
-                f"{row['events']} events, "
-                f"utilisation {float(str(row['gpu_utilization'])):.4f}, largest component "
-                f"{row['largest_component']} / domain {row['largest_domain']} jobs",
+                f"({row['wall_s']:.1f} s wall; the replay alone {row['replay_cpu_s']:.1f} CPU-s), "
+                f"peak RSS {row['peak_rss_mb']:7.1f} MiB, {row['events']} events, "
+                f"utilisation {float(row['gpu_utilization']):.4f}",
                 flush=True,
             )
+            _print_engine(row, indent="    ")
     if args.json:
         print(json.dumps(rows[0] if len(rows) == 1 else {"sizes": rows, "exponent": _exponent(rows)}))
         return
     if len(rows) > 1:
-        base = float(str(rows[0]["cpu_s"]))
-        ratios = ", ".join(f"{r['gpus']}: {float(str(r['cpu_s'])) / base:.2f}" for r in rows)
+        base = float(rows[0]["cpu_s"])
+        ratios = ", ".join(f"{r['gpus']}: {float(r['cpu_s']) / base:.2f}" for r in rows)
         print(f"CPU-s over the smallest size's: {ratios}")
-        print(f"cost exponent (slope of log CPU-s on log GPUs): {_exponent(rows):.2f} (target <= 1.3)")
+        print(f"cost exponent (slope of log CPU-s on log GPUs): {_exponent(rows):.2f} (target <= 1.2)")
+
+
+def _jitter_draw(text: str | None) -> int | None:
+    """``--jitter-draw``'s value: an integer K >= 1 (``None``: the trace as it is)."""
+    if text is None:
+        return None
+    try:
+        k = int(text)
+    except ValueError:
+        k = 0
+    if k < 1:
+        fail("--jitter-draw", repr(text), "an integer K >= 1: draw K of the trace")
+    return k
 
 
 def main() -> None:
@@ -329,10 +306,22 @@ def main() -> None:
         help="replay the production-scale shape at this many GPUs (first-fit, in a child process)",
     )
     ap.add_argument("--series", help="comma-separated GPU counts: replay each and print the cost exponent")
+    ap.add_argument(
+        "--jitter-draw",
+        metavar="K",
+        help="replay draw K >= 1 of the trace: every arrival delayed by up to 1 ms (generator [seed, K])",
+    )
+    ap.add_argument(
+        "--no-solve-costs",
+        action="store_true",
+        help="do not time the step changes (the cost per solve by size; about 1.5 us a call)",
+    )
     ap.add_argument("--scale-worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--replay-worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.scale_worker:
-        _scale_worker(args)
+    args.jitter_draw = _jitter_draw(args.jitter_draw)
+    if args.scale_worker or args.replay_worker:
+        _worker(args)
     elif args.gpus or args.series:
         scale(args)
     elif args.agreement:

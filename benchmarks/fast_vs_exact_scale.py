@@ -34,16 +34,15 @@ import json
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from bench_trace_replay import scale_scenario  # the sibling benchmark's scenario (its folder is on the path)
 from commsched.api.runner import simulate_scenario
+from replay_common import jittered, scale_scenario  # the sibling helper (its folder is on the path)
 
-JITTER_S = 1e-3
 #: a spread of exact mode's utilisation below this is no spread (rounding)
 SPREAD_FLOOR = 1e-6
 
@@ -87,12 +86,7 @@ def _run(rp: Replay) -> dict[str, Any]:
     seed, draw, policy = rp.seed, rp.draw, rp.policy
     sc = scale_scenario(rp.gpus, rp.days, seed, policy)
     if draw > 0:
-        rng = np.random.default_rng([seed, draw])
-        jobs = tuple(
-            replace(j, spec=replace(j.spec, arrival_s=j.spec.arrival_s + float(rng.uniform(0.0, JITTER_S))))
-            for j in sc.jobs
-        )
-        sc = replace(sc, jobs=jobs)
+        sc = jittered(sc, seed, draw)  # the same draw as bench_trace_replay.py --jitter-draw
     c0 = time.process_time()
     res = simulate_scenario(sc, policy=policy, mode=rp.mode)
     return {
