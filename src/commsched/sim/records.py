@@ -105,6 +105,8 @@ class JobResult:
     #: its ideal iteration (:mod:`commsched.sim.ideal`): alone on the empty cluster, placed by its job
     #: scheduler, its flows on the least loaded of their paths; the same under every policy (NaN: unknown)
     ideal_iteration_s: float = float("nan")
+    #: the model it trains (the zoo name, else its profile's name)
+    model: str = ""
 
     @property
     def wait_s(self) -> float:
