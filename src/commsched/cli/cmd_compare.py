@@ -130,7 +130,7 @@ def _check(req: CompareRequest) -> None:
         reg.get(p, where="--policies")
     if req.job_scheduler is not None:
         placement_registry().get(req.job_scheduler, where="--job-scheduler")
-    check_out_dir(req.out, make_parents=req.out == DEMO_OUT)
+    check_out_dir(req.out)
     if req.ray is not None and importlib.util.find_spec("ray") is None:
         raise InputError(
             "Ray is not installed", where="--ray", expected="pip install 'commsched[ray]' or omit --ray"
@@ -194,13 +194,13 @@ def run_compare(req: CompareRequest) -> None:
     """Check the options, run the comparison, write and print it (a table with its legend, or JSON)."""
     from commsched.api import load_scenario
     from commsched.io.budget import check_run_budget
-    from commsched.sim.comparison import comparison_json
+    from commsched.sim.comparison import comparison_json, resolved
 
     _check(req)
     sc = load_scenario(req.scenario)
     check_run_budget(sc, req.mode or sc.mode)
     cmp = _simulate(req, sc)
-    obj = comparison_json(cmp)
+    obj = resolved(comparison_json(cmp))  # figures to what the model resolves, no floating noise
     if req.out is not None:
         _write(req.out, obj, cmp, sc)
     if req.as_json:

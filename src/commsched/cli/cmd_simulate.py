@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -21,6 +22,9 @@ from commsched.cli.common import (
     user_errors,
 )
 from commsched.errors import InputError, ValidationError
+
+if TYPE_CHECKING:
+    from commsched.io.scenario import Scenario
 
 
 def _mode_value(mode: str | None) -> str | None:
@@ -191,8 +195,18 @@ def validate(
         raise
     asked = sum(j.spec.gpus for j in sc.jobs)
     gpus = sc.topology.n_gpus or asked  # a topology without hosts (single_link): the jobs' abstract GPUs
+    notes = _notes(sc)
     if as_json:
-        print_json({"valid": True, "problems": [], "jobs": len(sc.jobs), "gpus": gpus, "job_gpus": asked})
+        print_json(
+            {
+                "valid": True,
+                "problems": [],
+                "jobs": len(sc.jobs),
+                "gpus": gpus,
+                "job_gpus": asked,
+                "notes": notes,
+            }
+        )
         return
     cluster = f"{gpus} GPUs" if sc.topology.n_gpus else f"no hosts, {gpus} abstract GPUs"
     stdout_console().print(
@@ -200,6 +214,19 @@ def validate(
         f"{asked} GPUs, policy {sc.policy}, horizon {sc.horizon_s:g} s",
         soft_wrap=True,  # one line, whatever the width (logs and pipes read it whole)
     )
+    for note in notes:
+        stdout_console().print(f"note: {note}", soft_wrap=True)
+
+
+def _notes(sc: Scenario) -> list[str]:
+    """What a valid scenario does that its author may not expect."""
+    out = []
+    if sc.policy == "static" and sc.jobs and all(j.spec.priority is None for j in sc.jobs):
+        out.append(
+            "policy static with no job priority written: every job shares class 0 "
+            "(give jobs a `priority`, 0 = highest, to rank them)"
+        )
+    return out
 
 
 def _plural(n: int, word: str) -> str:

@@ -135,13 +135,24 @@ def who_pays_table(obj: dict[str, Any], policy: str | None = None, top: int = TO
                 r["model"],
                 f"{r['class_baseline']} -> {r['class_policy']}",
                 f"{r['iteration_ratio']:.2f}",
-                f"{r['gpu_hours_gained']:+.2f}",
+                _f(r["gpu_hours_gained"], 2, sign=True),
             )
     return t
 
 
-def _f(x: float | None, digits: int = 1) -> str:
-    return "-" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
+def _f(x: float | None, digits: int = 1, *, sign: bool = False) -> str:
+    """A figure to ``digits`` decimals; one that rounds to zero is written without a sign.
+
+    Examples
+    --------
+    >>> _f(-0.04), _f(-0.04, sign=True), _f(2.345, sign=True), _f(None)
+    ('0.0', '0.0', '+2.3', '-')
+    """
+    if x is None or not math.isfinite(x):
+        return "-"
+    if abs(x) < 0.5 * 10**-digits:
+        return f"{0.0:.{digits}f}"
+    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
 
 
 def gpu_time_table(obj: dict[str, Any]) -> Table:
@@ -163,9 +174,9 @@ def gpu_time_table(obj: dict[str, Any]) -> Table:
         else:
             sizes = by_size.get(name) or {}
             cells = [
-                f"{rec.get(name, 0.0):+.1f}",
-                f"{_f(pct.get(name))}",
-                *(f"{sizes.get(b, 0.0):+.1f}" for b in bands),
+                _f(rec.get(name, 0.0), sign=True),
+                _f(pct.get(name), sign=True),
+                *(_f(sizes.get(b, 0.0), sign=True) for b in bands),
             ]
         t.add_row(name, _f(v.get("gpu_hours")), _f(v.get("gpu_hours_lost")), *cells)
     return t

@@ -139,14 +139,20 @@ def _mean(xs: Sequence[float]) -> float:
     return float(np.mean(vals)) if vals else float("nan")
 
 
+#: throughput losses below this are rounding (a mean iteration equal to its ideal, summed over many steps)
+LOSS_RESOLUTION = 1e-9
+
+
 def throughput_loss(result: SimResult) -> list[float]:
     """Per job: ``1 - ideal / contended`` iteration time (0 = no loss; started jobs only), against the
-    ideal (:mod:`commsched.sim.ideal`) under every policy."""
+    ideal (:mod:`commsched.sim.ideal`) under every policy; a loss below :data:`LOSS_RESOLUTION` is the
+    rounding of equal times and counts as none."""
     out = []
     for j in result.jobs:
         if j.start_s is None or not math.isfinite(j.mean_iteration_s) or j.mean_iteration_s <= 0:
             continue
-        out.append(max(0.0, 1.0 - j.reference_iteration_s / j.mean_iteration_s))
+        loss = 1.0 - j.reference_iteration_s / j.mean_iteration_s
+        out.append(loss if loss >= LOSS_RESOLUTION else 0.0)
     return out
 
 
@@ -171,6 +177,29 @@ def summarise_policy(result: SimResult) -> PolicySummary:
         gpu_hours=gputime.gpu_hours(result),
         gpu_hours_lost=gputime.gpu_hours_lost(result),
     )
+
+
+#: significant digits the comparison's figures are written with: the engine's sums over many events
+#: carry relative noise near 1e-12 (a slowdown of 0.999999999997), far below what the model resolves
+RESOLVED_DIGITS = 10
+
+
+def resolved(obj: Any) -> Any:
+    """A copy of a JSON-like object with every float rounded to :data:`RESOLVED_DIGITS` significant
+    digits: what ``compare`` writes and prints (the Python API keeps full precision).
+
+    Examples
+    --------
+    >>> resolved({"slowdown": 0.999999999997, "jct": [1488.7123456789], "n": 3, "x": None})
+    {'slowdown': 1.0, 'jct': [1488.712346], 'n': 3, 'x': None}
+    """
+    if isinstance(obj, float):
+        return float(f"{obj:.{RESOLVED_DIGITS}g}") if math.isfinite(obj) else obj
+    if isinstance(obj, dict):
+        return {k: resolved(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [resolved(v) for v in obj]
+    return obj
 
 
 def _num(x: float) -> float | None:

@@ -26,14 +26,15 @@ Examples
 A 16-GPU ring over two hosts under different switches has two flows (one each way), each with two
 equal-cost paths; alone they never share a link, so the ideal is the closed form ``c + 2 (n-1)/n M / B``:
 
->>> from commsched.scheduling.placement import first_fit
+>>> from commsched.scheduling.placement import pack
 >>> from commsched.topology import two_layer_clos
 >>> from commsched.workload import ModelProfile, job_from_model
->>> topo = two_layer_clos(tors=2, aggs=2, hosts_per_tor=1, host_link_bps=8e9, uplink_bps=8e9)
->>> prof = ModelProfile(name="m", gpu="test", compute_s=1.0, sync_bytes=1e9, overlap=1.0, source="doc")
+>>> topo = two_layer_clos(tors=2, aggs=2, hosts_per_tor=1, host_template="pcie_only", latency_s=0.0,
+...                       host_link_bps=8e9, uplink_bps=8e9)
+>>> prof = ModelProfile(name="m", gpu="test", compute_s=1.0, sync_bytes=1.6e9, overlap=1.0, source="doc")
 >>> job = SimJob(spec=job_from_model("a", prof, gpus=16))
->>> t = ideal_iteration_s(topo, job, first_fit)
->>> t > 1.0
+>>> comm = 2 * 15 / 16 * 1.6e9 / 1e9  # ring all-reduce: 2 (n-1)/n M over 1e9 bytes/s
+>>> bool(abs(ideal_iteration_s(topo, job, pack) - (1.0 + comm)) < 1e-6)
 True
 """
 
