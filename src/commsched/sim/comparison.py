@@ -105,6 +105,14 @@ class Comparison:
     >>> cmp = cs.compare("crux-fig19", ["ecmp-fair", "crux-full"], mode="fast")
     >>> (cmp.scenario, [r.policy for r in cmp.results])
     ('crux-fig19', ['ecmp-fair', 'crux-full'])
+
+    GPU time against the baseline (the first policy), ties, and who pays:
+
+    >>> cmp.baseline, cmp.ties, round(cmp.recovered_gpu_hours["crux-full"], 2)
+    ('ecmp-fair', [], 0.38)
+    >>> fastest = cmp.who_pays("crux-full")[-1]  # most slowed first
+    >>> (fastest.id, fastest.gpus, round(fastest.ratio, 2))
+    ('gpt', 32, 0.77)
     """
 
     scenario: str
