@@ -74,7 +74,7 @@ def headline(obj: dict[str, Any]) -> str | None:
     rec = obj.get("recovered_gpu_hours") or {}
     pct = obj.get("recovered_pct") or {}
     u0 = pols[base]["gpu_utilization"] or 0.0
-    lead = max(group, key=lambda p: rec.get(p, 0.0))
+    lead = _lead(obj)
     u = pols[lead]["gpu_utilization"] or 0.0
     tied = " (tied: GPU utilisation within 0.0005)" if len(group) > 1 else ""
     if base in group or rec.get(lead, 0.0) <= 0:
@@ -112,9 +112,7 @@ def who_pays_table(obj: dict[str, Any], policy: str | None = None, top: int = TO
     """The ``top`` jobs most slowed and most sped up under ``policy`` (default: the headline's) against
     the baseline; ``None`` when there is nothing to show."""
     if policy is None:
-        group = _best_group(obj)
-        rec = obj.get("recovered_gpu_hours") or {}
-        policy = max(group, key=lambda p: rec.get(p, 0.0))
+        policy = _lead(obj)
     base = obj.get("baseline")
     rows = (obj.get("who_pays") or {}).get(policy) or []
     if not rows or policy == base:
@@ -179,4 +177,15 @@ def gpu_time_table(obj: dict[str, Any]) -> Table:
                 *(_f(sizes.get(b, 0.0), sign=True) for b in bands),
             ]
         t.add_row(name, _f(v.get("gpu_hours")), _f(v.get("gpu_hours_lost")), *cells)
+    lead = _lead(obj)
+    by_class = (obj.get("recovered_by_class") or {}).get(lead) or {}
+    if by_class:
+        parts = ", ".join(f"class {c} {_f(v, sign=True)}" for c, v in by_class.items())
+        t.caption = f"{lead}, recovered per class under {base}: {parts}"
     return t
+
+
+def _lead(obj: dict[str, Any]) -> str:
+    """The policy the headline speaks of: the one of the best group that recovers most."""
+    rec = obj.get("recovered_gpu_hours") or {}
+    return max(_best_group(obj), key=lambda p: rec.get(p, 0.0))

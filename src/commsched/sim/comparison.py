@@ -135,6 +135,12 @@ class Comparison:
         """Groups of policies tied in GPU utilisation (:func:`commsched.sim.gputime.ties`)."""
         return gputime.ties({s.policy: s.gpu_utilization for s in self.summaries})
 
+    def recovered_by(self, policy: str, key: str) -> dict[str, float]:
+        """GPU-hours ``policy`` recovers over the baseline per job size band (``key="size"``) or per
+        class under the baseline (``key="class"``), :func:`commsched.sim.gputime.recovered_by`."""
+        by_name = {r.policy: r for r in self.results}
+        return gputime.recovered_by(self.results[0], by_name[policy], key)
+
     def who_pays(self, policy: str) -> list[gputime.JobShift]:
         """The jobs under ``policy`` against the baseline, most slowed first."""
         by_name = {r.policy: r for r in self.results}
