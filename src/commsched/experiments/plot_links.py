@@ -65,10 +65,15 @@ def link_intensity_figure(plt: Any, cmp: Comparison, topology: Topology, top: in
         ax.set_xlabel("simulated time (h)")
         ax.set_ylabel("link (source -> destination)")
         return fig
-    vmax = max(
-        (float(np.nanmax(rows)) for r in cmp.results if np.isfinite(rows := _rows(r, links)).any()),
-        default=1.0,
-    )
+    from matplotlib.colors import LogNorm, Normalize
+
+    values = np.concatenate([_rows(r, links).ravel() for r in cmp.results])
+    values = values[np.isfinite(values) & (values > 0)]
+    vmax = float(values.max()) if values.size else 1.0
+    vmin = float(values.min()) if values.size else vmax / 10.0
+    # intensities span orders of magnitude (one job's against another's): a log scale keeps them all
+    # readable when they do, a linear one otherwise
+    norm = LogNorm(vmin=vmin, vmax=vmax) if vmax > 10.0 * vmin else Normalize(vmin=0.0, vmax=vmax)
     labels = [f"{topology.links[lid].src} -> {topology.links[lid].dst}" for lid in links]
     image = None
     for k, r in enumerate(cmp.results):
@@ -80,8 +85,7 @@ def link_intensity_figure(plt: Any, cmp: Comparison, topology: Topology, top: in
             aspect="auto",
             interpolation="nearest",
             cmap="viridis",
-            vmin=0,
-            vmax=vmax or 1.0,
+            norm=norm,
             extent=(0, end_h, len(links) - 0.5, -0.5),
         )
         ax.set_yticks(range(len(links)), labels, fontsize=7)
