@@ -93,11 +93,9 @@ def test_the_daemon_walkthrough_makes_its_token_before_the_daemon_reads_it(tmp_p
 
     doc = (ROOT / "docs" / "runtime-daemon.md").read_text()
     at = doc.index("commsched daemon --db demo.db")
-    block = doc[doc.rindex("```bash", 0, at) + len("```bash") : doc.index("```", at)]
-    lines = block.splitlines()
-    daemon = next(i for i, ln in enumerate(lines) if ln.startswith("commsched daemon --db demo.db"))
-    before = "\n".join(lines[:daemon])
-    assert "demo.token" in before  # the token is made first
+    start = doc.rindex("```sh\n", 0, at) + len("```sh\n")  # the step just before the walk-through
+    before = doc[start : doc.index("```", start)]
+    assert "demo.token" in before and "commsched" not in before  # the token is made first
     subprocess.run(["bash", "-c", before], cwd=tmp_path, check=True)
     token, _ = load_token(tmp_path / "demo.token", fallback=tmp_path / "unused")
     assert len(token) >= 8
