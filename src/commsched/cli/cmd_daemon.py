@@ -55,9 +55,7 @@ def daemon(
         "127.0.0.1:0", "--listen", help="HOST:PORT or unix:PATH (port 0: any free one)."
     ),
     token_file: Path | None = typer.Option(
-        None,
-        "--token-file",
-        help="Bearer token for mutating calls (made if missing; default: DB.token, made on first start).",
+        None, "--token-file", help="Bearer token for mutating calls (default: DB.token, made on first start)."
     ),
     policy: str = typer.Option("crux-full", "--policy", help="Communication policy (commsched policies)."),
     topology: str | None = typer.Option(None, "--topology", help="Topology kind, e.g. crux_testbed."),
@@ -98,8 +96,6 @@ def daemon(
         profiling_window_s=window,
         heartbeat_timeout_s=heartbeat,
     )
-    if token_file is not None and not token_file.exists():
-        _make_token(token_file)
     token, token_path = load_token(token_file, fallback=Path(str(db) + ".token"))
     try:
         store = Store(db)
@@ -263,30 +259,6 @@ def _agent_metrics(follower: Any, listen: str | None, token: str | None) -> tupl
         raise InputError(f"cannot listen: {exc.strerror}", where="--metrics-listen") from None
     sys.stderr.write(f"metrics on {where.url(server.port)}/metrics\n")
     return metrics, server
-
-
-def _make_token(path: Path) -> None:
-    """A new random token in ``path`` (mode 0600), for a ``--token-file`` that does not exist yet.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> p = Path(tempfile.mkdtemp()) / "t"
-    >>> _make_token(p)
-    >>> len(p.read_text().strip()) >= 32, oct(p.stat().st_mode & 0o777)
-    (True, '0o600')
-    """
-    import os
-    import secrets
-
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return  # made meanwhile: read as it is
-    except OSError as exc:
-        raise InputError(f"cannot make the token file: {exc.strerror}", where=str(path)) from None
-    with os.fdopen(fd, "w") as fh:
-        fh.write(secrets.token_urlsafe(32) + "\n")
 
 
 def register(app: typer.Typer) -> None:
