@@ -12,13 +12,24 @@ SYSDEPS := chromium tcpdump iproute2 nftables
 #: the PyTorch the runtime's integration is tested with (a CPU build; a newer one pulls CUDA packages)
 TORCH_VERSION := 2.13.0
 
+#: what `make demo` needs: commsched, its core dependencies and the plot extra (joblib for its workers);
+#: no test tools, no torch, no test plug-in. The full install (`make test`, `make setup`) marks it done too.
+DEMO_STAMP := $(VENV)/.installed-demo
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet 'torch==$(TORCH_VERSION)'
 	$(BIN)/python -m pip install --quiet -e '.[dev,torch]'
 	$(BIN)/python -m pip install --quiet --no-deps -e tests/api/pkg_mypolicy
-	touch $(STAMP)
+	touch $(DEMO_STAMP) $(STAMP)
+
+$(DEMO_STAMP): pyproject.toml
+	@echo "demo [1/3]: creating $(VENV)"
+	@$(PYTHON) -m venv $(VENV)
+	@echo "demo [2/3]: installing commsched with its plot extra (numpy, scipy, numba, matplotlib, ...; no test tools, no torch)"
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[plot,parallel]'
+	@touch $(DEMO_STAMP)
 
 setup: $(STAMP)
 
@@ -31,9 +42,10 @@ sysdeps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "sysdeps: missing$$missing (not root or no apt-get): the tests that need them will skip"; fi
 
-## Main job: the embedded default scenario.
-demo: $(STAMP)
-	$(BIN)/commsched demo
+## Main job: the embedded default scenario (installs only what it needs; `make test` installs the rest).
+demo: $(DEMO_STAMP)
+	@echo "demo [3/3]: commsched demo (the simulator's kernels are compiled first, apart from any policy's time)"
+	@$(BIN)/commsched demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks tools

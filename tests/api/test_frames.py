@@ -13,6 +13,7 @@ import commsched as cs
 from commsched.cli.app import app
 from commsched.errors import InputError
 from commsched.io.numbers import tidy
+from commsched.sim.comparison import resolved
 
 pd = pytest.importorskip("pandas")
 
@@ -76,8 +77,8 @@ def test_comparison_frame_and_read_back(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     back = cs.read_comparison(tmp_path)
     cols = [c for c in df.columns if c != "wall_time_s"]
-    # compare.json holds floats to 12 significant digits, fractions clamped to [0, 1]
-    tidied = df[cols].apply(lambda col: col.map(lambda v: tidy(v, str(col.name))))
+    # compare.json holds floats to 10 significant digits (what the model resolves), fractions clamped
+    tidied = df[cols].apply(lambda col: col.map(lambda v: tidy(resolved(v), str(col.name))))
     pd.testing.assert_frame_equal(back[cols], tidied, check_dtype=False, check_exact=True)
     assert json.loads((tmp_path / "compare.json").read_text())["scenario"] == "crux-fig19"
 

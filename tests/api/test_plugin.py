@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 import commsched as cs
-from commsched.io.numbers import tidy_float
 from commsched.testing import check_policy
 
 pytestmark = pytest.mark.usefixtures("mypkg_installed")
@@ -53,5 +52,5 @@ def test_cli_compare_runs_the_plugin_by_name() -> None:
     obj = json.loads(proc.stdout)
     assert list(obj["policies"]) == ["crux-full", "mypkg:mine"]
     api = cs.simulate("crux-fig19", policy="mypkg:mine", mode="fast")
-    # the command line prints floats to 12 significant digits
-    assert obj["policies"]["mypkg:mine"]["gpu_utilization"] == tidy_float(api.gpu_utilization)
+    # a comparison's figures are written to 10 significant digits (commsched.sim.comparison.RESOLVED_DIGITS)
+    assert obj["policies"]["mypkg:mine"]["gpu_utilization"] == float(f"{api.gpu_utilization:.10g}")

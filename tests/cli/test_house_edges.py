@@ -80,7 +80,7 @@ def test_the_comparison_table_has_a_legend_and_a_headline() -> None:
     text = " ".join(res.stdout.split())
     for col in ("alloc. util:", "avg JCT/JRT/JWT s:", "p95 / max loss:", "n>50%:"):
         assert col in text, col
-    assert "crux-full has the highest GPU utilisation" in text and "for ecmp-fair (+" in text
+    assert "GPU-hours" in text and "over ecmp-fair (GPU utilisation" in text
 
 
 def _commands(group: Any, path: list[str]) -> list[list[str]]:

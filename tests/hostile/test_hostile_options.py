@@ -188,7 +188,6 @@ def test_option_errors(scenario: str, case: str, args: list[str], fragment: str)
     ("case", "out", "fragment"),
     [
         ("out-is-a-file", "FILE", "exists and is not a folder"),
-        ("out-parent-missing", "MISSING/sub", "does not exist"),
         ("out-parent-is-a-file", "FILE/sub", "is not a folder"),
         ("out-dev-null", "/dev/null", "exists and is not a folder"),
     ],

@@ -177,9 +177,12 @@ def read_result(out_dir: str | Path) -> ResultFrames:
 
 
 def _flat(name: str, vals: dict[str, Any]) -> dict[str, Any]:
-    """One row: nested figures (e.g. the ``throughput_loss`` distribution) become ``outer_inner`` columns."""
+    """One row: nested figures (e.g. the ``throughput_loss`` distribution) become ``outer_inner`` columns;
+    per-job lists (``job_results``) are not figures of the policy and stay out."""
     row: dict[str, Any] = {"policy": name}
     for key, val in vals.items():
+        if isinstance(val, list):
+            continue
         if isinstance(val, dict):
             row.update({f"{key}_{inner}": v for inner, v in val.items()})
         else:

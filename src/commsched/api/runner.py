@@ -10,6 +10,7 @@ from commsched.catalog import placement_registry, policy_registry, queue_registr
 from commsched.io.scenario import Scenario
 from commsched.scheduling.interfaces import PlacementFn, PolicyBundle
 from commsched.sim.engine import SimJob, Simulation
+from commsched.sim.ideal import with_ideals
 from commsched.sim.records import Mode, SimConfig, SimResult
 from commsched.topology import Topology
 from commsched.workload import JobSpec
@@ -27,13 +28,12 @@ def simulate_scenario(
     """Simulate a validated scenario; options override the scenario's own choices."""
     name = policy or scenario.policy
     bundle = policy_registry().get(name, where="--policy")
-    placement_fn = bundle.placement or placement_registry().get(
-        placement or scenario.placement, where="placement"
-    )
+    job_scheduler = placement_registry().get(placement or scenario.placement, where="placement")
     return run_bundle(
         scenario,
         bundle,
-        placement=placement_fn,
+        placement=bundle.placement or job_scheduler,
+        job_scheduler=job_scheduler,
         mode=Mode(mode or scenario.mode),
         seed=scenario.seed if seed is None else seed,
         progress=progress,
@@ -48,19 +48,25 @@ def run_bundle(
     mode: Mode,
     seed: int,
     progress: Callable[[float], None] | None = None,
+    job_scheduler: PlacementFn | None = None,
 ) -> SimResult:
-    """Simulate a scenario under a resolved policy bundle and placement (the one place that builds a run)."""
+    """Simulate a scenario under a resolved policy bundle and placement (the one place that builds a run).
+
+    Each job's ideal iteration (:mod:`commsched.sim.ideal`) is taken on the scenario's own cluster under
+    ``job_scheduler`` (default: ``placement``), never under a bundle's own placement or cluster change,
+    so that it is the same reference under every policy.
+    """
     topology = bundle.topology(scenario.topology) if bundle.topology is not None else scenario.topology
     queue_order = bundle.queue_order or queue_registry().get(scenario.queue, where="queue")
     config = SimConfig(horizon_s=scenario.horizon_s, mode=mode, seed=seed, warmup_s=scenario.warmup_s)
     if scenario.fluid_min_jobs is not None:
         config = replace(config, fluid_min_jobs=scenario.fluid_min_jobs)
+    jobs = [
+        SimJob(spec=j.spec, gpus=j.gpu_ids, iteration_model=_iteration_model(j.spec)) for j in scenario.jobs
+    ]
     sim = Simulation(
         topology=topology,
-        jobs=[
-            SimJob(spec=j.spec, gpus=j.gpu_ids, iteration_model=_iteration_model(j.spec))
-            for j in scenario.jobs
-        ],
+        jobs=with_ideals(scenario.topology, jobs, job_scheduler or placement),
         policy=bundle.communication,
         placement=placement,
         config=config,

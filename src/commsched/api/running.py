@@ -85,6 +85,8 @@ class _Run:
     placement: PlacementFn
     mode: Mode
     seed: int
+    #: the job scheduler the jobs' ideal iterations are placed by (never a bundle's own placement)
+    job_scheduler: PlacementFn | None = None
 
 
 def prepare_run(
@@ -95,14 +97,12 @@ def prepare_run(
     seed: int | None,
 ) -> _Run:
     bundle = resolve_policy(scenario.policy if policy is None else policy)
-    if bundle.placement is not None:
-        place = bundle.placement
-    else:
-        place = _placement_fn(scenario.placement if placement is None else placement, where="placement")
+    job_scheduler = _placement_fn(scenario.placement if placement is None else placement, where="placement")
     return _Run(
         scenario=scenario,
         bundle=bundle,
-        placement=place,
+        placement=bundle.placement if bundle.placement is not None else job_scheduler,
+        job_scheduler=job_scheduler,
         mode=_mode(mode, scenario),
         seed=scenario.seed if seed is None else seed,
     )
@@ -112,7 +112,13 @@ def _execute(run: _Run, progress: Callable[[float], None] | None = None) -> SimR
     from commsched.api.runner import run_bundle
 
     return run_bundle(
-        run.scenario, run.bundle, placement=run.placement, mode=run.mode, seed=run.seed, progress=progress
+        run.scenario,
+        run.bundle,
+        placement=run.placement,
+        mode=run.mode,
+        seed=run.seed,
+        progress=progress,
+        job_scheduler=run.job_scheduler,
     )
 
 

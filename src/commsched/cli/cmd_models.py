@@ -66,11 +66,15 @@ def models_command(
         print_json([model_row(p) for p in profiles])
         return
     table = Table(title="commsched model zoo")
+    widest = max((len(p.name) for p in profiles), default=4)
     for col in ("name", "gpu", "precision", "compute_s", "sync MB", "overlap", "layers", "aliases"):
         table.add_column(
             col,
             justify="right" if col in ("compute_s", "sync MB", "overlap", "layers") else "left",
-            overflow="fold" if col == "name" else "ellipsis",  # a name is never cut short
+            # a name is never cut or wrapped mid-word: its column is as wide as the widest name
+            no_wrap=col == "name",
+            min_width=widest if col == "name" else None,
+            overflow="fold" if col == "name" else "ellipsis",
         )
     for p in profiles:
         table.add_row(

@@ -108,10 +108,26 @@ def bench(
         f"{model} x{byte_scale} bytes, {workers} workers, goodput {goodput / GBPS:.3f} Gb/s per worker"
     )
     for r in results:
-        gap = r.iteration_s / r.predicted_iteration_s - 1
-        console.print(f"  {r.transport:14s} measured {r.iteration_s:.3f} s"
-                      f"  model {r.predicted_iteration_s:.3f} s  ({gap:+.1%})"
-                      f"  max |error| {r.max_abs_error:.2g}")  # fmt: skip
+        console.print(_bench_line(r.transport, r.iteration_s, r.predicted_iteration_s, r.max_abs_error))
+
+
+#: what ``max_abs_error`` measures, said where it is printed
+SUM_ERROR = "largest |summed gradient - NumPy's sum|"
+
+
+def _bench_line(transport: str, measured_s: float, predicted_s: float, max_abs_error: float) -> str:
+    """One transport's line of ``ps bench``.
+
+    Examples
+    --------
+    >>> print(_bench_line("mercury", 1.1, 1.0, 3e-7).split("(+10.0%)  ")[1])
+    largest |summed gradient - NumPy's sum| 3e-07
+    """
+    gap = measured_s / predicted_s - 1
+    return (
+        f"  {transport:14s} measured {measured_s:.3f} s  model {predicted_s:.3f} s  ({gap:+.1%})"
+        f"  {SUM_ERROR} {max_abs_error:.2g}"
+    )
 
 
 @ps_app.command("dynamic")
@@ -247,7 +263,8 @@ def versus_ring_cmd(
     for name in ("byteps", "allreduce"):
         r = out[name]
         console.print(f"{name:10s} median {r['median_iteration_s']:.3f} s "
-                      f"(model {r['predicted_iteration_s']:.3f} s) err {r['max_abs_error']:.1e}")  # fmt: skip
+                      f"(model {r['predicted_iteration_s']:.3f} s), "
+                      f"{SUM_ERROR} {r['max_abs_error']:.1e}")  # fmt: skip
     console.print(f"speed-up over all-reduce: measured {out['measured_speedup']:.3f}, commsched byteps "
                   f"{out['predicted_speedup']:.3f} "
                   f"(this split {out['predicted_speedup_this_split']:.3f})")  # fmt: skip

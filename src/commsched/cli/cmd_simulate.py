@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -20,6 +22,9 @@ from commsched.cli.common import (
     user_errors,
 )
 from commsched.errors import InputError, ValidationError
+
+if TYPE_CHECKING:
+    from commsched.io.scenario import Scenario
 
 
 def _mode_value(mode: str | None) -> str | None:
@@ -98,6 +103,19 @@ def _fmt(x: object, digits: int = 3) -> str:
     return "-" if x is None else (f"{x:.{digits}f}" if isinstance(x, float) else str(x))
 
 
+def _count(x: float | None) -> str:
+    """An iteration count: an integer as an integer, a fraction (a fast-mode credit) with one digit.
+
+    Examples
+    --------
+    >>> _count(30.0), _count(12.5), _count(None)
+    ('30', '12.5', '-')
+    """
+    if x is None or not math.isfinite(x):
+        return "-"
+    return str(int(x)) if float(x).is_integer() else f"{x:.1f}"
+
+
 def _print_table(summary: dict[str, object]) -> None:
     con = stdout_console()
     con.print(
@@ -123,6 +141,7 @@ def _print_table(summary: dict[str, object]) -> None:
         "GPUs",
         "iterations",
         "standalone it. s",
+        "ideal it. s",
         "mean it. s",
         "slowdown",
         "class",
@@ -136,8 +155,9 @@ def _print_table(summary: dict[str, object]) -> None:
         t.add_row(
             str(j["id"]),
             str(j["gpus"]),
-            _fmt(j["iterations"], 1),
+            _count(j["iterations"]),
             _fmt(j["standalone_iteration_s"]),
+            _fmt(j.get("ideal_iteration_s")),
             _fmt(j["mean_iteration_s"]),
             _fmt(j["slowdown"], 2),
             str(j["priority_class"]),
@@ -175,14 +195,49 @@ def validate(
         raise
     asked = sum(j.spec.gpus for j in sc.jobs)
     gpus = sc.topology.n_gpus or asked  # a topology without hosts (single_link): the jobs' abstract GPUs
+    notes = _notes(sc)
     if as_json:
-        print_json({"valid": True, "problems": [], "jobs": len(sc.jobs), "gpus": gpus, "job_gpus": asked})
+        print_json(
+            {
+                "valid": True,
+                "problems": [],
+                "jobs": len(sc.jobs),
+                "gpus": gpus,
+                "job_gpus": asked,
+                "notes": notes,
+            }
+        )
         return
     cluster = f"{gpus} GPUs" if sc.topology.n_gpus else f"no hosts, {gpus} abstract GPUs"
     stdout_console().print(
-        f"{scenario}: OK — topology {sc.topology.name} ({cluster}), {len(sc.jobs)} jobs on {asked} GPUs, "
-        f"policy {sc.policy}, horizon {sc.horizon_s:g} s"
+        f"{scenario}: OK — topology {sc.topology.name} ({cluster}), {_plural(len(sc.jobs), 'job')} on "
+        f"{asked} GPUs, policy {sc.policy}, horizon {sc.horizon_s:g} s",
+        soft_wrap=True,  # one line, whatever the width (logs and pipes read it whole)
     )
+    for note in notes:
+        stdout_console().print(f"note: {note}", soft_wrap=True)
+
+
+def _notes(sc: Scenario) -> list[str]:
+    """What a valid scenario does that its author may not expect."""
+    out = []
+    if sc.policy == "static" and sc.jobs and all(j.spec.priority is None for j in sc.jobs):
+        out.append(
+            "policy static with no job priority written: every job shares class 0 "
+            "(give jobs a `priority`, 0 = highest, to rank them)"
+        )
+    return out
+
+
+def _plural(n: int, word: str) -> str:
+    """``1 job``, ``2 jobs``.
+
+    Examples
+    --------
+    >>> _plural(1, "job"), _plural(2, "job"), _plural(0, "job")
+    ('1 job', '2 jobs', '0 jobs')
+    """
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def register(app: typer.Typer) -> None:

@@ -100,6 +100,21 @@ def _print(summary: TopologySummary) -> None:
         )
 
 
+def _plain(text: str) -> str:
+    """A docstring's reStructuredText markup as plain text (for the terminal and JSON).
+
+    Examples
+    --------
+    >>> _plain("Host ``h`` (see :func:`commsched.topology.hosts.host_templates`, :class:`~a.B`)")
+    'Host h (see commsched.topology.hosts.host_templates, B)'
+    """
+    import re
+
+    text = re.sub(r":[a-z]+:`~[\w.]*?\.?(\w+)`", r"\1", text)
+    text = re.sub(r":[a-z]+:`([^`]+)`", r"\1", text)
+    return re.sub(r"``([^`]+)``", r"\1", text)
+
+
 def _parameter_docs(doc: str) -> dict[str, str]:
     """Parameter name -> description from a numpydoc ``Parameters`` section (names may be grouped)."""
     lines = inspect.cleandoc(doc).splitlines()
@@ -136,7 +151,7 @@ def topology_parameters(kind: str) -> list[dict[str, Any]]:
                 "required": p.default is inspect.Parameter.empty,
                 "default": default if isinstance(default, int | float | str | bool) else None,
                 "type": str(p.annotation).replace("HostTemplate", "template"),
-                "description": docs.get(name, ""),
+                "description": _plain(docs.get(name, "")),
             }
         )
     return rows

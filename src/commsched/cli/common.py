@@ -105,12 +105,13 @@ def check_seed(seed: int | None, *, where: str = "--seed") -> int | None:
     return seed
 
 
-def check_out_dir(out: Path | None, *, where: str = "--out", make_parents: bool = False) -> Path | None:
+def check_out_dir(out: Path | None, *, where: str = "--out", make_parents: bool = True) -> Path | None:
     """Check an output folder before any work is done.
 
-    It may exist as a writable folder, or be a new name in an existing writable folder (with
-    ``make_parents``, missing parent folders are made too). A file in its place, a missing parent and a
-    folder that cannot be written are :class:`InputError`.
+    It may exist as a writable folder, or be a new path under an existing writable folder: the missing
+    folders are made when the results are written (``make_parents=False``: only a new name in an existing
+    folder). A file in its place or on its way, and a folder that cannot be written, are
+    :class:`InputError`.
     """
     if out is None:
         return None

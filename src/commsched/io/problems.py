@@ -38,6 +38,25 @@ def line_index(text: str) -> dict[tuple[str | int, ...], int]:
     return out
 
 
+def did_you_mean(name: str, valid: Sequence[str]) -> str:
+    """``"; did you mean 'X'?"`` for the valid name closest to ``name`` (case ignored), else ``""``.
+
+    Examples
+    --------
+    >>> did_you_mean("llama-7b@h20", ["llama-7b@h200", "resnet50"])
+    "; did you mean 'llama-7b@h200'?"
+    >>> did_you_mean("horizon", ["horizon_s", "seed"])
+    "; did you mean 'horizon_s'?"
+    >>> did_you_mean("zzz", ["horizon_s", "seed"])
+    ''
+    """
+    import difflib
+
+    lowered = {v.lower(): v for v in valid}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+    return f"; did you mean {lowered[close[0]]!r}?" if close else ""
+
+
 def _fmt_path(path: Sequence[str | int]) -> str:
     s = ""
     for p in path:
@@ -108,6 +127,8 @@ def validated(model: type[M], data: object, prefix: tuple[str | int, ...], probs
             expected = PYDANTIC_EXPECT.get(err["type"], "")
             msg = err["msg"]
             if err["type"] == "extra_forbidden":
-                msg, expected = "unknown field", "one of " + ", ".join(sorted(model.model_fields))
+                fields = sorted(model.model_fields)
+                msg = "unknown field" + did_you_mean(str(loc[-1]), fields)
+                expected = "one of " + ", ".join(fields)
             probs.add(loc, msg[0].lower() + msg[1:], expected)
         return None

@@ -23,6 +23,19 @@ def _num(x: float) -> float | None:
     return None if (x is None or not math.isfinite(x)) else float(x)
 
 
+def _count(x: float) -> int | float | None:
+    """An iteration count: an integer where it is one (a fast mode's credit may be a fraction).
+
+    Examples
+    --------
+    >>> _count(30.0), _count(12.5), _count(float("nan"))
+    (30, 12.5, None)
+    """
+    if x is None or not math.isfinite(x):
+        return None
+    return int(x) if float(x).is_integer() else float(x)
+
+
 def _fabric(pairs: tuple[tuple[str, float], ...]) -> dict[str, float | None]:
     """``{tp, pp, dp, ep}`` always present (null: unknown)."""
     got = dict(pairs)
@@ -50,7 +63,7 @@ def result_summary(
             {
                 "id": j.id,
                 "gpus": j.gpus,
-                "iterations": _num(j.iterations),
+                "iterations": _count(j.iterations),
                 "finished": j.finished,
                 "arrival_s": _num(j.arrival_s),
                 "start_s": _num(j.start_s) if j.start_s is not None else None,
@@ -59,6 +72,9 @@ def result_summary(
                 "wait_s": _num(j.wait_s),
                 "run_s": _num(j.run_s),
                 "standalone_iteration_s": _num(j.standalone_iteration_s),
+                # alone on the empty cluster, its flows spread: the same under every policy (slowdown's
+                # reference, commsched.sim.ideal)
+                "ideal_iteration_s": _num(j.ideal_iteration_s),
                 "mean_iteration_s": _num(j.mean_iteration_s),
                 "slowdown": _num(j.slowdown),
                 "priority_class": j.priority_class,
@@ -93,9 +109,18 @@ def result_summary(
 
 
 def _cell(x: object) -> object:
-    """A CSV cell: booleans as ``true``/``false`` (as in JSON), missing values empty."""
+    """A CSV cell: booleans as ``true``/``false`` (as in JSON), missing values empty, a mapping or list
+    as JSON (never a Python repr).
+
+    Examples
+    --------
+    >>> _cell({"tp": 0.0, "dp": None}), _cell(True), _cell(None), _cell(3)
+    ('{"tp": 0.0, "dp": null}', 'true', '', 3)
+    """
     if isinstance(x, bool):
         return "true" if x else "false"
+    if isinstance(x, dict | list):
+        return json.dumps(x, allow_nan=False)
     return "" if x is None else x
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from commsched.errors import InputError
-from commsched.io.problems import Problems
+from commsched.errors import InputError, UnknownNameError
+from commsched.io.problems import Problems, did_you_mean
 from commsched.io.schema import JobEntry, ProfileRef, ScenarioFile, ScenarioJob
 from commsched.topology import NodeId, Topology
 from commsched.workload import JobId, JobSpec, ModelProfile, SyncKind
@@ -116,6 +116,14 @@ def _model_profile(model: str | ProfileRef, i: int, probs: Problems) -> ModelPro
 
     try:
         return resolve_model(model)
+    except UnknownNameError:
+        from commsched.workload.grouped import LLM_MODELS
+        from commsched.workload.zoo import model_names
+
+        valid = sorted({*model_names(aliases=True), *(f"{m}@h200" for m in LLM_MODELS)})
+        what = f"unknown model {model!r}" + did_you_mean(model, valid)
+        probs.add(("jobs", i, "model"), what, "a model that `commsched models` lists: " + ", ".join(valid))
+        return None
     except InputError as exc:
         probs.add(("jobs", i, "model"), exc.what, exc.expected)
         return None

@@ -36,6 +36,7 @@ from commsched.scheduling.traffic import JobTraffic, job_traffic
 from commsched.sim.domains import DomainIndex
 from commsched.sim.fast import FastMode
 from commsched.sim.fluid import FluidMode
+from commsched.sim.ideal import reference_s
 from commsched.sim.iteration import Iterations
 from commsched.sim.kernel import EventKernel
 from commsched.sim.pacing import Pacing
@@ -283,7 +284,7 @@ class DecisionApplier:
         if r.spec.iterations is not None:
             r.target_iterations = float(r.spec.iterations)
         elif r.spec.duration_s is not None:
-            r.target_iterations = float(max(1, round(r.spec.duration_s / max(r.standalone_s, 1e-12))))
+            r.target_iterations = float(max(1, round(r.spec.duration_s / max(reference_s(r), 1e-12))))
 
     def _init_grouped(self, r: JobRun) -> None:
         """Standalone iteration time, intensity and target of a new grouped job: its two streams alone
@@ -295,7 +296,7 @@ class DecisionApplier:
         if r.spec.iterations is not None:
             r.target_iterations = float(r.spec.iterations)
         elif r.spec.duration_s is not None:
-            r.target_iterations = float(max(1, round(r.spec.duration_s / max(r.standalone_s, 1e-12))))
+            r.target_iterations = float(max(1, round(r.spec.duration_s / max(reference_s(r), 1e-12))))
 
     def _untouched(
         self,

@@ -45,6 +45,7 @@ from commsched.sim.accounting import Ledger
 from commsched.sim.decisions import DecisionApplier
 from commsched.sim.fast import FastMode
 from commsched.sim.fluid import FluidMode
+from commsched.sim.ideal import with_ideals
 from commsched.sim.iteration import Iterations
 from commsched.sim.kernel import EventKernel
 from commsched.sim.lifecycle import JobLifecycle, LifecycleHooks, QueueRules
@@ -105,7 +106,10 @@ class Simulation:
         self.config = config
         self.policy_name = policy_name
         self._progress = progress
-        self._runs = [JobRun(i, sj.spec, sj.iteration_model) for i, sj in enumerate(jobs)]
+        ideal = with_ideals(topology, jobs, placement)  # the jobs' one reference (commsched.sim.ideal)
+        self._runs = [
+            JobRun(i, sj.spec, sj.iteration_model, sj.ideal_iteration_s) for i, sj in enumerate(ideal)
+        ]
         grouped = [r for r in self._runs if r.spec.parallel is not None]
         #: the overlapped streams of the grouped jobs: slots after the jobs' (see commsched.sim.streams)
         self._streams = [companion_of(r, len(self._runs) + k) for k, r in enumerate(grouped)]

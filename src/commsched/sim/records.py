@@ -102,6 +102,11 @@ class JobResult:
     placement: tuple[str, ...] = ()
     #: bytes per iteration leaving a NIC onto the fabric, per group kind (tp, pp, dp, ep; NaN: unknown)
     fabric_bytes_per_iteration: tuple[tuple[str, float], ...] = ()
+    #: its ideal iteration (:mod:`commsched.sim.ideal`): alone on the empty cluster, placed by its job
+    #: scheduler, its flows on the least loaded of their paths; the same under every policy (NaN: unknown)
+    ideal_iteration_s: float = float("nan")
+    #: the model it trains (the zoo name, else its profile's name)
+    model: str = ""
 
     @property
     def wait_s(self) -> float:
@@ -121,7 +126,24 @@ class JobResult:
         )
 
     @property
+    def reference_iteration_s(self) -> float:
+        """What its slowdown is measured against: its ideal, or its standalone time where the ideal is
+        unknown."""
+        ideal = self.ideal_iteration_s
+        return ideal if np.isfinite(ideal) and ideal > 0 else self.standalone_iteration_s
+
+    @property
     def slowdown(self) -> float:
+        """Mean iteration over the ideal (:attr:`reference_iteration_s`): the same reference under every
+        policy, so that a policy's own collisions (ECMP's) count as slowdown."""
+        ref = self.reference_iteration_s
+        if ref <= 0 or not np.isfinite(self.mean_iteration_s):
+            return float("nan")
+        return self.mean_iteration_s / ref
+
+    @property
+    def standalone_slowdown(self) -> float:
+        """Mean iteration over the standalone time on the policy's own routes (contention only)."""
         if self.standalone_iteration_s <= 0 or not np.isfinite(self.mean_iteration_s):
             return float("nan")
         return self.mean_iteration_s / self.standalone_iteration_s

@@ -42,6 +42,8 @@ class SimJob:
     spec: JobSpec
     gpus: tuple[NodeId, ...] = ()
     iteration_model: Callable[[float], float] | None = None  # standalone comm time -> iteration time
+    #: its ideal iteration (commsched.sim.ideal); ``None``: the simulation computes it on its own cluster
+    ideal_iteration_s: float | None = None
 
 
 class JobRun:
@@ -69,7 +71,10 @@ class JobRun:
     intensity
         Its GPU intensity (Crux), weighting the bytes it puts on links.
     standalone_s
-        Its iteration time alone on the cluster.
+        Its iteration time alone on the cluster, on the routes the policy gave it.
+    ideal_s
+        Its ideal iteration time (:mod:`commsched.sim.ideal`): alone on the empty cluster, its flows
+        spread; the reference of its slowdown and of the iterations of a job given a duration.
     target_iterations
         Iterations after which it finishes (``None``: runs to the horizon).
     overlap
@@ -135,6 +140,7 @@ class JobRun:
         "end_s",
         "finished",
         "gpu_count",
+        "ideal_s",
         "index",
         "intensity",
         "iteration_model",
@@ -166,11 +172,16 @@ class JobRun:
     )
 
     def __init__(
-        self, index: int, spec: JobSpec, iteration_model: Callable[[float], float] | None = None
+        self,
+        index: int,
+        spec: JobSpec,
+        iteration_model: Callable[[float], float] | None = None,
+        ideal_s: float | None = None,
     ) -> None:
         self.index = index
         self.spec = spec
         self.iteration_model = iteration_model
+        self.ideal_s = float("nan") if ideal_s is None else ideal_s
         self.placed: PlacedJob | None = None
         self.gpu_count = spec.gpus
         self.traffic: JobTraffic | None = None

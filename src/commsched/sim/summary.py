@@ -92,6 +92,8 @@ def job_results(runs: Sequence[JobRun], end: float) -> tuple[JobResult, ...]:
                 shared_links=r.shared_links,
                 placement=tuple(str(g) for g in r.placed.gpus) if r.placed is not None else (),
                 fabric_bytes_per_iteration=_fabric_bytes(r),
+                ideal_iteration_s=r.ideal_s,
+                model=r.spec.model or r.spec.profile.name,
             )
         )
     return tuple(out)

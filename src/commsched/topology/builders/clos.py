@@ -40,8 +40,12 @@ def two_layer_clos(
 
     Parameters
     ----------
-    tors, aggs, hosts_per_tor
-        Switch and host counts. Host ``h`` sits under ToR ``h // hosts_per_tor``.
+    tors
+        ToR (leaf) switches, ``tor0`` ... Host ``h`` sits under ToR ``h // hosts_per_tor``.
+    aggs
+        Agg (spine) switches, ``agg0`` ...; every ToR is cabled to every Agg.
+    hosts_per_tor
+        Hosts under each ToR.
     host_template
         A template name (see :func:`commsched.topology.hosts.host_templates`) or object.
     links_per_host
@@ -51,8 +55,10 @@ def two_layer_clos(
         ToR-to-Agg cables per ToR, spread evenly over the Aggs (must be a multiple of ``aggs``);
         default ``hosts_per_tor * links_per_host`` (as many uplinks as downlinks) rounded up to a
         multiple of ``aggs``.
-    host_link_bps, uplink_bps
-        Cable speeds in bits/s (each direction); default the template's NIC rate for both (so the
+    host_link_bps
+        Speed of a host-to-ToR cable in bits/s (each direction); default the template's NIC rate.
+    uplink_bps
+        Speed of a ToR-to-Agg cable in bits/s (each direction); default the template's NIC rate (so the
         default fabric is 1:1, non-oversubscribed).
     latency_s
         Latency of every network link, seconds.
