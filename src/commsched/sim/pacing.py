@@ -35,6 +35,7 @@ from commsched.sim import flowkernel as fk
 from commsched.sim import flowlayout as fl
 from commsched.sim.accounting import Ledger
 from commsched.sim.binding import Binding, SlotTraffic
+from commsched.sim.components import Components
 from commsched.sim.kernel import EventKernel
 from commsched.sim.runs import EventKind, JobRun
 from commsched.sim.streams import DP_SUBCLASS, StreamPlan, stream_plan
@@ -42,49 +43,6 @@ from commsched.sim.trafficpool import TrafficPool
 
 #: configurations whose paces are kept before the cache is cleared
 _PACE_CACHE_MAX = 200_000
-
-
-class Components(dict[int, list[int]]):
-    """Component id -> indices of its jobs (in the running order), with, beside each, its slots as an
-    array and the hash of its configuration (both dropped when the component is set anew).
-
-    ``partner`` maps a grouped job's index to its overlapped stream's slot (:mod:`commsched.sim.streams`)."""
-
-    def __init__(self, partner: dict[int, int] | None = None, binding: Binding | None = None) -> None:
-        super().__init__()
-        self.arrays: dict[int, NDArray[np.int64]] = {}
-        self.hashes: dict[int, int] = {}
-        self.partner: dict[int, int] = partner or {}
-        #: which entries the component's solves read (bound anew once the component is set anew)
-        self.binding = binding if binding is not None else Binding(n_links=0)
-
-    def _reset(self, comp: int) -> None:
-        self.arrays.pop(comp, None)
-        self.hashes.pop(comp, None)
-        self.binding.forget(comp)
-
-    def __setitem__(self, comp: int, idxs: list[int]) -> None:
-        super().__setitem__(comp, idxs)
-        self._reset(comp)
-
-    def __delitem__(self, comp: int) -> None:
-        super().__delitem__(comp)
-        self._reset(comp)
-
-    def pop(self, comp: int, default: list[int] | None = None) -> list[int] | None:  # type: ignore[override]
-        self._reset(comp)
-        return super().pop(comp, default)
-
-    def slots(self, comp: int) -> NDArray[np.int64]:
-        """The slots of a component's jobs (one per job: its index), then its grouped jobs' overlapped
-        streams."""
-        arr = self.arrays.get(comp)
-        if arr is None:
-            idxs = list(self.get(comp, ()))
-            if self.partner:
-                idxs += [self.partner[i] for i in idxs if i in self.partner]
-            arr = self.arrays[comp] = np.array(idxs, dtype=np.int64)
-        return arr
 
 
 class Pacing:
