@@ -8,8 +8,8 @@ and ``crux-full`` the iteration measured from each job's traffic (its hosts' byt
 within 5 % of the program's own log, and it is found by whole iterations' bytes (the split the job's
 hosts agree on, or, where none agrees with the profiling window's bytes per iteration, the byte rate
 at those bytes refined by the periodogram's harmonics), not by bursts. Each failure message carries
-the run's CPU report (whether the emulation was short of CPU in that window). The run's files (traffic samples, logs) are kept beside the test's
-temporary files, so that a failure can be replayed.
+the run's CPU report (whether the emulation was short of CPU in that window). The run's files
+(traffic samples, logs) are kept beside the test's temporary files, so that a failure can be replayed.
 """
 
 from __future__ import annotations
