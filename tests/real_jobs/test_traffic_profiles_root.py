@@ -6,8 +6,10 @@ four ranks one per GPU on two hosts, a ring of three hosts, two ranks; every job
 ToR ``tor0`` and its peers behind ``tor2``/``tor4``, so that they share uplinks. Under ``ecmp-fair``
 and ``crux-full`` the iteration measured from each job's traffic (its hosts' byte counters alone) is
 within 5 % of the program's own log, and it is found by whole iterations' bytes (the split the job's
-hosts agree on), not by bursts. The run's files (traffic samples, logs) are kept beside the test's
-temporary files, so that a failure can be replayed.
+hosts agree on, or, where none agrees with the profiling window's bytes per iteration, the byte rate
+at those bytes refined by the periodogram's harmonics), not by bursts. Each failure message carries
+the run's CPU report (whether the emulation was short of CPU in that window). The run's files
+(traffic samples, logs) are kept beside the test's temporary files, so that a failure can be replayed.
 """
 
 from __future__ import annotations
@@ -77,8 +79,8 @@ def test_iterations_from_traffic_hold_under_contention(tmp_path: Path) -> None:
     report = json.loads(proc.stdout)
     for policy, body in report["policies"].items():
         for job, row in body["jobs"].items():
-            where = (policy, job, row["measured_iteration_s"], row["logged_iteration_s"])
+            where = (policy, job, row["measured_iteration_s"], row["logged_iteration_s"], body.get("cpu"))
             assert row["iterations_measured"] >= 10, where
-            assert row["traffic_method"] == "bytes", where
+            assert row["traffic_method"] in ("bytes", "harmonics", "byte-rate"), where
             assert abs(row["log_gap"]) <= 0.05, where
             assert row["simulated_iteration_s"] > 0, where

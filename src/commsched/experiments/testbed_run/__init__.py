@@ -29,6 +29,7 @@ from commsched.experiments.testbed_run.report import measured_means, policy_repo
 from commsched.io.scenario import Scenario
 from commsched.runtime.launch.launcher import Launched, LaunchPlan, launched
 from commsched.runtime.launch.settings import RunOptions, RunSettings
+from commsched.testbed.cpu import CpuSample, CpuSampler, cpu_report
 from commsched.testbed.handle import Testbed
 
 __all__ = ["RunOptions", "launch_plan", "measured_means", "run_scenario"]
@@ -60,9 +61,13 @@ def run_scenario(scenario: Scenario, topology_spec: dict[str, Any], opts: RunOpt
                 placing = policy_placement(scenario, policy)
                 placed = placed_scenario(scenario, placing)
                 plan = launch_plan(placed, placing, launcher.testbed)
-                done = launcher.launch(plan)
+                with CpuSampler(opts.name) as cpu:  # was the emulation short of CPU (docs/testbed-run.md)
+                    done = launcher.launch(plan)
                 report.setdefault("probe", done.probe)
-                report["policies"][policy] = _policy_report(placed, placing, plan, done, opts)
+                body = _policy_report(placed, placing, plan, done, opts, cpu=cpu.samples)
+                report["policies"][policy] = body
+                if body["cpu"]["short"]:
+                    report.setdefault("cpu_short", []).append(policy)
     finally:
         if opts.keep_dir is not None:
             shutil.copytree(work, opts.keep_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.sock"))
@@ -85,7 +90,13 @@ def launch_plan(placed: Scenario, placing: PolicyPlacement, tb: Testbed) -> Laun
 
 
 def _policy_report(
-    placed: Scenario, placing: PolicyPlacement, plan: LaunchPlan, done: Launched, opts: RunOptions
+    placed: Scenario,
+    placing: PolicyPlacement,
+    plan: LaunchPlan,
+    done: Launched,
+    opts: RunOptions,
+    *,
+    cpu: list[CpuSample],
 ) -> dict[str, Any]:
     """One policy's part of the report: measured beside the simulated twin, placement, probe."""
     tb, jobs, commands = done.testbed, list(plan.jobs), list(plan.commands)
@@ -100,4 +111,6 @@ def _policy_report(
         "circuits_changed": placing.circuits_changed if placing.circuits is not None else None,
     }
     out["probe"] = done.probe
+    begin = done.run.start + opts.profiling_window_s
+    out["cpu"] = cpu_report(cpu, start=begin, end=begin + opts.window_s)  # the measuring window's
     return out

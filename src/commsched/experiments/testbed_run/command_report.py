@@ -27,7 +27,8 @@ from typing import Any
 from commsched.experiments.testbed_run.twin import MeasuredJob
 from commsched.experiments.testbed_run.twin_profile import compute_over, twin_profile
 from commsched.runtime.launch.jobs import CommandJob
-from commsched.runtime.profiling.agreement import job_split
+from commsched.runtime.profiling.agreement import BYTES_KNOWN, job_split
+from commsched.runtime.profiling.harmonics import harmonic_period
 from commsched.runtime.profiling.iterations import host_splits, quiet_runs
 from commsched.runtime.profiling.traffic import IterationStats, series, window_iterations
 from commsched.testbed import Testbed
@@ -39,6 +40,8 @@ __all__ = [
     "agreed_iterations",
     "command_inputs",
     "command_rows",
+    "harmonic_iterations",
+    "job_iterations",
     "logged_iterations",
     "paths_of",
     "profiling_bytes",
@@ -210,6 +213,46 @@ def agreed_iterations(
     return {"mean": agreed.mean_s, "iterations": float(agreed.count), "bytes": agreed.bytes_per_iteration}
 
 
+def harmonic_iterations(
+    traffic: list[Mapping[str, Any]], *, start: float, end: float, known_bytes: float
+) -> dict[str, Any] | None:
+    """The job's iteration over ``[start, end)`` from its hosts' byte rate at ``known_bytes`` per
+    iteration, refined by the periodogram's harmonics where they agree
+    (:func:`commsched.runtime.profiling.harmonics.harmonic_period`); ``None`` where nothing is found."""
+    ys, dt = [], 0.0
+    for tr in traffic:
+        t, dt = tr["t"], float(tr["sample_s"])
+        if len(t) < 2 or min(end, t[-1]) - start < 4 * dt:
+            continue
+        rx = series(t, tr["rx_data_bytes"], sample_s=dt, start=start, end=min(end, t[-1]))
+        tx = series(t, tr["data_bytes"], sample_s=dt, start=start, end=min(end, t[-1]))
+        ys.append(rx + tx)
+    h = harmonic_period(ys, sample_s=dt, bytes_per_iteration=known_bytes) if ys else None
+    if h is None:
+        return None
+    return {"mean": h.period_s, "iterations": float(int(h.count)), "method": h.method}
+
+
+def job_iterations(
+    traffic: list[Mapping[str, Any]], *, start: float, end: float, known_bytes: float | None
+) -> tuple[dict[str, Any] | None, str | None]:
+    """The iterations the report gives a job over ``[start, end)`` and how they were found.
+
+    The split its hosts agree on (``"bytes"``), unless its bytes per iteration disagree with
+    ``known_bytes`` (the profiling window's, :data:`BYTES_KNOWN`): that split is refused. Where no split
+    stands and the bytes are known, the byte rate refined by the harmonics
+    (:func:`harmonic_iterations`). ``(None, None)`` where neither finds the iteration (the caller falls
+    back to the hosts' own estimates, which no bytes check)."""
+    agreed = agreed_iterations(traffic, start=start, end=end, known_bytes=known_bytes)
+    if agreed is not None and (known_bytes is None or abs(agreed["bytes"] / known_bytes - 1) <= BYTES_KNOWN):
+        return agreed, "bytes"
+    if known_bytes is not None and known_bytes > 0:
+        found = harmonic_iterations(traffic, start=start, end=end, known_bytes=known_bytes)
+        if found is not None:
+            return found, str(found["method"])
+    return None, None
+
+
 def profiling_bytes(job: CommandJob, data: Mapping[str, Any], *, start: float, end: float) -> float | None:
     """The job's bytes per iteration (both directions, per host) that its hosts agree on over the
     profiling window ``[start, end)``, for the measuring window's split to follow; ``None`` where
@@ -290,11 +333,11 @@ def command_rows(
         data = run.commands[job.id]
         per_host = [traffic_iterations(data[h]["traffic"], start=start, end=end) for h in job.hosts]
         traffic = [data[h]["traffic"] for h in job.hosts]
-        agreed = agreed_iterations(
+        agreed, method = job_iterations(
             traffic, start=start, end=end, known_bytes=profiling_bytes(job, data, start=run.start, end=start)
         )
         m = agreed or mean_over_hosts(per_host)
-        method = "bytes" if agreed else next((x.method for x in per_host if x is not None), None)
+        method = method or next((x.method for x in per_host if x is not None), None)
         s = simulated.get(job.id, float("nan"))
         info = run.decision.get("jobs", {}).get(job.id, {})
         logged = (
@@ -323,8 +366,10 @@ def command_rows(
             "scaled_bytes": inputs.profiles[job.id].get("comm_bytes"),
             "profile": inputs.profiles[job.id],
             "twin_missing": inputs.missing.get(job.id),
-            # how the measured iteration was found: the hosts' agreed split by bytes, else the first
-            # host's own method (bursts or spectrum)
+            # how the measured iteration was found: the hosts' agreed split by bytes; else the byte
+            # rate at the profiling window's bytes per iteration ("harmonics" where the periodogram's
+            # comb refined it, "byte-rate" where it did not); else the first host's own method
+            # (bursts or spectrum, which nothing checks against the bytes)
             "traffic_method": method,
             "held_syns": sum(int(d["report"]["held_syns"]) for d in data.values()),
             "connections": tr["fabric_connections"],
