@@ -150,7 +150,7 @@ def simulate_twin(
                 duration_s=None,
                 gpus=len(m.gpus),
                 gpu_ids=m.gpus,
-                # TODO(issue 42): a command job keeps its first routes: set ``transport="persistent"`` here
+                transport="persistent",  # an unmodified program's TCP connections keep their first routes
             )
             jobs.append(SimJob(spec=spec, gpus=m.gpus))
             continue
