@@ -62,6 +62,8 @@ JOB_FIELDS: dict[str, str] = {
     "sync": "Synchronisation: allreduce, ps (parameter server) or byteps.",
     "cpu_machines": "CPU machines of a ps or byteps job.",
     "intrajob": "Layer-wise iteration model inside the job: wfbp, bytescheduler, mercury, ...",
+    "transport": "`rebind`: the job's connections follow new routes at once; `persistent`: they keep the "
+    "routes of the first decision (default for a `command` job).",
     "command": "An unmodified program run as the job's ranks by `testbed run` (argv; docs/real-jobs.md).",
     "processes": "A command job's processes: one per host (per_host) or per GPU slot (per_gpu).",
     "iteration_log": "Regex over a command job's output whose one group is an iteration's time, s.",
