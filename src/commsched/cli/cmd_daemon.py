@@ -163,6 +163,9 @@ def agent(
     stop_jobs: bool = typer.Option(
         False, "--stop-jobs", help="With --enforce: a clean stop also stops the jobs' processes."
     ),
+    slurm: bool = typer.Option(
+        False, "--slurm", help="With --enforce: adopt the processes of Slurm jobs (by SLURM_JOB_ID, docs/slurm.md)."
+    ),
 ) -> None:
     """Run a host agent: follow the daemon's decisions and serve local jobs their source port and DSCP.
 
@@ -209,11 +212,12 @@ def agent(
             oracle=oracle,
             fabric=fabric,
             probe_metrics=metrics.probes,
+            slurm=slurm,
         )
-    elif testbed is not None or ledger is not None or profile_window or oracle or fabric or stop_jobs:
+    elif testbed is not None or ledger is not None or profile_window or oracle or fabric or stop_jobs or slurm:
         raise InputError(
             "given without --enforce",
-            where="--testbed/--ledger/--profile-window/--oracle/--fabric/--stop-jobs",
+            where="--testbed/--ledger/--profile-window/--oracle/--fabric/--stop-jobs/--slurm",
         )
     metrics.watch(enforcer)
     follower.start()

@@ -28,6 +28,7 @@ def make_enforcer(
     oracle: str | None = None,
     fabric: Path | None = None,
     probe_metrics: Any = None,
+    slurm: bool = False,
 ) -> Enforcer:
     """The enforcer of an agent (``follower``: its link to the daemon), started on its last view.
 
@@ -40,7 +41,8 @@ def make_enforcer(
     testbed the probing oracle needs the fabric's map (``fabric``: a file, :mod:`.fabricmap`; on a
     testbed its layout); without one connections are marked but not pinned (the report says why).
     ``probe_metrics``: where the probing oracle counts its probes (a
-    :class:`~.probeoracle.ProbeRecorder`: the agent's metrics).
+    :class:`~.probeoracle.ProbeRecorder`: the agent's metrics). ``slurm``: adopt the processes of
+    the view's Slurm jobs (:mod:`.slurmprocs`) and beat for them.
     """
     from commsched.errors import CapabilityError, InputError
     from commsched.runtime.enforce.nft import nft_argv
@@ -92,6 +94,12 @@ def make_enforcer(
         path_oracle.replies_by_peer = True
         enforcer.replies = replies
     follower.listeners.append(enforcer.apply_safely)
+    if slurm:
+        from commsched.runtime.enforce.slurmprocs import SlurmWatch
+
+        watch = SlurmWatch(enforcer, beat=follower.heartbeat)
+        enforcer.watchers.append(watch)
+        watch.start()
     return enforcer
 
 

@@ -71,6 +71,8 @@ class Enforcer:
         self._loops: Any = None
         self.failures: list[str] = []
         self._acct: str | None = None
+        #: helpers with threads of their own, stopped first at :meth:`close` (``stop()``, ``errors``)
+        self.watchers: list[Any] = []
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -126,6 +128,8 @@ class Enforcer:
         nat chain the kernel would stop translating their open connections, and the peers would reset
         them) until the next agent adopts them or ``testbed down`` stops them.
         """
+        for w in self.watchers:
+            w.stop()
         if self._loops is not None:
             self._loops.stop()
         if self.replies is not None:
@@ -154,7 +158,7 @@ class Enforcer:
     def errors(self) -> list[str]:
         """The last errors of the background loops (a failed ``nft`` call, no netlink, ...)."""
         loops = list(self._loops.errors) if self._loops is not None else []
-        return self.failures + loops
+        return self.failures + loops + [m for w in self.watchers for m in w.errors]
 
     # ------------------------------------------------------------------ jobs
 
