@@ -124,14 +124,24 @@ class SlurmCluster:
         self._made_ns = True
         subprocess.run(["ip", "-n", self.ns, "link", "set", "lo", "up"], check=True)
         # an address beside loopback: Slurm binds its ports with AI_ADDRCONFIG, which ignores loopback
-        subprocess.run(["ip", "-n", self.ns, "link", "add", "cs45d0", "type", "veth", "peer", "name", "cs45d1"], check=True)
+        subprocess.run(
+            ["ip", "-n", self.ns, "link", "add", "cs45d0", "type", "veth", "peer", "name", "cs45d1"],
+            check=True,
+        )
         subprocess.run(["ip", "-n", self.ns, "addr", "add", "10.245.0.1/24", "dev", "cs45d0"], check=True)
         subprocess.run(["ip", "-n", self.ns, "link", "set", "cs45d0", "up"], check=True)
         subprocess.run(
-            ["munged", "-f", f"--socket={w}/munge.sock", f"--key-file={key}", f"--log-file={w}/munged.log",
-             f"--pid-file={w}/munged.pid", f"--seed-file={w}/munged.seed"],
+            [
+                "munged",
+                "-f",
+                f"--socket={w}/munge.sock",
+                f"--key-file={key}",
+                f"--log-file={w}/munged.log",
+                f"--pid-file={w}/munged.pid",
+                f"--seed-file={w}/munged.seed",
+            ],
             check=True,
-        )  # fmt: skip
+        )
         self.ns_run(["slurmctld", "-f", str(self.conf), "-i"], check=True)
         self.ns_run(["slurmd", "-f", str(self.conf)], check=True)
         deadline = time.monotonic() + 30
@@ -184,7 +194,9 @@ class SlurmCluster:
     def ns_argv(self, argv: list[str]) -> list[str]:
         return ["nsenter", f"--net=/run/netns/{self.ns}", *argv]
 
-    def ns_run(self, argv: list[str], *, check: bool = False, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    def ns_run(
+        self, argv: list[str], *, check: bool = False, timeout: float = 30
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             self.ns_argv(argv), env=self.env, capture_output=True, text=True, check=check, timeout=timeout
         )
@@ -193,8 +205,9 @@ class SlurmCluster:
         """Submit ``script`` (a batch script's text); the job id."""
         path = self.work / f"job{time.monotonic_ns()}.sh"
         path.write_text(script)
-        out = self.ns_run(["sbatch", "--parsable", f"--output={self.work}/slurm-%j.out", *options, str(path)],
-                          check=True)  # fmt: skip
+        out = self.ns_run(
+            ["sbatch", "--parsable", f"--output={self.work}/slurm-%j.out", *options, str(path)], check=True
+        )
         return out.stdout.strip().split(";")[0]
 
     def job_state(self, job: str) -> str:

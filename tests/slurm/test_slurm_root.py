@@ -57,9 +57,21 @@ class _Daemon:
 
     def start(self) -> None:
         self.sock.unlink(missing_ok=True)
-        argv = _cli("daemon", "--db", str(self.work / "state.db"), "--listen", f"unix:{self.sock}",
-                    "--token-file", str(self.work / "token"), "--topology", "crux_testbed",
-                    "--policy", "crux-full", "--profiling-window", "0")  # fmt: skip
+        argv = _cli(
+            "daemon",
+            "--db",
+            str(self.work / "state.db"),
+            "--listen",
+            f"unix:{self.sock}",
+            "--token-file",
+            str(self.work / "token"),
+            "--topology",
+            "crux_testbed",
+            "--policy",
+            "crux-full",
+            "--profiling-window",
+            "0",
+        )
         with open(self.work / "daemon.log", "ab") as log:  # the child keeps its own copy
             self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
         _wait(lambda: self.sock.exists() and self.get("/health") is not None, 30, "the daemon")
@@ -95,10 +107,23 @@ class _Agent:
 
     def start(self) -> None:
         self.sock.unlink(missing_ok=True)
-        argv = _cli("agent", "--daemon", f"unix:{self.daemon.sock}", "--host", "h0",
-                    "--token-file", str(self.work / "token"), "--listen", f"unix:{self.sock}",
-                    "--state", str(self.work / "agent.json"), "--ledger", str(self.work / "ledger.json"),
-                    "--enforce", "--slurm")  # fmt: skip
+        argv = _cli(
+            "agent",
+            "--daemon",
+            f"unix:{self.daemon.sock}",
+            "--host",
+            "h0",
+            "--token-file",
+            str(self.work / "token"),
+            "--listen",
+            f"unix:{self.sock}",
+            "--state",
+            str(self.work / "agent.json"),
+            "--ledger",
+            str(self.work / "ledger.json"),
+            "--enforce",
+            "--slurm",
+        )
         with open(self.work / "agent.log", "ab") as log:  # the child keeps its own copy
             self.proc = subprocess.Popen(self.cluster.ns_argv(argv), stdout=log, stderr=subprocess.STDOUT)
         _wait(lambda: self.sock.exists() and self.get("/health") is not None, 30, "the agent")
@@ -143,25 +168,35 @@ class _Counters:
     def __init__(self, cluster: SlurmCluster) -> None:
         self.c = cluster
         self.table = f"cs45count{os.getpid() % 100000}"
-        self.nft(f"add table inet {self.table}\n"
-                 f"add chain inet {self.table} out {{ type filter hook output priority 100; }}\n"
-                 f"add counter inet {self.table} lo_data\n"
-                 f'add rule inet {self.table} out oifname "lo" meta length > 100 counter name "lo_data"\n')  # fmt: skip
+        self.nft(
+            f"add table inet {self.table}\n"
+            f"add chain inet {self.table} out {{ type filter hook output priority 100; }}\n"
+            f"add counter inet {self.table} lo_data\n"
+            f'add rule inet {self.table} out oifname "lo" meta length > 100 counter name "lo_data"\n'
+        )
 
     def nft(self, script: str) -> None:
-        done = subprocess.run(self.c.ns_argv(["nft", "-f", "-"]), input=script, capture_output=True, text=True,
-                              check=False)  # fmt: skip
+        done = subprocess.run(
+            self.c.ns_argv(["nft", "-f", "-"]), input=script, capture_output=True, text=True, check=False
+        )
         assert done.returncode == 0, f"nft: {done.stderr.strip()}\n{script}"
 
     def watch(self, name: str, mark: int, dscp: int) -> None:
         t = self.table
-        self.nft(f"add counter inet {t} {name}_at\nadd counter inet {t} {name}_any\n"
-                 f'add rule inet {t} out ct mark {mark:#x} meta length > 100 ip dscp {dscp} counter name "{name}_at"\n'
-                 f'add rule inet {t} out ct mark {mark:#x} meta length > 100 counter name "{name}_any"\n')  # fmt: skip
+        self.nft(
+            f"add counter inet {t} {name}_at\nadd counter inet {t} {name}_any\n"
+            f"add rule inet {t} out ct mark {mark:#x} meta length > 100 ip dscp {dscp} "
+            f'counter name "{name}_at"\n'
+            f'add rule inet {t} out ct mark {mark:#x} meta length > 100 counter name "{name}_any"\n'
+        )
 
     def read(self) -> dict[str, int]:
-        out = subprocess.run(self.c.ns_argv(["nft", "-j", "list", "counters", "table", "inet", self.table]),
-                             capture_output=True, text=True, check=True).stdout  # fmt: skip
+        out = subprocess.run(
+            self.c.ns_argv(["nft", "-j", "list", "counters", "table", "inet", self.table]),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         got: dict[str, int] = {}
         for item in json.loads(out)["nftables"]:
             if "counter" in item:
@@ -198,11 +233,16 @@ def test_slurm_jobs_registered_marked_and_dropped(tmp_path: Path) -> None:  # no
     work = tmp_path
     (work / "token").write_text(TOKEN + "\n")
     hook_log = work / "hooks.log"
-    cluster = SlurmCluster(work, {
-        "COMMSCHED_DAEMON": f"unix:{work}/daemon.sock", "COMMSCHED_TOKEN_FILE": str(work / "token"),
-        "COMMSCHED_SLURM_HOSTS": f"{os.uname().nodename}=h0", "COMMSCHED_SLURM_LOG": str(hook_log),
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    })  # fmt: skip
+    cluster = SlurmCluster(
+        work,
+        {
+            "COMMSCHED_DAEMON": f"unix:{work}/daemon.sock",
+            "COMMSCHED_TOKEN_FILE": str(work / "token"),
+            "COMMSCHED_SLURM_HOSTS": f"{os.uname().nodename}=h0",
+            "COMMSCHED_SLURM_LOG": str(hook_log),
+            "PYTHONPATH": os.pathsep.join(sys.path),
+        },
+    )
     daemon = _Daemon(work)
     agent = _Agent(work, cluster, daemon)
     counters: _Counters | None = None
@@ -240,7 +280,11 @@ def test_slurm_jobs_registered_marked_and_dropped(tmp_path: Path) -> None:  # no
             assert at > 1_000_000, f"job {job}: {at} data bytes at DSCP {dscp[job]}"
             assert at == any_, f"job {job}: {any_ - at} of {any_} data bytes not at DSCP {dscp[job]}"
         ours = after[f"j{a}_at"] + after[f"j{b}_at"]
-        assert ours >= 0.9 * after["lo_data"], (ours, after["lo_data"], before)  # nearly all loopback data is theirs
+        assert ours >= 0.9 * after["lo_data"], (
+            ours,
+            after["lo_data"],
+            before,
+        )  # nearly all loopback data is theirs
         assert max(drops) < 10, f"dropped {drops} s after their end"
         for job in (a, b):
             assert cluster.job_state(job) == "COMPLETED"
@@ -261,8 +305,11 @@ def test_slurm_jobs_registered_marked_and_dropped(tmp_path: Path) -> None:  # no
         cluster.wait_state(e, ("RUNNING",), 30)
         _wait(lambda: _registered(daemon, e), 10, f"job {e} registered")
         e_dscp = int(daemon.get("/v1/decisions/latest?host=h0")["jobs"][e]["dscp"])
-        mark = _wait(lambda: (agent.get(f"/v1/jobs/{e}") or {}).get("pids") and agent.get(f"/v1/jobs/{e}")["mark"],
-                     15, "the agent adopted e")  # fmt: skip
+        mark = _wait(
+            lambda: (agent.get(f"/v1/jobs/{e}") or {}).get("pids") and agent.get(f"/v1/jobs/{e}")["mark"],
+            15,
+            "the agent adopted e",
+        )
         counters.watch(f"j{e}", int(mark), e_dscp)
         daemon.stop()
         f = cluster.sbatch("#!/bin/bash\nsleep 1\n", "--job-name", "unscheduled")  # prolog: daemon down
@@ -284,12 +331,31 @@ def test_slurm_jobs_registered_marked_and_dropped(tmp_path: Path) -> None:  # no
         # ---- the finished jobs as a trace (the fields of sacct --parsable2, from scontrol's record)
         rows = ["JobID|JobName|Submit|Start|End|AllocTRES|NodeList|State|Comment"]
         for job in (a, b, c, d, e, f):
-            info = dict(w.split("=", 1) for w in cluster.ns_run(["scontrol", "-o", "show", "job", job]).stdout.split()
-                        if "=" in w)  # fmt: skip
-            gpus = info.get("TresPerNode", "").rsplit(":", 1)[-1] if "gpu" in info.get("TresPerNode", "") else "0"
-            rows.append("|".join([job, info["JobName"], info["SubmitTime"], info["StartTime"], info["EndTime"],
-                                  f"{info['TRES']},gres/gpu={gpus}", info["NodeList"], info["JobState"],
-                                  info.get("Comment", "")]))  # fmt: skip
+            info = dict(
+                w.split("=", 1)
+                for w in cluster.ns_run(["scontrol", "-o", "show", "job", job]).stdout.split()
+                if "=" in w
+            )
+            gpus = (
+                info.get("TresPerNode", "").rsplit(":", 1)[-1]
+                if "gpu" in info.get("TresPerNode", "")
+                else "0"
+            )
+            rows.append(
+                "|".join(
+                    [
+                        job,
+                        info["JobName"],
+                        info["SubmitTime"],
+                        info["StartTime"],
+                        info["EndTime"],
+                        f"{info['TRES']},gres/gpu={gpus}",
+                        info["NodeList"],
+                        info["JobState"],
+                        info.get("Comment", ""),
+                    ]
+                )
+            )
         (work / "sacct.txt").write_text("\n".join(rows) + "\n")
         trace = load_slurm_trace(work / "sacct.txt")
         by_id = {j.id: j for j in trace.jobs}

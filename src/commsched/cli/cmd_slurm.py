@@ -4,7 +4,7 @@ Run by Slurm as ``PrologSlurmctld``/``EpilogSlurmctld`` (or a node's ``Prolog``/
 two-line script (docs/slurm.md); everything comes from Slurm's environment and these options (each
 also read from its environment variable, since Slurm passes a hook no arguments). Both always exit
 0: a failure is one line in the log and the job runs unscheduled
-(:mod:`commsched.runtime.slurm.hooks`).
+(:mod:`commsched.runtime.slurm.prolog`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ import typer
 slurm_app = typer.Typer(help="Slurm's hooks: register each job with the daemon, drop it at its end.")
 
 
-def _settings(daemon: str, token_file: str, host_map: str, model: str, timeout: float, scontrol: str) -> object:
-    from commsched.runtime.slurm.hooks import SlurmSettings
+def _settings(
+    daemon: str, token_file: str, host_map: str, model: str, timeout: float, scontrol: str
+) -> object:
+    from commsched.runtime.slurm.prolog import SlurmSettings
 
     token = Path(token_file).read_text().strip() if token_file else None
     hosts: dict[str, str] = {}
@@ -58,7 +60,7 @@ _TOKEN = typer.Option("", "--token-file", envvar="COMMSCHED_TOKEN_FILE", help="T
 _HOSTS = typer.Option("", "--host-map", envvar="COMMSCHED_SLURM_HOSTS",
                       help="NODE=HOST,...: Slurm node -> daemon host (default: the same name).")  # fmt: skip
 _MODEL = typer.Option("", "--model", envvar="COMMSCHED_SLURM_MODEL",
-                      help="Model of a job whose comment names none (default: the nominal profile).")  # fmt: skip
+                      help="Model of a job whose comment names none (default: nominal).")  # fmt: skip
 _TIMEOUT = typer.Option(2.0, "--timeout", envvar="COMMSCHED_SLURM_TIMEOUT", min=0.1, max=30.0,
                         help="Time-out of each request to the daemon, s.")  # fmt: skip
 _LOG = typer.Option("", "--log", envvar="COMMSCHED_SLURM_LOG", help="File the hook appends its line to.")
@@ -72,8 +74,8 @@ def prolog(
     timeout: float = _TIMEOUT, log: str = _LOG, scontrol: str = _SCONTROL,
 ) -> None:  # fmt: skip
     """Register the Slurm job of this environment with the daemon (exits 0 whatever happens)."""
-    from commsched.runtime.slurm.hooks import SlurmSettings
-    from commsched.runtime.slurm.hooks import prolog as run
+    from commsched.runtime.slurm.prolog import SlurmSettings
+    from commsched.runtime.slurm.prolog import prolog as run
 
     try:
         settings = _settings(daemon, token_file, host_map, model, timeout, scontrol)
@@ -90,8 +92,8 @@ def epilog(
     timeout: float = _TIMEOUT, log: str = _LOG, scontrol: str = _SCONTROL,
 ) -> None:  # fmt: skip
     """Drop the Slurm job of this environment from the daemon (exits 0 whatever happens)."""
-    from commsched.runtime.slurm.hooks import SlurmSettings
-    from commsched.runtime.slurm.hooks import epilog as run
+    from commsched.runtime.slurm.prolog import SlurmSettings
+    from commsched.runtime.slurm.prolog import epilog as run
 
     try:
         settings = _settings(daemon, token_file, host_map, model, timeout, scontrol)

@@ -126,7 +126,7 @@ class Follower:
         return r.status_code == 200
 
     def heartbeat(self, job: str) -> bool:
-        """``POST /v1/jobs/{job}/heartbeat`` for a job this host runs; ``False`` when it is away or refuses."""
+        """``POST /v1/jobs/{job}/heartbeat`` for a job this host runs; ``False``: away or refused."""
         import urllib.parse
 
         if not self._token:

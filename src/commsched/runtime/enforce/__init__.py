@@ -47,8 +47,6 @@ def make_enforcer(
     from commsched.errors import CapabilityError, InputError
     from commsched.runtime.enforce.nft import nft_argv
     from commsched.runtime.enforce.pinning import TestbedOracle
-    from commsched.runtime.enforce.probeoracle import ProbeOracle
-    from commsched.runtime.enforce.replies import ReplyPorts
     from commsched.testbed.netns import missing_capability
 
     why = missing_capability()
@@ -88,19 +86,32 @@ def make_enforcer(
     )
     enforcer = Enforcer(cfg, oracle=path_oracle, poster=follower.post_profile)
     enforcer.start(follower.view)
-    if isinstance(path_oracle, ProbeOracle):  # the reverse direction: replies' ports (.replies)
+    _start_replies(enforcer, path_oracle)
+    follower.listeners.append(enforcer.apply_safely)
+    if slurm:
+        _watch_slurm(enforcer, follower)
+    return enforcer
+
+
+def _start_replies(enforcer: Enforcer, path_oracle: Any) -> None:
+    """With the probing oracle, the reverse direction: the replies' ports (:mod:`.replies`)."""
+    from commsched.runtime.enforce.probeoracle import ProbeOracle
+    from commsched.runtime.enforce.replies import ReplyPorts
+
+    if isinstance(path_oracle, ProbeOracle):
         replies = ReplyPorts(enforcer, path_oracle)
         replies.start()
         path_oracle.replies_by_peer = True
         enforcer.replies = replies
-    follower.listeners.append(enforcer.apply_safely)
-    if slurm:
-        from commsched.runtime.enforce.slurmprocs import SlurmWatch
 
-        watch = SlurmWatch(enforcer, beat=follower.heartbeat)
-        enforcer.watchers.append(watch)
-        watch.start()
-    return enforcer
+
+def _watch_slurm(enforcer: Enforcer, follower: Any) -> None:
+    """Adopt the processes of the view's Slurm jobs and beat for them (:mod:`.slurmprocs`)."""
+    from commsched.runtime.enforce.slurmprocs import SlurmWatch
+
+    watch = SlurmWatch(enforcer, beat=follower.heartbeat)
+    enforcer.watchers.append(watch)
+    watch.start()
 
 
 def _probe_oracle(testbed: str | None, fabric: Path | None) -> Any:

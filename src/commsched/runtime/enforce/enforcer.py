@@ -128,13 +128,7 @@ class Enforcer:
         nat chain the kernel would stop translating their open connections, and the peers would reset
         them) until the next agent adopts them or ``testbed down`` stops them.
         """
-        for w in self.watchers:
-            w.stop()
-        if self._loops is not None:
-            self._loops.stop()
-        if self.replies is not None:
-            self.replies.stop()
-        self.pinning.close()
+        self._stop_threads()
         with self.lock:
             if stop_processes:
                 for job in self.jobs.values():
@@ -154,6 +148,15 @@ class Enforcer:
             if self._acct is not None:
                 _set_acct(self._acct)
         return removed
+
+    def _stop_threads(self) -> None:
+        for w in self.watchers:
+            w.stop()
+        if self._loops is not None:
+            self._loops.stop()
+        if self.replies is not None:
+            self.replies.stop()
+        self.pinning.close()
 
     def errors(self) -> list[str]:
         """The last errors of the background loops (a failed ``nft`` call, no netlink, ...)."""

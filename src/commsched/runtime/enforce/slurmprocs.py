@@ -1,7 +1,7 @@
 """Slurm jobs' processes taken into their cgroups, with no change to the job (``agent --enforce --slurm``).
 
 A Slurm job is registered with the daemon under its ``SLURM_JOB_ID`` (``commsched slurm prolog``,
-:mod:`commsched.runtime.slurm.hooks`). Every process Slurm starts for it, the batch script, ``srun``'s
+:mod:`commsched.runtime.slurm.prolog`). Every process Slurm starts for it, the batch script, ``srun``'s
 tasks and what they start (``torchrun``'s workers), carries ``SLURM_JOB_ID`` in its environment from
 its first instruction. Every :data:`SCAN_S` the watch lists the host's processes, reads the
 environment of each new one once (by PID and start time, so a reused PID is read again), and moves

@@ -97,8 +97,9 @@ def allocated_gpus(scontrol_text: str) -> dict[str, tuple[int, ...]]:
         if "Nodes" not in words or "GRES" not in line:
             continue
         idx = tuple(i for m in _GRES.finditer(line) for i in _indices(m.group(2)))
-        for node in expand_hostlist(words["Nodes"]):
-            out[node] = idx
+        if idx:
+            for node in expand_hostlist(words["Nodes"]):
+                out[node] = idx
     return out
 
 
@@ -194,7 +195,7 @@ def prolog(env: Mapping[str, str], settings: SlurmSettings, **kw: Any) -> str:
         if r.status_code == 201:
             where = body.get("gpu_ids") or body.get("hosts")
             return f"job {job.id}: registered (version {r.json().get('version')}, {where}, {took:.2f} s)"
-        if r.status_code == 409 and "taken" in _answer(r):
+        if r.status_code == 409 and ("taken" in _answer(r) or "already running" in _answer(r)):
             return f"job {job.id}: already registered"
         return f"job {job.id}: refused ({r.status_code}: {_answer(r)}): it runs unscheduled"
     except LocalHTTPError as exc:
