@@ -6,8 +6,8 @@ metrics on 127.0.0.1:18456, and ``prometheus`` (127.0.0.1:18457) scraping both e
 jobs are registered; Prometheus's HTTP query API must then return each job's class and DSCP and every
 planned link's load exactly as the daemon's own decision says, and the agent's version and per-job
 series. (The metrics' ``job`` label meets Prometheus's own target label ``job``: Prometheus keeps the
-metric's as ``exported_job``, which the queries here and the dashboard's use.) Every query of ``docs/grafana/commsched-dashboard.json`` must name only metrics the two
-exporters export (the families of their ``/metrics``, with the ``_total``/``_bucket``/``_sum``/``_count``
+metric's as ``exported_job``, which the queries here and the dashboard's use.) Every query of
+``docs/grafana/commsched-dashboard.json`` must name only metrics the two exporters export (the families of their ``/metrics``, with the ``_total``/``_bucket``/``_sum``/``_count``
 series of counters and histograms).
 """
 
@@ -82,9 +82,21 @@ def _ns(ns: str, *argv: str) -> list[str]:
 
 def _http(ns: str, url: str, method: str = "GET", body: Any = None, token: str = "") -> tuple[int, str]:
     done = subprocess.run(
-        _ns(ns, sys.executable, "-c", _CLIENT, url, method, json.dumps(body) if body is not None else "", token),
-        capture_output=True, text=True, timeout=30, check=False,
-    )  # fmt: skip
+        _ns(
+            ns,
+            sys.executable,
+            "-c",
+            _CLIENT,
+            url,
+            method,
+            json.dumps(body) if body is not None else "",
+            token,
+        ),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     status, _, text = done.stdout.partition("\n")
     return int(status or 0), text
 
@@ -114,8 +126,18 @@ def _query(ns: str, q: str) -> list[dict[str, Any]]:
     return list(out["data"]["result"])
 
 
-@pytest.mark.slow
-def test_prometheus_reads_the_daemons_decision(tmp_path: Path) -> None:  # noqa: PLR0915 -- one run, step by step
+def _stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in reversed(procs):
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(15)
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def _need() -> None:
     from tests.slurm.cluster import missing
 
     why = missing()
@@ -123,6 +145,11 @@ def test_prometheus_reads_the_daemons_decision(tmp_path: Path) -> None:  # noqa:
         why = "needs 'prometheus' (Debian package prometheus: make sysdeps)"
     if why is not None:
         pytest.skip(why)
+
+
+@pytest.mark.slow
+def test_prometheus_reads_the_daemons_decision(tmp_path: Path) -> None:
+    _need()
     ns = f"cs45p{os.getpid() % 100000}"
     (tmp_path / "token").write_text(TOKEN + "\n")
     cli = [sys.executable, "-c", "from commsched.cli.app import main; main()"]
@@ -137,17 +164,55 @@ def test_prometheus_reads_the_daemons_decision(tmp_path: Path) -> None:  # noqa:
             with open(tmp_path / f"{name}.log", "ab") as log:
                 procs.append(subprocess.Popen(_ns(ns, *argv), stdout=log, stderr=subprocess.STDOUT))
 
-        start("daemon", [*cli, "daemon", "--db", str(tmp_path / "s.db"), "--listen", f"127.0.0.1:{DAEMON}",
-                         "--token-file", str(tmp_path / "token"), "--topology", "crux_testbed",
-                         "--policy", "crux-full", "--profiling-window", "0", "--heartbeat-timeout", "0"])  # fmt: skip
+        start(
+            "daemon",
+            [
+                *cli,
+                "daemon",
+                "--db",
+                str(tmp_path / "s.db"),
+                "--listen",
+                f"127.0.0.1:{DAEMON}",
+                "--token-file",
+                str(tmp_path / "token"),
+                "--topology",
+                "crux_testbed",
+                "--policy",
+                "crux-full",
+                "--profiling-window",
+                "0",
+                "--heartbeat-timeout",
+                "0",
+            ],
+        )
         _wait(lambda: _http(ns, f"http://127.0.0.1:{DAEMON}/health")[0] == 200, 30, "the daemon")
-        start("agent", [*cli, "agent", "--daemon", f"http://127.0.0.1:{DAEMON}", "--host", "h0",
-                        "--token-file", str(tmp_path / "token"), "--listen", f"unix:{tmp_path}/agent.sock",
-                        "--state", str(tmp_path / "agent.json"), "--ledger", str(tmp_path / "ledger.json"),
-                        "--enforce", "--metrics-listen", f"127.0.0.1:{AGENT}"])  # fmt: skip
+        start(
+            "agent",
+            [
+                *cli,
+                "agent",
+                "--daemon",
+                f"http://127.0.0.1:{DAEMON}",
+                "--host",
+                "h0",
+                "--token-file",
+                str(tmp_path / "token"),
+                "--listen",
+                f"unix:{tmp_path}/agent.sock",
+                "--state",
+                str(tmp_path / "agent.json"),
+                "--ledger",
+                str(tmp_path / "ledger.json"),
+                "--enforce",
+                "--metrics-listen",
+                f"127.0.0.1:{AGENT}",
+            ],
+        )
         _wait(lambda: _http(ns, f"http://127.0.0.1:{AGENT}/metrics")[0] == 200, 30, "the agent's metrics")
-        for body in ({"id": "bert", "hosts": ["h0", "h4"], "model": "bert"},
-                     {"id": "gpt", "hosts": ["h1", "h5"], "model": "gpt3"}):  # fmt: skip
+        for body in (
+            {"id": "bert", "hosts": ["h0", "h4"], "model": "bert"},
+            {"id": "gpt", "hosts": ["h1", "h5"], "model": "gpt3"},
+        ):
             _json(ns, f"http://127.0.0.1:{DAEMON}/v1/jobs", method="POST", body=body, token=TOKEN)
         (tmp_path / "prometheus.yml").write_text(
             "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
@@ -155,13 +220,26 @@ def test_prometheus_reads_the_daemons_decision(tmp_path: Path) -> None:  # noqa:
             f"  - job_name: commsched-daemon\n    static_configs: [{{targets: ['127.0.0.1:{DAEMON}']}}]\n"
             f"  - job_name: commsched-agents\n    static_configs: [{{targets: ['127.0.0.1:{AGENT}']}}]\n"
         )
-        start("prometheus", ["prometheus", f"--config.file={tmp_path}/prometheus.yml",
-                             f"--storage.tsdb.path={tmp_path}/tsdb", f"--web.listen-address=127.0.0.1:{PROM}"])  # fmt: skip
+        start(
+            "prometheus",
+            [
+                "prometheus",
+                f"--config.file={tmp_path}/prometheus.yml",
+                f"--storage.tsdb.path={tmp_path}/tsdb",
+                f"--web.listen-address=127.0.0.1:{PROM}",
+            ],
+        )
         decision = _json(ns, f"http://127.0.0.1:{DAEMON}/v1/decisions/latest")
         version = decision["version"]
-        rows = _wait(lambda: len(_query(ns, "commsched_daemon_job_priority_class")) == 2
-                     and _query(ns, f"commsched_agent_decision_version == {version}")
-                     and _query(ns, "commsched_daemon_job_priority_class"), 60, "Prometheus's scrapes")  # fmt: skip
+        rows = _wait(
+            lambda: (
+                len(_query(ns, "commsched_daemon_job_priority_class")) == 2
+                and _query(ns, f"commsched_agent_decision_version == {version}")
+                and _query(ns, "commsched_daemon_job_priority_class")
+            ),
+            60,
+            "Prometheus's scrapes",
+        )
         got = {r["metric"]["exported_job"]: int(float(r["value"][1])) for r in rows}
         assert got == {j: int(v["class"]) for j, v in decision["jobs"].items()}, (got, decision["jobs"])
         dscp = {
@@ -192,13 +270,6 @@ def test_prometheus_reads_the_daemons_decision(tmp_path: Path) -> None:  # noqa:
         for q in dashboard_queries():
             assert metric_names(q) <= exported, (q, metric_names(q) - exported)
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    p.wait(15)
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        _stop_all(procs)
         if made:
             subprocess.run(["ip", "netns", "del", ns], check=False)

@@ -89,7 +89,7 @@ class _State(Collector):
             labels=["job"],
         )
         marks = GaugeMetricFamily(
-            "commsched_daemon_job_dscp", "The DSCP of the job's class in the current decision.", labels=["job"]
+            "commsched_daemon_job_dscp", "The DSCP of the job's class now.", labels=["job"]
         )
         tally: Tally[tuple[str, str]] = Tally()
         for rec in svc.jobs():
