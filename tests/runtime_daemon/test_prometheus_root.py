@@ -7,8 +7,9 @@ jobs are registered; Prometheus's HTTP query API must then return each job's cla
 planned link's load exactly as the daemon's own decision says, and the agent's version and per-job
 series. (The metrics' ``job`` label meets Prometheus's own target label ``job``: Prometheus keeps the
 metric's as ``exported_job``, which the queries here and the dashboard's use.) Every query of
-``docs/grafana/commsched-dashboard.json`` must name only metrics the two exporters export (the families of their ``/metrics``, with the ``_total``/``_bucket``/``_sum``/``_count``
-series of counters and histograms).
+``docs/grafana/commsched-dashboard.json`` must name only metrics the two exporters export (the
+families of their ``/metrics``, with the ``_total``/``_bucket``/``_sum``/``_count`` series of
+counters and histograms).
 """
 
 from __future__ import annotations
