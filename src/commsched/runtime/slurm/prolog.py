@@ -140,7 +140,7 @@ def job_from_env(
     )
 
 
-def registration(job: SlurmJob, settings: SlurmSettings) -> dict[str, Any]:
+def registration(job: SlurmJob, settings: SlurmSettings) -> dict[str, object]:
     """The body of ``POST /v1/jobs`` for ``job`` (see the module docstring for the rules).
 
     >>> s = SlurmSettings(daemon="unix:/x", hosts={"vm": "h0"})
@@ -150,7 +150,7 @@ def registration(job: SlurmJob, settings: SlurmSettings) -> dict[str, Any]:
     {'id': '8', 'hosts': ['h0', 'n2'], 'compute_s': 1.0, 'comm_bytes': 1000000.0}
     """
     hosts = [settings.hosts.get(n, n) for n in job.nodes]
-    body: dict[str, Any] = {"id": job.id}
+    body: dict[str, object] = {"id": job.id}
     if job.gpus and all(job.gpus.get(n) for n in job.nodes):
         body["gpu_ids"] = [f"{h}/gpu{i}" for n, h in zip(job.nodes, hosts, strict=True) for i in job.gpus[n]]
     else:
