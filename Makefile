@@ -7,8 +7,9 @@ STAMP  := $(VENV)/.installed
 .PHONY: setup sysdeps demo test test-fast test-slow lint typecheck bench clean docs mutants
 
 #: Debian packages the runtime tests use (headless Chromium for the status page, tcpdump for captures,
-#: nftables for transparent enforcement on unmodified jobs)
-SYSDEPS := chromium tcpdump iproute2 nftables
+#: nftables for transparent enforcement on unmodified jobs, Slurm and munge for the Slurm integration,
+#: prometheus for the scrape test)
+SYSDEPS := chromium tcpdump iproute2 nftables slurm-wlm slurmctld slurmd slurm-client munge prometheus
 #: the PyTorch the runtime's integration is tested with (a CPU build; a newer one pulls CUDA packages)
 TORCH_VERSION := 2.13.0
 

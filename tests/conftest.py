@@ -26,6 +26,8 @@ NETWORK = (
     "tests/real_jobs/test_traffic_profiles_root.py",
     "tests/runtime_ps/test_pacing.py",
     "tests/runtime_transport/test_marking.py",
+    "tests/runtime_daemon/test_prometheus_root.py",
+    "tests/slurm/test_slurm_root.py",
     "tests/testbed/",
     "tests/testbed_run/test_run_root.py",
 )

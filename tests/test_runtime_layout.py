@@ -8,7 +8,7 @@ import each other:
 line    packages of ``commsched.runtime``
 ======  ==================================================================================
 5       the package root (``runtime/__init__.py``: the job library's face)
-4       ``launch`` (starts the daemon, the agents and the job processes as processes)
+4       ``launch`` (starts the daemon, agents and job processes) · ``slurm`` (Slurm's hooks)
 3       ``daemon`` · ``agent`` · ``jobside`` · ``ps`` · ``torch``
 2       ``enforce`` · ``transport``
 1       ``profiling``
@@ -34,6 +34,7 @@ RUNTIME = SRC / "commsched" / "runtime"
 LINE_OF: dict[str, int] = {
     "": 5,
     "launch": 4,
+    "slurm": 4,
     "daemon": 3,
     "agent": 3,
     "jobside": 3,

@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cmd_ps",
     "cmd_profile",
     "cmd_launch",
+    "cmd_slurm",
 )
 
 app = typer.Typer(

@@ -163,6 +163,11 @@ def agent(
     stop_jobs: bool = typer.Option(
         False, "--stop-jobs", help="With --enforce: a clean stop also stops the jobs' processes."
     ),
+    slurm: bool = typer.Option(
+        False,
+        "--slurm",
+        help="With --enforce: adopt the processes of Slurm jobs (by SLURM_JOB_ID, docs/slurm.md).",
+    ),
 ) -> None:
     """Run a host agent: follow the daemon's decisions and serve local jobs their source port and DSCP.
 
@@ -197,24 +202,9 @@ def agent(
     # the metrics first: a listener that cannot bind fails before anything is made, and a probing
     # path oracle counts into metrics.probes
     metrics, metrics_server = _agent_metrics(follower, metrics_listen, token)
-    enforcer = None
-    if enforce:
-        from commsched.runtime.enforce import make_enforcer
-
-        enforcer = make_enforcer(
-            follower,
-            testbed=testbed,
-            ledger=ledger or Path(str(follower.state_path) + ".enforce.json"),
-            profile_window_s=profile_window,
-            oracle=oracle,
-            fabric=fabric,
-            probe_metrics=metrics.probes,
-        )
-    elif testbed is not None or ledger is not None or profile_window or oracle or fabric or stop_jobs:
-        raise InputError(
-            "given without --enforce",
-            where="--testbed/--ledger/--profile-window/--oracle/--fabric/--stop-jobs",
-        )
+    enforcer = _enforcer(follower, metrics, enforce, testbed=testbed, ledger=ledger, oracle=oracle,
+                         profile_window=profile_window, fabric=fabric, stop_jobs=stop_jobs,
+                         slurm=slurm)  # fmt: skip
     metrics.watch(enforcer)
     follower.start()
     _announce(url)
@@ -229,6 +219,30 @@ def agent(
             metrics_server.close()
         if enforcer is not None:
             enforcer.close(stop_processes=stop_jobs)
+
+
+def _enforcer(follower: Any, metrics: Any, enforce: bool, **opts: Any) -> Any:
+    """The agent's enforcer (``None`` without ``--enforce``, which its options need)."""
+    if not enforce:
+        if any(v not in (None, False, 0.0) for v in opts.values()):
+            raise InputError(
+                "given without --enforce",
+                where="--testbed/--ledger/--profile-window/--oracle/--fabric/--stop-jobs/--slurm",
+            )
+        return None
+    from commsched.runtime.enforce import make_enforcer
+
+    ledger = opts["ledger"]
+    return make_enforcer(
+        follower,
+        testbed=opts["testbed"],
+        ledger=ledger or Path(str(follower.state_path) + ".enforce.json"),
+        profile_window_s=opts["profile_window"],
+        oracle=opts["oracle"],
+        fabric=opts["fabric"],
+        probe_metrics=metrics.probes,
+        slurm=opts["slurm"],
+    )
 
 
 def _parse_nics(items: list[str]) -> list[dict[str, str | None]]:

@@ -202,7 +202,9 @@ def _trace_jobs(
         tj = trace_jobs(spec, topo, base_dir=base)
     except InputError as exc:
         field = exc.where.split(".", 1)[1] if exc.where.startswith("trace.") else ""
-        probs.add(("trace", field) if field else ("trace",), exc.what, exc.expected)
+        # a place in the trace file itself (FILE:LINE: FIELD) stays in the line
+        what = exc.what if field or not exc.where or exc.where == "trace" else f"{exc.where}: {exc.what}"
+        probs.add(("trace", field) if field else ("trace",), what, exc.expected)
         return [], ()
     out: list[ScenarioJob] = []
     for spec_j in tj.jobs:

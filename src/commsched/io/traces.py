@@ -6,6 +6,7 @@ Examples::
     trace: {kind: tiresias, path: ../shared/data/tiresias/60_job.csv}
     trace: {kind: lingjun, job_path: job.csv, worker_path: worker.csv, topo_path: topo.csv}
     trace: {kind: helios_like, tasks: 5000, mean_gap_s: 120, seed: 0}
+    trace: {kind: slurm, path: history.txt}   # sacct --parsable2 output (docs/slurm.md)
 
 Relative paths are taken from the scenario file's folder. ``max_jobs`` keeps the first jobs by arrival.
 """
@@ -38,6 +39,7 @@ from commsched.workload.traces import (
     to_job_specs,
 )
 from commsched.workload.traces.helios import HeliosParams, helios_like_trace, helios_params
+from commsched.workload.traces.slurm import load_slurm_trace
 
 #: the largest trace file read (the public traces in ../shared/data are below 4 MiB)
 MAX_TRACE_BYTES = 32 * 1024 * 1024
@@ -73,6 +75,7 @@ def trace_loaders() -> Registry[Callable[..., Trace]]:
     reg.register("pollux", load_pollux_workload)
     reg.register("philly", load_philly_csv)
     reg.register("helios_like", _helios_like)
+    reg.register("slurm", load_slurm_trace)  # sacct --parsable2 output (docs/slurm.md)
     return reg
 
 

@@ -125,6 +125,18 @@ class Follower:
             return False
         return r.status_code == 200
 
+    def heartbeat(self, job: str) -> bool:
+        """``POST /v1/jobs/{job}/heartbeat`` for a job this host runs; ``False``: away or refused."""
+        import urllib.parse
+
+        if not self._token:
+            return False
+        try:
+            r = self._client.post(f"/v1/jobs/{urllib.parse.quote(job, safe='')}/heartbeat", timeout=5.0)
+        except LocalHTTPError:
+            return False
+        return r.status_code == 200
+
     def post_profile(self, job: str, body: dict[str, Any]) -> dict[str, Any]:
         """``PUT /v1/jobs/{job}/profile`` (a job's profile measured from outside); the daemon's answer."""
         import urllib.parse

@@ -14,6 +14,8 @@ Read from the state at each scrape:
   in its top-class window; ``profiled``: a measured profile arrived; ``declared``: its window ended
   without one); ``priority_class`` is ``none`` for a job the decision has not ranked yet;
 * ``commsched_daemon_job_heartbeat_age_seconds{job}`` — time since each job's last heartbeat;
+* ``commsched_daemon_job_priority_class{job}``, ``commsched_daemon_job_dscp{job}`` — each ranked job's
+  class and its DSCP in the current decision;
 * ``commsched_daemon_link_planned_bytes_per_iteration{link, src, dst}``,
   ``commsched_daemon_link_planned_jobs{...}`` and ``commsched_daemon_link_capacity_bits_per_second{...}``
   — the link loads the current decision plans with (the links it loads, nothing else);
@@ -81,16 +83,29 @@ class _State(Collector):
             "Time since the job's last heartbeat.",
             labels=["job"],
         )
+        classes = GaugeMetricFamily(
+            "commsched_daemon_job_priority_class",
+            "The priority class the current decision gives the job (0: the top).",
+            labels=["job"],
+        )
+        marks = GaugeMetricFamily(
+            "commsched_daemon_job_dscp", "The DSCP of the job's class now.", labels=["job"]
+        )
         tally: Tally[tuple[str, str]] = Tally()
         for rec in svc.jobs():
             entry = decision.jobs.get(rec.id)
             cls = "none" if entry is None else str(entry.priority_class)
             tally[(cls, job_state(rec.profiling, rec.profile is not None))] += 1
             ages.add_metric([rec.id], svc.heartbeat_age_s(rec.id))
+            if entry is not None:
+                classes.add_metric([rec.id], entry.priority_class)
+                marks.add_metric([rec.id], entry.mark.dscp)
         for labels, n in sorted(tally.items()):
             jobs.add_metric(list(labels), n)
         yield jobs
         yield ages
+        yield classes
+        yield marks
         yield from _links(decision.link_load)
         yield CounterMetricFamily(
             "commsched_daemon_heartbeats_missed",

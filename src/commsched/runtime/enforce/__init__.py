@@ -28,6 +28,7 @@ def make_enforcer(
     oracle: str | None = None,
     fabric: Path | None = None,
     probe_metrics: Any = None,
+    slurm: bool = False,
 ) -> Enforcer:
     """The enforcer of an agent (``follower``: its link to the daemon), started on its last view.
 
@@ -40,13 +41,12 @@ def make_enforcer(
     testbed the probing oracle needs the fabric's map (``fabric``: a file, :mod:`.fabricmap`; on a
     testbed its layout); without one connections are marked but not pinned (the report says why).
     ``probe_metrics``: where the probing oracle counts its probes (a
-    :class:`~.probeoracle.ProbeRecorder`: the agent's metrics).
+    :class:`~.probeoracle.ProbeRecorder`: the agent's metrics). ``slurm``: adopt the processes of
+    the view's Slurm jobs (:mod:`.slurmprocs`) and beat for them.
     """
     from commsched.errors import CapabilityError, InputError
     from commsched.runtime.enforce.nft import nft_argv
     from commsched.runtime.enforce.pinning import TestbedOracle
-    from commsched.runtime.enforce.probeoracle import ProbeOracle
-    from commsched.runtime.enforce.replies import ReplyPorts
     from commsched.testbed.netns import missing_capability
 
     why = missing_capability()
@@ -86,13 +86,32 @@ def make_enforcer(
     )
     enforcer = Enforcer(cfg, oracle=path_oracle, poster=follower.post_profile)
     enforcer.start(follower.view)
-    if isinstance(path_oracle, ProbeOracle):  # the reverse direction: replies' ports (.replies)
+    _start_replies(enforcer, path_oracle)
+    follower.listeners.append(enforcer.apply_safely)
+    if slurm:
+        _watch_slurm(enforcer, follower)
+    return enforcer
+
+
+def _start_replies(enforcer: Enforcer, path_oracle: Any) -> None:
+    """With the probing oracle, the reverse direction: the replies' ports (:mod:`.replies`)."""
+    from commsched.runtime.enforce.probeoracle import ProbeOracle
+    from commsched.runtime.enforce.replies import ReplyPorts
+
+    if isinstance(path_oracle, ProbeOracle):
         replies = ReplyPorts(enforcer, path_oracle)
         replies.start()
         path_oracle.replies_by_peer = True
         enforcer.replies = replies
-    follower.listeners.append(enforcer.apply_safely)
-    return enforcer
+
+
+def _watch_slurm(enforcer: Enforcer, follower: Any) -> None:
+    """Adopt the processes of the view's Slurm jobs and beat for them (:mod:`.slurmprocs`)."""
+    from commsched.runtime.enforce.slurmprocs import SlurmWatch
+
+    watch = SlurmWatch(enforcer, beat=follower.heartbeat)
+    enforcer.watchers.append(watch)
+    watch.start()
 
 
 def _probe_oracle(testbed: str | None, fabric: Path | None) -> Any:

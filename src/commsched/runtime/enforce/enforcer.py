@@ -71,6 +71,8 @@ class Enforcer:
         self._loops: Any = None
         self.failures: list[str] = []
         self._acct: str | None = None
+        #: helpers with threads of their own, stopped first at :meth:`close` (``stop()``, ``errors``)
+        self.watchers: list[Any] = []
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -126,11 +128,7 @@ class Enforcer:
         nat chain the kernel would stop translating their open connections, and the peers would reset
         them) until the next agent adopts them or ``testbed down`` stops them.
         """
-        if self._loops is not None:
-            self._loops.stop()
-        if self.replies is not None:
-            self.replies.stop()
-        self.pinning.close()
+        self._stop_threads()
         with self.lock:
             if stop_processes:
                 for job in self.jobs.values():
@@ -151,10 +149,19 @@ class Enforcer:
                 _set_acct(self._acct)
         return removed
 
+    def _stop_threads(self) -> None:
+        for w in self.watchers:
+            w.stop()
+        if self._loops is not None:
+            self._loops.stop()
+        if self.replies is not None:
+            self.replies.stop()
+        self.pinning.close()
+
     def errors(self) -> list[str]:
         """The last errors of the background loops (a failed ``nft`` call, no netlink, ...)."""
         loops = list(self._loops.errors) if self._loops is not None else []
-        return self.failures + loops
+        return self.failures + loops + [m for w in self.watchers for m in w.errors]
 
     # ------------------------------------------------------------------ jobs
 
