@@ -108,7 +108,7 @@ def test_pipelined_log_gives_its_degrees_and_micro_batches() -> None:
 def test_a_file_that_is_not_a_log_is_one_clear_error(tmp_path: Path) -> None:
     bad = tmp_path / "x.csv"
     bad.write_text("a,b,c\n1,2,3\n")
-    with pytest.raises(InputError, match="epoch_end"):
+    with pytest.raises(InputError, match="column header lacks comm_type"):
         read_aicb(bad)
 
 

@@ -59,6 +59,7 @@ class ParallelEntry(_Strict):
     micro_batches: SInt = Field(default=1, ge=1)
     schedule: Literal["1f1b"] = "1f1b"
     order: Literal["tp-dp-pp", "tp-pp-dp"] = "tp-dp-pp"
+    vpp: SInt = Field(default=1, ge=1)  # virtual stages per GPU: interleaved 1F1B where above 1
 
 
 class JobEntry(_Strict):

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from commsched.workload.parallel import GroupCollective, GroupedWorkload, GroupKind, ParallelSpec
 
-__all__ = ["LlmShape", "llm_shape", "llm_workload", "shape_flops", "shape_params"]
+__all__ = ["LlmShape", "llm_shape", "llm_workload", "shape_flops", "shape_params", "shape_problems"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,6 +151,47 @@ def shape_flops(shape: LlmShape) -> float:
         + 2 * h * shape.vocab
     )
     return 3.0 * per_token * shape.batch * s
+
+
+def shape_problems(shape: LlmShape, p: ParallelSpec) -> list[tuple[str, str, str]]:
+    """What no framework runs of ``shape`` under ``p``: ``(field, what, expected)`` triples.
+
+    More pipeline stages (times ``vpp`` virtual stages) than transformer layers, and micro-batches that
+    do not divide the DP replica's batch (Megatron-LM and DeepSpeed train whole sequences per
+    micro-batch: ``global_batch = micro_batch x micro_batches x dp``).
+
+    Examples
+    --------
+    >>> shape_problems(llm_shape("gpt3-crux"), ParallelSpec(pp=32, micro_batches=4))[0][1]
+    'pp = 32 stages for a model of 24 transformer layers'
+    >>> shape_problems(llm_shape("gpt3-crux"), ParallelSpec(dp=4, micro_batches=3))[0][1]
+    '3 micro-batches do not divide the batch of 16 sequences'
+    >>> shape_problems(llm_shape("gpt3-crux"), ParallelSpec(pp=4, micro_batches=8))
+    []
+    """
+    out: list[tuple[str, str, str]] = []
+    if p.pp * p.vpp > shape.layers:
+        what = f"pp = {p.pp} stages" if p.vpp == 1 else f"pp x vpp = {p.pp} x {p.vpp} virtual stages"
+        out.append(
+            ("pp", f"{what} for a model of {shape.layers} transformer layers", "at least one layer per stage")
+        )
+    elif p.vpp > 1 and shape.layers % (p.pp * p.vpp):
+        out.append(
+            (
+                "vpp",
+                f"{shape.layers} layers do not split into pp x vpp = {p.pp} x {p.vpp} equal chunks",
+                "pp * vpp dividing the layers (Megatron-LM's interleaved schedule)",
+            )
+        )
+    if shape.batch % p.micro_batches:
+        out.append(
+            (
+                "micro_batches",
+                f"{p.micro_batches} micro-batches do not divide the batch of {shape.batch} sequences",
+                f"a divisor of {shape.batch}",
+            )
+        )
+    return out
 
 
 def _split(total: int, parts: int) -> list[int]:

@@ -78,6 +78,9 @@ class ParallelSpec:
         Micro-batches ``m`` per iteration (the DP replica's batch is split into ``m``).
     schedule
         Pipeline schedule (``1f1b``).
+    vpp
+        Virtual pipeline stages per GPU: ``vpp > 1`` is Megatron-LM's interleaved 1F1B (each GPU holds
+        ``vpp`` chunks of ``layers / (pp vpp)`` layers; ``--num-layers-per-virtual-pipeline-stage``).
     order
         Rank order, innermost first (``tp-dp-pp``: Megatron's default; ``tp-pp-dp``).
 
@@ -95,6 +98,7 @@ class ParallelSpec:
     micro_batches: int = 1
     schedule: str = "1f1b"
     order: str = "tp-dp-pp"
+    vpp: int = 1
 
     @property
     def ranks(self) -> int:
@@ -148,6 +152,8 @@ class GroupedWorkload:
     collectives: tuple[GroupCollective, ...]
     source: str
     moe_layers: int | None = None  # the model's MoE layers (None: unknown, e.g. a log)
+    #: kinds of group the layout implies (``dp > 1``, ``pp > 1``) that the log lists no row of
+    absent: tuple[GroupKind, ...] = ()
 
     def message_bytes(self, kind: GroupKind) -> float:
         """Listed message bytes of one kind per iteration (summed over stages and counts)."""
@@ -212,7 +218,7 @@ def group_ranks(p: ParallelSpec, c: GroupCollective) -> tuple[tuple[int, ...], .
 
 def _int_problems(p: ParallelSpec) -> list[tuple[str, str, str]]:
     out = []
-    for name in ("tp", "pp", "dp", "ep", "micro_batches"):
+    for name in ("tp", "pp", "dp", "ep", "micro_batches", "vpp"):
         v = getattr(p, name)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             out.append((name, f"{name} = {v!r}", "an integer >= 1"))
@@ -252,6 +258,16 @@ def parallel_problems(p: ParallelSpec, *, gpus: int, moe_layers: int | None) -> 
         )
     if p.dp % p.ep:
         out.append(("ep", f"ep = {p.ep} does not divide dp = {p.dp}", "a divisor of dp"))
+    if p.vpp > 1 and p.pp < 2:
+        out.append(("vpp", f"vpp = {p.vpp} without a pipeline (pp = {p.pp})", "vpp: 1, or pp >= 2"))
+    if p.vpp > 1 and p.micro_batches % p.pp:
+        out.append(
+            (
+                "micro_batches",
+                f"{p.micro_batches} micro-batches under the interleaved schedule with pp = {p.pp}",
+                "a multiple of pp (Megatron-LM's interleaved 1F1B)",
+            )
+        )
     if p.ep > 1 and moe_layers is not None and moe_layers < 1:
         out.append(("ep", f"ep = {p.ep} for a model without MoE layers", "ep: 1, or a model with MoE layers"))
     return out
