@@ -82,7 +82,7 @@ def measured_credit(
     lb, liw = np.zeros(links.size), np.zeros(links.size)
     busy = np.zeros(len(runs))
     for k, r in enumerate(runs):
-        busy[k] = done[k] * r.gpu_count * r.spec.profile.compute_s
+        busy[k] = done[k] * r.gpu_count * r.spec.busy_s
         if r.traffic is not None and r.traffic.link_ids.size:
             pos = np.searchsorted(links, r.traffic.link_ids)
             moved = done[k] * r.traffic.link_bytes

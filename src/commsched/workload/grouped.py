@@ -124,13 +124,16 @@ def grouped_profile(profile: ModelProfile, workload: GroupedWorkload) -> ModelPr
     """
     p = workload.parallel
     m = p.micro_batches
-    compute = profile.compute_s / (p.tp * p.pp) * (m + p.pp - 1) / m
+    vm = p.vpp * m  # interleaved 1F1B divides the bubble by vpp
+    compute = profile.compute_s / (p.tp * p.pp) * (vm + p.pp - 1) / vm
     return replace(
         profile,
         compute_s=compute,
         source=(
             f"{profile.source}; per GPU: compute_s / (tp {p.tp} x pp {p.pp}) x 1F1B bubble "
-            f"(m + pp - 1) / m with m = {m}; traffic: {workload.source}"
+            f"(m + pp - 1) / m with m = {m}"
+            + (f", bubble / vpp {p.vpp} (interleaved)" if p.vpp > 1 else "")
+            + f"; traffic: {workload.source}"
         ),
     )
 

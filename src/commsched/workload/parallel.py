@@ -155,6 +155,20 @@ class GroupedWorkload:
     #: kinds of group the layout implies (``dp > 1``, ``pp > 1``) that the log lists no row of
     absent: tuple[GroupKind, ...] = ()
 
+    @property
+    def bubble_factor(self) -> float:
+        """How much the pipeline stretches one GPU's compute: ``1 + (pp - 1) / (vpp m)`` (1F1B's bubble
+        ``(p - 1) / m``, divided by ``v`` under the interleaved schedule; Narayanan et al., SC 2021, §2.2).
+
+        Examples
+        --------
+        >>> GroupedWorkload(parallel=ParallelSpec(tp=8, pp=2, dp=4, micro_batches=4), collectives=(),
+        ...                 source="doc").bubble_factor
+        1.25
+        """
+        vm = self.parallel.vpp * self.parallel.micro_batches
+        return (vm + self.parallel.pp - 1) / vm
+
     def message_bytes(self, kind: GroupKind) -> float:
         """Listed message bytes of one kind per iteration (summed over stages and counts)."""
         return float(sum(c.message_bytes for c in self.collectives if c.kind is kind))
