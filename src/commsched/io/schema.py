@@ -60,6 +60,7 @@ class ParallelEntry(_Strict):
     schedule: Literal["1f1b"] = "1f1b"
     order: Literal["tp-dp-pp", "tp-pp-dp"] = "tp-dp-pp"
     vpp: SInt = Field(default=1, ge=1)  # virtual stages per GPU: interleaved 1F1B where above 1
+    alltoall: Literal["grouped", "pairwise"] = "grouped"  # EP all-to-all: NCCL's grouped p2p, or rounds
 
 
 class JobEntry(_Strict):

@@ -92,11 +92,16 @@ def grouped_times(topology: Topology, job: PlacedJob, traffic: JobTraffic) -> Gr
     sums = {"tp": 0.0, "ep": 0.0, "pp": 0.0}
     waits = {"tp": 0.0, "ep": 0.0, "pp": 0.0}  # the blocking steps saturating a network link of the DP
     dp_net = _dp_network_links(topology, traffic)
+    bubble = (m + pp - 1) / m  # 1F1B: m + pp - 1 micro-batch slots of TP and EP on the critical path
+    spans: list[tuple[float, float]] = []  # where the shared steps run, after the compute's end
+    at = 0.0
     for s in blocking:
         sums[s.group] += s.repeat * _step_s(topology, s)
+        d = s.repeat * _step_s(topology, s) * (1.0 if s.group == "pp" else bubble)
         if np.isin(_saturated(topology, s), dp_net).any():
             waits[s.group] += s.repeat * _step_s(topology, s)
-    bubble = (m + pp - 1) / m  # 1F1B: m + pp - 1 micro-batch slots of TP and EP on the critical path
+            spans.append((at, at + d) if not spans or spans[-1][1] < at else (spans.pop()[0], at + d))
+        at += d
     return GroupedTimes(
         compute_s=job.spec.profile.compute_s * m / (m + pp - 1),  # the profile holds the bubble
         stages=pp,
@@ -108,6 +113,7 @@ def grouped_times(topology: Topology, job: PlacedJob, traffic: JobTraffic) -> Gr
         dp_s=float(sum(s.repeat * _step_s(topology, s) for s in dp)),
         overlap=job.spec.profile.overlap,
         dp_wait_s=bubble * (waits["tp"] + waits["ep"]) + waits["pp"],
+        wait_spans=tuple(spans),
     )
 
 

@@ -39,6 +39,7 @@ from numpy.typing import NDArray
 
 from commsched.scheduling.grouped_time import stream_steps
 from commsched.scheduling.traffic import JobTraffic, StepLoad
+from commsched.workload.grouped import paused_end_s
 from commsched.workload.parallel import ParallelSpec
 
 __all__ = ["DP_SUBCLASS", "StreamPlan", "stream_plan"]
@@ -69,6 +70,9 @@ class StreamPlan:
         The DP steps alone (``T_dp``).
     shared_s
         The blocking steps that saturate a network link of the DP steps, stretched (``W``).
+    shared_spans
+        Where those steps run: ``(from, to)`` offsets after the compute's end, in stream order (empty:
+        one span ``(0, shared_s)``).
     """
 
     traffic: JobTraffic
@@ -79,10 +83,12 @@ class StreamPlan:
     steady_s: float = 0.0
     dp_s: float = 0.0
     shared_s: float = 0.0
+    shared_spans: tuple[tuple[float, float], ...] = ()
 
     def alone_s(self, compute_s: float, overlap: float) -> float:
-        """The iteration alone: ``max(B, max(o B, T_steady) + T_dp + W)``, ``W = shared_s`` if the DP
-        steps are still running when the compute ``compute_s`` (bubble included) ends, else 0.
+        """The iteration alone: ``max(B, D)``, the DP steps from ``max(o B, T_steady)`` needing ``T_dp``
+        outside the spans where the blocking steps hold their links (``W``, after the compute
+        ``compute_s``, bubble included; :func:`~commsched.workload.grouped.paused_end_s`).
 
         Examples
         --------
@@ -94,10 +100,11 @@ class StreamPlan:
         (4.0, 3.0)
         """
         b = compute_s + self.blocking_s
-        dp_end = max(overlap * b, self.steady_s) + self.dp_s
-        if self.dp_s > 0 and dp_end > compute_s:
-            dp_end += self.shared_s
-        return max(b, dp_end)
+        start = max(overlap * b, self.steady_s)
+        if self.dp_s <= 0:
+            return max(b, start)
+        spans = self.shared_spans or ((0.0, self.shared_s),)
+        return max(b, paused_end_s(start, self.dp_s, tuple((compute_s + x, compute_s + y) for x, y in spans)))
 
 
 def _alone_s(s: StepLoad, capacity_bytes_per_s: NDArray[np.float64]) -> float:
@@ -150,6 +157,13 @@ def stream_plan(
     if network is not None:
         dp_links = dp_links[np.isin(dp_links, network)]
     shared = [k for k in range(nb) if np.isin(_saturated(steps[k], capacity_bytes_per_s), dp_links).any()]
+    spans: list[tuple[float, float]] = []
+    at = 0.0
+    for k in range(nb):  # the blocking stream's steps one after another from the compute's end
+        d = float(stretch[k] * alone[k])
+        if k in shared:
+            spans.append((at, at + d) if not spans or spans[-1][1] < at else (spans.pop()[0], at + d))
+        at += d
     return StreamPlan(
         traffic=replace(traffic, steps=steps),
         blocking_steps=nb,
@@ -159,4 +173,5 @@ def stream_plan(
         steady_s=float(sum(alone[nb:ns])),
         dp_s=float(sum(alone[ns:])),
         shared_s=float(sum(stretch[k] * alone[k] for k in shared)),
+        shared_spans=tuple(spans),
     )

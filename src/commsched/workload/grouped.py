@@ -28,6 +28,7 @@ __all__ = [
     "grouped_iteration_s",
     "grouped_profile",
     "llm_profile",
+    "paused_end_s",
 ]
 
 #: named LLM profiles derived from the measured H200 profile (``NAME@h200``)
@@ -58,7 +59,10 @@ class GroupedTimes:
         Fraction of the blocking stream after which the DP stream is released (``o``).
     dp_wait_s
         The blocking collectives on the critical path that saturate a network link of the DP stream:
-        a DP stream still running when the compute ends waits for them (they go first).
+        a DP stream running while they do waits for them (they go first).
+    wait_spans
+        Where those collectives run, as ``(from, to)`` offsets after the compute's end (in the blocking
+        stream's order); empty: one span ``(0, dp_wait_s)``, right after the compute.
     """
 
     compute_s: float
@@ -71,6 +75,33 @@ class GroupedTimes:
     dp_s: float = 0.0
     overlap: float = 1.0
     dp_wait_s: float = 0.0
+    wait_spans: tuple[tuple[float, float], ...] = ()
+
+
+def paused_end_s(start_s: float, work_s: float, spans: tuple[tuple[float, float], ...]) -> float:
+    """When a stream that needs ``work_s`` seconds of its links from ``start_s`` ends, paused during
+    ``spans`` (sorted, disjoint ``(from, to)`` times where a higher-priority stream holds them).
+
+    Examples
+    --------
+    >>> paused_end_s(0.0, 2.0, ((1.0, 3.0),)), paused_end_s(2.0, 1.0, ((1.0, 3.0),))
+    (4.0, 4.0)
+    >>> paused_end_s(0.0, 1.0, ((1.0, 3.0),)), paused_end_s(5.0, 1.0, ((1.0, 3.0),))
+    (1.0, 6.0)
+    """
+    t, left = start_s, work_s
+    for a, b in spans:
+        if left <= 0.0:
+            break
+        if b <= t:
+            continue
+        if a > t:
+            run = min(left, a - t)
+            t, left = t + run, left - run
+            if left <= 0.0:
+                break
+        t = b
+    return t + left
 
 
 def grouped_iteration_s(t: GroupedTimes) -> float:
@@ -81,12 +112,18 @@ def grouped_iteration_s(t: GroupedTimes) -> float:
     sends of the first micro-batch's forward and the last one's backward, ``2 (p - 1)`` sends (the sends
     of the steady state overlap the other micro-batch's compute). The DP stream starts after the fraction
     ``o`` of that blocking stream, beside it, once the steady state's sends (``T_steady``, from the
-    iteration's start) are done; where it is still running when the compute ends, it waits for the
-    blocking collectives that saturate one of its network links (``W``, :attr:`GroupedTimes.dp_wait_s`)::
+    iteration's start) are done; it makes no progress while the blocking collectives that saturate one
+    of its network links run (``W``, :attr:`GroupedTimes.dp_wait_s`, in the spans
+    :attr:`GroupedTimes.wait_spans` after the compute's end ``c_b = (m + p - 1) c / m``): it needs
+    ``T_dp`` of time outside them (:func:`paused_end_s`)::
 
         B = (m + p - 1) (c + T_tp + T_ep) / m + 2 (p - 1) T_send
-        D = max(o B, T_steady) + T_dp
-        T = max(B, D + W)      (W = 0 if D <= (m + p - 1) c / m)
+        D = paused_end_s(max(o B, T_steady), T_dp, spans of W)
+        T = max(B, D)
+
+    With one span right after the compute: ``D = S + T_dp`` if the DP stream ends before the compute
+    does, ``S + T_dp + W`` if it is running when the span starts, and less where it starts inside the
+    span (a TP group across hosts: ``o B`` falls in its blocking collectives, only their rest delays it).
 
     Examples
     --------
@@ -104,10 +141,12 @@ def grouped_iteration_s(t: GroupedTimes) -> float:
     """
     p, m = t.stages, t.micro_batches
     blocking = (m + p - 1) * (t.compute_s + t.tp_s + t.ep_s) / m + 2 * (p - 1) * t.pp_send_s
-    dp_end = max(t.overlap * blocking, t.pp_steady_s) + t.dp_s
-    if t.dp_s > 0 and dp_end > (m + p - 1) * t.compute_s / m:
-        dp_end += t.dp_wait_s
-    return max(blocking, dp_end)
+    start = max(t.overlap * blocking, t.pp_steady_s)
+    if t.dp_s <= 0:
+        return max(blocking, start)
+    c_b = (m + p - 1) * t.compute_s / m
+    spans = t.wait_spans or ((0.0, t.dp_wait_s),)
+    return max(blocking, paused_end_s(start, t.dp_s, tuple((c_b + a, c_b + b) for a, b in spans)))
 
 
 def grouped_profile(profile: ModelProfile, workload: GroupedWorkload) -> ModelProfile:

@@ -50,6 +50,8 @@ GROUP_OPS = (
     "send_backward",
 )
 ORDERS = ("tp-dp-pp", "tp-pp-dp")
+#: how the EP all-to-alls run: ``grouped`` (NCCL's grouped send/recv, every peer at once) or ``pairwise``
+ALLTOALLS = ("grouped", "pairwise")
 SCHEDULES = ("1f1b",)
 
 
@@ -81,6 +83,9 @@ class ParallelSpec:
     vpp
         Virtual pipeline stages per GPU: ``vpp > 1`` is Megatron-LM's interleaved 1F1B (each GPU holds
         ``vpp`` chunks of ``layers / (pp vpp)`` layers; ``--num-layers-per-virtual-pipeline-stage``).
+    alltoall
+        How the all-to-alls run: ``grouped`` (default: NCCL's grouped send/recv to every peer at once, as
+        ``all_to_all_single`` runs) or ``pairwise`` (``n - 1`` rounds one after another).
     order
         Rank order, innermost first (``tp-dp-pp``: Megatron's default; ``tp-pp-dp``).
 
@@ -99,6 +104,7 @@ class ParallelSpec:
     schedule: str = "1f1b"
     order: str = "tp-dp-pp"
     vpp: int = 1
+    alltoall: str = "grouped"
 
     @property
     def ranks(self) -> int:
@@ -240,6 +246,8 @@ def _int_problems(p: ParallelSpec) -> list[tuple[str, str, str]]:
         out.append(("zero", f"zero = {p.zero!r}", "0, 1, 2 or 3"))
     if p.schedule not in SCHEDULES:
         out.append(("schedule", f"unknown schedule {p.schedule!r}", "one of " + ", ".join(SCHEDULES)))
+    if p.alltoall not in ALLTOALLS:
+        out.append(("alltoall", f"unknown all-to-all {p.alltoall!r}", "one of " + ", ".join(ALLTOALLS)))
     if p.order not in ORDERS:
         out.append(("order", f"unknown rank order {p.order!r}", "one of " + ", ".join(ORDERS)))
     return out
