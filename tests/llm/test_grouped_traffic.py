@@ -87,11 +87,11 @@ def test_flattened_and_grouped_moe_differ_by_a2a_pipeline_and_dp_in_closed_form(
     ep_bytes = n * (16 * 4 * m) * (ep - 1) / ep * (a * 2 / tp)
     # PP: tp * dp chains, one boundary, m forward and m backward sends of a, host to host
     pp_bytes = tp * dp * (pp - 1) * 2 * m * a
-    # DP: reduce-scatter + all-gather of the dense shard over dp ranks and of the expert shard over
-    # dp / ep ranks, every ring edge between hosts
+    # DP: reduce-scatter (fp32 gradients) + all-gather (bf16 parameters: half the bytes) of the dense
+    # shard over dp ranks and of the expert shard over dp / ep ranks, every ring edge between hosts
     shard = sync / (tp * pp)
     dense, exp = shard * (1 - expert / params), shard * (expert / params) / ep
-    dp_bytes = n * 2 * (dp - 1) / dp * dense + n * 2 * (dp // ep - 1) / (dp // ep) * exp
+    dp_bytes = n * 1.5 * (dp - 1) / dp * dense + n * 1.5 * (dp // ep - 1) / (dp // ep) * exp
     # flattened: one ring all-reduce of sync over 64 GPUs in placement order: 8 of its edges cross hosts
     flat_bytes = 8 * 2 * (n - 1) * sync / n
     assert grouped["tp"] == 0.0

@@ -54,11 +54,12 @@ def _mixtral_forms(alltoall: str) -> float:
     at_once, rounds = 2 * 4 * 64 * a * 8 / NIC_BPS, 7 * 2 * 64 * a * 8 / NIC_BPS
     t_ep = at_once if alltoall == "grouped" else rounds
     b = c + t_tp + t_ep
-    # DP (ZeRO 1): reduce-scatter + all-gather of the dense shard over the 8 ranks t + 2d (a ring
-    # crossing hosts twice; two rings on each crossing NIC): 14 steps of S / 8; the expert shard has
-    # dp / ep = 1 rank, no traffic. It starts at o B and is done before the compute ends
+    # DP (ZeRO 1): reduce-scatter (fp32) + all-gather (bf16, half) of the dense shard over the 8 ranks
+    # t + 2d (a ring crossing hosts twice; two rings on each crossing NIC): 7 steps of S / 8 and 7 of
+    # S / 16; the expert shard has dp / ep = 1 rank, no traffic. It starts at o B and is done before
+    # the compute ends
     s = base.sync_bytes / 2 * (1 - _expert_share())
-    t_dp = 14 * 2 * (s / 8) * 8 / NIC_BPS
+    t_dp = 7 * 2 * (s / 8 + s / 16) * 8 / NIC_BPS
     assert base.overlap * b + t_dp < c
     return b
 
@@ -114,10 +115,10 @@ def test_tp_across_hosts_alone_is_its_own_standalone(model: str) -> None:
     # 4 L a / 16; the ring crosses hosts on two edges, one GPU's flow on its NIC at 200 Gb/s (the
     # NVLink edges keep its pace)
     t_tp = 30 * (4 * layers * a / 16) * 8 / NIC_BPS
-    # DP (ZeRO 1): ranks t and t + 16 on hosts two apart; reduce-scatter and all-gather of the shard
-    # S = M / 16, one step each of S / 2, two GPUs per NIC
+    # DP (ZeRO 1): ranks t and t + 16 on hosts two apart; reduce-scatter of the fp32 shard S = M / 16
+    # and all-gather of its bf16 parameters (S / 2), one step each of half of them, two GPUs per NIC
     s = base.sync_bytes / 16
-    t_dp = 2 * 2 * (s / 2) * 8 / NIC_BPS
+    t_dp = 2 * (s / 2 + s / 4) * 8 / NIC_BPS
     b = c + t_tp
     # the TP ring holds the NIC of GPUs 6 and 7 that the DP uses too: the DP makes no progress then
     expect = max(b, _paused_end(base.overlap * b, t_dp, (c, b)))

@@ -16,9 +16,11 @@ pp    1F1B sends of ``a`` between adjacent stages, ``m`` forward and ``m`` backw
 ep    ``4 Lm_s m`` all-to-alls of ``a k / tp`` per rank over ``ep`` ranks (dispatch and combine,
       forward and backward; tokens split over the TP ranks); blocking
 dp    the rank's gradient shard ``G = M (1 - f_e) / (tp pp)`` over ``dp`` ranks and its expert shard
-      ``M f_e / (tp pp ep)`` over ``dp / ep`` ranks (``M`` the model's gradient bytes, ``f_e`` the
+      ``M f_e / (tp pp ep)`` over ``dp / ep`` ranks (``M`` the model's fp32 gradient bytes, ``f_e`` the
       experts' share of the parameters): ZeRO 0 one all-reduce; 1-2 reduce-scatter + all-gather;
-      3 adds ``2 m`` all-gathers; overlapped with the compute
+      3 adds ``2 m`` all-gathers; gradients reduced and parameters gathered in the dtypes of
+      :mod:`commsched.workload.precision` (fp32 and bf16 by default: ``G`` and ``G / 2``); overlapped
+      with the compute
 ====  ==========================================================================================
 
 References
@@ -32,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commsched.workload.parallel import GroupCollective, GroupedWorkload, GroupKind, ParallelSpec
+from commsched.workload.precision import DTYPE_BYTES, SYNC_DTYPE_BYTES, dp_dtypes
 
 __all__ = ["LlmShape", "llm_shape", "llm_workload", "shape_flops", "shape_params", "shape_problems"]
 
@@ -227,20 +230,23 @@ def _blocking(shape: LlmShape, p: ParallelSpec) -> list[GroupCollective]:
 
 
 def _dp(p: ParallelSpec, shard_bytes: float, group: int, expert: bool) -> list[GroupCollective]:
+    """The DP collectives of a shard of ``shard_bytes`` fp32 gradient bytes, each in its dtype."""
     if group < 2 or shard_bytes <= 0:
         return []
+    grad, param = dp_dtypes(p.zero, p.grad_dtype, p.param_dtype)
 
-    def one(op: str, count: int = 1) -> GroupCollective:
+    def one(op: str, dtype: str, count: int = 1) -> GroupCollective:
+        size = shard_bytes * DTYPE_BYTES[dtype] / SYNC_DTYPE_BYTES  # parameters x bytes per element
         return GroupCollective(
-            kind=GroupKind.DP, op=op, group_size=group, size_bytes=shard_bytes, count=count, blocking=False,
+            kind=GroupKind.DP, op=op, group_size=group, size_bytes=size, count=count, blocking=False,
             expert=expert,
         )  # fmt: skip
 
     if p.zero == 0:
-        return [one("all_reduce")]
-    out = [one("reduce_scatter"), one("all_gather")]
+        return [one("all_reduce", grad)]
+    out = [one("reduce_scatter", grad), one("all_gather", param)]
     if p.zero == 3:
-        out.append(one("all_gather", 2 * p.micro_batches))
+        out.append(one("all_gather", param, 2 * p.micro_batches))
     return out
 
 
@@ -256,7 +262,7 @@ def llm_workload(shape: LlmShape, p: ParallelSpec, *, sync_bytes: float) -> Grou
     ...                  sync_bytes=1.6e9)
     >>> [(c.kind.value, c.op, c.count) for c in w.collectives][:3]
     [('tp', 'all_reduce', 192), ('tp', 'all_reduce', 192), ('pp', 'pipeline_1f1b', 4)]
-    >>> w.message_bytes(GroupKind.DP) == 2 * 1.6e9 / 16
+    >>> w.message_bytes(GroupKind.DP) == 1.5 * 1.6e9 / 16  # fp32 gradients, bf16 parameters
     True
     """
     total, expert = shape_params(shape)

@@ -86,6 +86,10 @@ class ParallelSpec:
     alltoall
         How the all-to-alls run: ``grouped`` (default: NCCL's grouped send/recv to every peer at once, as
         ``all_to_all_single`` runs) or ``pairwise`` (``n - 1`` rounds one after another).
+    grad_dtype, param_dtype
+        The dtypes the DP collectives reduce gradients and gather parameters in (``fp32``, ``bf16``,
+        ``fp16``, ``fp8``; empty: the framework's default for the ZeRO stage,
+        :mod:`commsched.workload.precision`).
     order
         Rank order, innermost first (``tp-dp-pp``: Megatron's default; ``tp-pp-dp``).
 
@@ -105,6 +109,8 @@ class ParallelSpec:
     order: str = "tp-dp-pp"
     vpp: int = 1
     alltoall: str = "grouped"
+    grad_dtype: str = ""
+    param_dtype: str = ""
 
     @property
     def ranks(self) -> int:
@@ -246,6 +252,10 @@ def _int_problems(p: ParallelSpec) -> list[tuple[str, str, str]]:
         out.append(("zero", f"zero = {p.zero!r}", "0, 1, 2 or 3"))
     if p.schedule not in SCHEDULES:
         out.append(("schedule", f"unknown schedule {p.schedule!r}", "one of " + ", ".join(SCHEDULES)))
+    for name in ("grad_dtype", "param_dtype"):
+        v = getattr(p, name)
+        if v and v not in ("fp32", "bf16", "fp16", "fp8"):
+            out.append((name, f"unknown dtype {v!r}", "one of fp32, bf16, fp16, fp8"))
     if p.alltoall not in ALLTOALLS:
         out.append(("alltoall", f"unknown all-to-all {p.alltoall!r}", "one of " + ", ".join(ALLTOALLS)))
     if p.order not in ORDERS:
