@@ -85,8 +85,9 @@ def test_flattened_and_grouped_moe_differ_by_a2a_pipeline_and_dp_in_closed_form(
     # EP: 16 MoE layers per stage x 4 all-to-alls x m micro-batches; each rank sends (ep-1)/ep of its
     # a * top_k / tp bytes, to a rank on another host
     ep_bytes = n * (16 * 4 * m) * (ep - 1) / ep * (a * 2 / tp)
-    # PP: tp * dp chains, one boundary, m forward and m backward sends of a, host to host
-    pp_bytes = tp * dp * (pp - 1) * 2 * m * a
+    # PP: tp * dp chains, one boundary, m forward and m backward sends, host to host; MoE with TP runs
+    # sequence parallelism (Megatron requires it with EP): each TP rank sends a / tp
+    pp_bytes = tp * dp * (pp - 1) * 2 * m * a / tp
     # DP: reduce-scatter (fp32 gradients) + all-gather (bf16 parameters: half the bytes) of the dense
     # shard over dp ranks and of the expert shard over dp / ep ranks, every ring edge between hosts
     shard = sync / (tp * pp)

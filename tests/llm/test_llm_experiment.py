@@ -42,9 +42,9 @@ def test_jobs_of_the_shipped_cluster_contend_on_shared_uplinks() -> None:
     }
     ecmp, sinc, vclos = runs["ecmp-fair"], runs["sincronia"], runs["vclos"]
     sharing = ("mixtral", "llama65b", "gpt13b")
-    assert all(ecmp[k].shared_links and ecmp[k].slowdown > 1.1 for k in sharing)
+    assert all(ecmp[k].shared_links and ecmp[k].slowdown > 1.05 for k in sharing)
     assert sinc["gpt13b"].slowdown == pytest.approx(1.0, abs=1e-3)
-    assert sinc["mixtral"].slowdown > 2.0 and sinc["llama65b"].slowdown > 2.0
+    assert sinc["mixtral"].slowdown > 1.3 and sinc["llama65b"].slowdown > 1.3
     assert not any(j.shared_links for j in vclos.values())
     assert all(j.slowdown == pytest.approx(1.0, abs=1e-3) for j in vclos.values())
     # the jobs inside one host never meet another

@@ -61,7 +61,7 @@ def _merged(work: GroupedWorkload) -> list[GroupCollective]:
             continue
         key: tuple[object, ...] = (c.kind, c.op, c.group_size, c.stage, c.expert, c.blocking)
         if c.op == "pipeline_1f1b":
-            out[(*key, c.size_bytes, c.count)] = c
+            out[(*key, c.size_bytes, c.count, c.vpp)] = c
             continue
         prev = out.get(key)
         total = c.message_bytes + (prev.message_bytes if prev is not None else 0.0)
@@ -77,7 +77,7 @@ def _local_schedule(c: GroupCollective, alltoall: str = "grouped") -> Collective
     if c.op == "all_to_all" and alltoall == "grouped":  # NCCL: every peer at once
         return grouped_alltoall(ranks=c.group_size, size_bytes=c.size_bytes)
     if c.op == "pipeline_1f1b":
-        return pipeline_1f1b(ranks=c.group_size, size_bytes=c.size_bytes, micro_batches=c.count)
+        return pipeline_1f1b(ranks=c.group_size, size_bytes=c.size_bytes, micro_batches=c.count, chunks=c.vpp)
     if c.op in ("send_forward", "send_backward"):
         s = c.stage or 0
         dst = s + 1 if c.op == "send_forward" else s - 1

@@ -104,7 +104,7 @@ class Iterations:
         if not r.comm_done:
             r.release_s = r.compute_end_s
             self._kernel.push(r.release_s, EventKind.RELEASE, r.index, r.version)
-        dp.release_s = t + r.overlap * (c + plan.blocking_s)  # its DP steps
+        dp.release_s = t + plan.dp_start_s(c, r.overlap)  # its DP steps: in the last micro-batch
         if plan.steady_end > plan.blocking_steps:  # the steady-state sends, from the start
             self._kernel.push(t, EventKind.RELEASE, dp.index, dp.version)
         if plan.steady_end < n:

@@ -202,6 +202,6 @@ def flattened(job: JobSpec) -> JobSpec:
     if job.parallel is None:
         return job
     p = job.parallel.parallel
-    m = p.micro_batches
-    profile = replace(job.profile, compute_s=job.profile.compute_s * m / (m + p.pp - 1))
+    vm = p.vpp * p.micro_batches  # interleaved 1F1B: the bubble divided by vpp
+    profile = replace(job.profile, compute_s=job.profile.compute_s * vm / (vm + p.pp - 1))
     return replace(job, profile=profile, parallel=None, collective="ring")

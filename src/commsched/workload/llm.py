@@ -202,19 +202,31 @@ def _split(total: int, parts: int) -> list[int]:
     return [total // parts + (1 if k < total % parts else 0) for k in range(parts)]
 
 
+def _tp(p: ParallelSpec, a: float, layers: int, s: int) -> list[GroupCollective]:
+    """The TP collectives of stage ``s`` (``layers`` layers) per iteration: 4 all-reduces of ``a`` per
+    layer and micro-batch, or under sequence parallelism 6 all-gathers and 4 reduce-scatters of ``a``
+    (forward: 2 + 2; backward: the all-gathers of the row-parallel outputs' gradients and, again, of the
+    column-parallel inputs for the weight gradients, and the reduce-scatters of their input gradients:
+    Megatron-LM core_r0.6.0 ``tensor_parallel/layers.py``; AICB's ``..._sp.csv`` log lists the same)."""
+    m = p.micro_batches
+
+    def one(op: str, per_layer: int) -> GroupCollective:
+        return GroupCollective(
+            kind=GroupKind.TP, op=op, group_size=p.tp, size_bytes=a, count=per_layer * layers * m, stage=s
+        )
+
+    if p.tp < 2 or not layers:
+        return []
+    return [one("all_gather", 6), one("reduce_scatter", 4)] if p.sequence_parallel else [one("all_reduce", 4)]
+
+
 def _blocking(shape: LlmShape, p: ParallelSpec) -> list[GroupCollective]:
     m = p.micro_batches
     a = shape.batch / m * shape.seq_len * shape.hidden * shape.act_bytes  # bytes of one micro-batch
     out: list[GroupCollective] = []
     layers, moe = _split(shape.layers, p.pp), _split(shape.moe_layers, p.pp)
     for s in range(p.pp):
-        if p.tp > 1 and layers[s]:
-            out.append(
-                GroupCollective(
-                    kind=GroupKind.TP, op="all_reduce", group_size=p.tp, size_bytes=a,
-                    count=4 * layers[s] * m, stage=s,
-                )
-            )  # fmt: skip
+        out += _tp(p, a, layers[s], s)
         if p.ep > 1 and moe[s]:
             out.append(
                 GroupCollective(
@@ -222,9 +234,12 @@ def _blocking(shape: LlmShape, p: ParallelSpec) -> list[GroupCollective]:
                     count=4 * moe[s] * m, stage=s,
                 )
             )  # fmt: skip
-    if p.pp > 1:
+    if p.pp > 1:  # under SP each TP rank sends its sequence slice (Megatron core p2p tensor shape)
+        size = a / p.tp if p.sequence_parallel else a
         out.append(
-            GroupCollective(kind=GroupKind.PP, op="pipeline_1f1b", group_size=p.pp, size_bytes=a, count=m)
+            GroupCollective(
+                kind=GroupKind.PP, op="pipeline_1f1b", group_size=p.pp, size_bytes=size, count=m, vpp=p.vpp
+            )
         )
     return out
 
@@ -271,7 +286,10 @@ def llm_workload(shape: LlmShape, p: ParallelSpec, *, sync_bytes: float) -> Grou
     dp = _dp(p, shard * (1.0 - f_e), p.dp, False) + _dp(p, shard * f_e / p.ep, p.dp // p.ep, True)
     src = (
         f"{shape.name} ({shape.source}) under tp {p.tp}, pp {p.pp}, dp {p.dp}, ep {p.ep}, zero {p.zero}, "
-        f"{p.micro_batches} micro-batches ({p.schedule})"
+        f"{p.micro_batches} micro-batches ({p.schedule}"
+        + (f", interleaved over vpp {p.vpp}" if p.vpp > 1 else "")
+        + (", sequence parallel" if p.sequence_parallel else "")
+        + ")"
     )
     return GroupedWorkload(
         parallel=p, collectives=tuple(_blocking(shape, p) + dp), source=src, moe_layers=shape.moe_layers

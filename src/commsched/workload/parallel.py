@@ -86,6 +86,11 @@ class ParallelSpec:
     alltoall
         How the all-to-alls run: ``grouped`` (default: NCCL's grouped send/recv to every peer at once, as
         ``all_to_all_single`` runs) or ``pairwise`` (``n - 1`` rounds one after another).
+    sp
+        Sequence parallelism (Megatron-LM's ``--sequence-parallel``): the TP all-reduces become
+        reduce-scatters and all-gathers, the pipeline sends carry ``1 / tp`` of the activations per rank.
+        ``None``: on for MoE with ``tp > 1`` and ``ep > 1`` (Megatron-LM refuses EP with TP without it),
+        off otherwise.
     grad_dtype, param_dtype
         The dtypes the DP collectives reduce gradients and gather parameters in (``fp32``, ``bf16``,
         ``fp16``, ``fp8``; empty: the framework's default for the ZeRO stage,
@@ -111,10 +116,17 @@ class ParallelSpec:
     alltoall: str = "grouped"
     grad_dtype: str = ""
     param_dtype: str = ""
+    sp: bool | None = None
 
     @property
     def ranks(self) -> int:
         return self.tp * self.pp * self.dp
+
+    @property
+    def sequence_parallel(self) -> bool:
+        """Whether the job runs sequence parallelism: ``sp``, or where unset, Megatron-LM's rule (on for
+        MoE with TP and EP, which Megatron requires; off otherwise)."""
+        return self.sp if self.sp is not None else (self.tp > 1 and self.ep > 1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,13 +147,15 @@ class GroupCollective:
     stage: int | None = None
     blocking: bool = True
     expert: bool = False  # a DP collective over the expert-data-parallel groups (dp / ep ranks)
+    vpp: int = 1  # a pipeline's model chunks per stage (interleaved 1F1B where above 1)
 
     @property
     def message_bytes(self) -> float:
         """The message bytes these collectives list per iteration: ``count x size_bytes``; a 1F1B pipeline
-        (``count`` micro-batches) lists every send of its ``2 (pp - 1)`` boundary directions."""
+        (``count`` micro-batches) lists every send of its ``2 (pp - 1)`` boundary directions, interleaved
+        over ``vpp`` chunks its ``2 (pp vpp - 1)`` chunk boundaries."""
         if self.op == "pipeline_1f1b":
-            return 2.0 * (self.group_size - 1) * self.count * self.size_bytes
+            return 2.0 * (self.group_size * self.vpp - 1) * self.count * self.size_bytes
         return self.count * self.size_bytes
 
 
@@ -290,6 +304,14 @@ def parallel_problems(p: ParallelSpec, *, gpus: int, moe_layers: int | None) -> 
         )
     if p.dp % p.ep:
         out.append(("ep", f"ep = {p.ep} does not divide dp = {p.dp}", "a divisor of dp"))
+    if p.sp is False and p.tp > 1 and p.ep > 1:
+        out.append(
+            (
+                "sp",
+                "sp: false with tp > 1 and ep > 1",
+                "sp: true (Megatron-LM needs sequence parallelism for EP with TP)",
+            )
+        )
     if p.vpp > 1 and p.pp < 2:
         out.append(("vpp", f"vpp = {p.vpp} without a pipeline (pp = {p.pp})", "vpp: 1, or pp >= 2"))
     if p.vpp > 1 and p.micro_batches % p.pp:
