@@ -63,6 +63,7 @@ class ParallelEntry(_Strict):
     alltoall: Literal["grouped", "pairwise"] = "grouped"  # EP all-to-all: NCCL's grouped p2p, or rounds
     grad_dtype: Literal["", "fp32", "bf16", "fp16", "fp8"] = ""  # "": the framework's default for zero
     param_dtype: Literal["", "fp32", "bf16", "fp16", "fp8"] = ""
+    sp: Annotated[bool, Strict()] | None = None  # sequence parallelism (None: Megatron's rule)
 
 
 class JobEntry(_Strict):

@@ -19,7 +19,6 @@ from numpy.typing import NDArray
 from commsched.scheduling.state import ConnectionKey, PlacedJob
 from commsched.scheduling.traffic import JobTraffic, StepLoad, job_traffic
 from commsched.topology import Topology
-from commsched.topology.records import NETWORK_LINK_KINDS
 from commsched.workload.grouped import GroupedTimes, grouped_iteration_s
 
 __all__ = ["grouped_standalone_s", "grouped_times", "stream_steps"]
