@@ -176,3 +176,24 @@ def test_shape_built_gpt13b_dp_bytes_match_the_aicb_log_within_one_percent() -> 
     assert fb_log["dp"] == pytest.approx(128 * 15 / 16 * logged, rel=1e-6)
     assert fb_built["dp"] == pytest.approx(fb_log["dp"], rel=0.01)
     assert fb_built["tp"] == fb_log["tp"] == 0.0  # TP 8 inside each host
+
+
+def test_pipeline_wire_bytes_per_stage_and_direction_are_the_logs_isend_rows() -> None:
+    """LLaMA-65B TP 2 x PP 8 x DP 8: what the ranks of stage ``s`` send to ``s + 1`` and to ``s - 1``
+    per iteration, against the ``isend`` rows of section ``s`` counted here (forward_step rows to the
+    next stage, backward_step rows to the previous one), times the stage's tp x dp = 16 ranks."""
+    path = DATA / "L65B-M1-C05_Llama65B_megatron_tp2_pp8_mbs1.csv"
+    want: dict[tuple[int, int], float] = defaultdict(float)
+    for s, row in _iteration_rows(path):
+        if row[0] == "CommType.isend":
+            dst = s + 1 if row[4].startswith("forward") else s - 1
+            want[(s, dst)] += 16 * float(row[3]) * int(row[11] or 1)
+    assert want[(0, 1)] > 0 and want[(7, 6)] > 0 and (0, -1) not in want and (7, 8) not in want
+    got: dict[tuple[int, int], float] = defaultdict(float)
+    for gs in grouped_steps(read_aicb(path)):
+        if gs.kind is GroupKind.PP:
+            for t in gs.step.transfers:  # rank = t + 2 (d + 8 s): its stage is rank // 16
+                got[(t.src // 16, t.dst // 16)] += gs.step.repeat * t.size_bytes
+    assert set(got) == set(want)
+    for key, b in want.items():
+        assert math.isclose(got[key], b, rel_tol=1e-12), (key, got[key], b)
