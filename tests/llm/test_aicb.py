@@ -108,7 +108,7 @@ def test_pipelined_log_gives_its_degrees_and_micro_batches() -> None:
 def test_a_file_that_is_not_a_log_is_one_clear_error(tmp_path: Path) -> None:
     bad = tmp_path / "x.csv"
     bad.write_text("a,b,c\n1,2,3\n")
-    with pytest.raises(InputError, match="epoch_end"):
+    with pytest.raises(InputError, match="column header lacks comm_type"):
         read_aicb(bad)
 
 
@@ -146,3 +146,54 @@ def test_simai_moe_workload_bytes_per_group_kind() -> None:
     for kind in GroupKind:
         assert math.isclose(work.message_bytes(kind), listed.get(kind.value, 0.0), rel_tol=1e-3), kind
     assert listed["ep"] > 0 and any(c.expert for c in work.collectives)
+
+
+def test_shape_built_gpt13b_dp_bytes_match_the_aicb_log_within_one_percent() -> None:
+    """GPT-13B, TP 8 x DP 16, ZeRO 1 (Megatron's distributed optimizer) built from its shape against
+    AICB's log of the same layout: the DP bytes that reach the fabric within 1 %.
+
+    The reference is the log's: its reduce-scatter (fp32 gradients) and all-gather (bf16 parameters)
+    rows summed here; on 16 hosts of 8 GPUs every DP ring edge joins two hosts, and each of the 128
+    ranks sends ``(n - 1) / n`` of each message.
+    """
+    from commsched.scheduling.state import PlacedJob
+    from commsched.scheduling.traffic import fabric_bytes_by_kind
+    from commsched.topology.builders import two_layer_clos
+    from commsched.workload.grouped_jobs import grouped_job, job_from_aicb
+    from commsched.workload.parallel import ParallelSpec
+
+    path = DATA / "G13B-M1-C01_GPT13B_megatron_tp8_pp1_mbs1.csv"
+    logged = sum(
+        float(r[3]) * int(r[11] or 1)
+        for _, r in _iteration_rows(path)
+        if r[1] == "CommGroup.dp_group" and r[0] in ("CommType.reduce_scatter", "CommType.all_gather")
+    )
+    topo = two_layer_clos(tors=4, aggs=4, hosts_per_tor=4)  # 16 hosts of 8 GPUs
+    built = grouped_job("b", "gpt-13b@h200", gpus=128, parallel=ParallelSpec(tp=8, dp=16, zero=1))
+    log = job_from_aicb("a", path, "gpt-13b@h200")
+    fb_built = fabric_bytes_by_kind(topo, PlacedJob(spec=built, gpus=topo.gpus[:128]))
+    fb_log = fabric_bytes_by_kind(topo, PlacedJob(spec=log, gpus=topo.gpus[:128]))
+    assert fb_log["dp"] == pytest.approx(128 * 15 / 16 * logged, rel=1e-6)
+    assert fb_built["dp"] == pytest.approx(fb_log["dp"], rel=0.01)
+    assert fb_built["tp"] == fb_log["tp"] == 0.0  # TP 8 inside each host
+
+
+def test_pipeline_wire_bytes_per_stage_and_direction_are_the_logs_isend_rows() -> None:
+    """LLaMA-65B TP 2 x PP 8 x DP 8: what the ranks of stage ``s`` send to ``s + 1`` and to ``s - 1``
+    per iteration, against the ``isend`` rows of section ``s`` counted here (forward_step rows to the
+    next stage, backward_step rows to the previous one), times the stage's tp x dp = 16 ranks."""
+    path = DATA / "L65B-M1-C05_Llama65B_megatron_tp2_pp8_mbs1.csv"
+    want: dict[tuple[int, int], float] = defaultdict(float)
+    for s, row in _iteration_rows(path):
+        if row[0] == "CommType.isend":
+            dst = s + 1 if row[4].startswith("forward") else s - 1
+            want[(s, dst)] += 16 * float(row[3]) * int(row[11] or 1)
+    assert want[(0, 1)] > 0 and want[(7, 6)] > 0 and (0, -1) not in want and (7, 8) not in want
+    got: dict[tuple[int, int], float] = defaultdict(float)
+    for gs in grouped_steps(read_aicb(path)):
+        if gs.kind is GroupKind.PP:
+            for t in gs.step.transfers:  # rank = t + 2 (d + 8 s): its stage is rank // 16
+                got[(t.src // 16, t.dst // 16)] += gs.step.repeat * t.size_bytes
+    assert set(got) == set(want)
+    for key, b in want.items():
+        assert math.isclose(got[key], b, rel_tol=1e-12), (key, got[key], b)

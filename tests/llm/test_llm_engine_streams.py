@@ -68,19 +68,35 @@ def test_dense_job_alone_by_hand(tmp_path: Path) -> None:
     assert out["standalone_iteration_s"] == pytest.approx(expect, rel=0.01)
 
 
+def _paused_end(start: float, work: float, spans: list[tuple[float, float]]) -> float:
+    """A stream needing ``work`` seconds of its links from ``start``, making no progress in ``spans``."""
+    t, left = start, work
+    for a, b in sorted(spans):
+        if left <= 0 or b <= t:
+            continue
+        if a > t:
+            run = min(left, a - t)
+            t, left = t + run, left - run
+        if left > 0:
+            t = max(t, b)
+    return t + left
+
+
 def _closed_form(topo: Topology, placed: PlacedJob, model: str) -> dict[str, float]:
     """The closed form of the job's 1F1B schedule from its projected steps, each step alone at its most
     loaded link (bits over bits/s)::
 
-        B = (m + pp - 1) (c + T_tp + T_ep) / m + T_fill + T_drain      (compute, then the blocking steps)
-        D = max(o B, T_steady) + T_dp                                   (beside them)
-        T = max(B, D + W)
+        B = (m + pp - 1) x / m + T_fill + T_drain       x = c + T_tp + T_ep (compute, blocking steps)
+        D = the DP steps from max(B - (1 - o) x / m, T_steady), needing T_dp outside W's spans
+        T = max(B, D)
 
     The fill and the drain are the first and the last ``pp - 1`` pipeline sends (the first micro-batch's
     forward, the last one's backward); the steady state's sends overlap the compute from the start and
-    the DP steps follow them. ``W``: the blocking steps that cross hosts saturate NICs, and a DP ring
-    moves in lockstep with its slowest link: DP steps still running when the compute ends wait for them
-    (``W`` their time on the critical path); done by then, they do not (``W = 0``).
+    the DP steps follow them, released the fraction ``o`` into the last micro-batch's compute (its
+    gradients are final only in its backward). ``W``: the blocking steps on a link of the DP steps (a
+    GPU's NVLink, a NIC) hold it at full rate and go first, and a DP ring moves in lockstep with its
+    slowest link: while they run (after the compute, in the traffic's order, the fill and drain last)
+    the DP steps make no progress.
     """
     par = placed.spec.parallel
     assert par is not None
@@ -90,12 +106,19 @@ def _closed_form(topo: Topology, placed: PlacedJob, model: str) -> dict[str, flo
     steps = job_traffic(topo, placed).steps
     times = [s.repeat * (s.latency_s + float(np.max(s.bytes_per_rep * 8.0 / topo.capacity_bps[s.links])))
              for s in steps]  # fmt: skip
-    sums = {"tp": 0.0, "ep": 0.0, "dp": 0.0, "crossing": 0.0}
+    c = base.compute_s / (tp * pp)
+    k = (m + pp - 1) / m
+    sums = {"tp": 0.0, "ep": 0.0, "dp": 0.0}
+    spans: list[tuple[float, float]] = []
+    dp_links = np.concatenate([s.links for s in steps if s.group == "dp"] or [np.zeros(0, np.int64)])
+    at = k * c  # the blocking steps after the compute, each stretched by the bubble
     for s, t in zip(steps, times, strict=True):
         if s.group != "pp":
             sums[s.group] += t
-            if s.group != "dp" and np.isin(s.links, network).any():
-                sums["crossing"] += t
+            if s.group != "dp":
+                if np.isin(s.links, dp_links).any():  # NVLink or NIC: the DP ring waits
+                    spans.append((at, at + k * t))
+                at += k * t
     # one entry per send (a step repeated r times is r sends in a row)
     pp_times = [
         t / s.repeat for s, t in zip(steps, times, strict=True) if s.group == "pp" for _ in range(s.repeat)
@@ -103,20 +126,19 @@ def _closed_form(topo: Topology, placed: PlacedJob, model: str) -> dict[str, flo
     edge = pp - 1
     fill_drain = sum(pp_times[:edge]) + sum(pp_times[len(pp_times) - edge :]) if edge else 0.0
     steady = sum(pp_times[edge : len(pp_times) - edge]) if edge else 0.0
-    c = base.compute_s / (tp * pp)
-    blocking = (m + pp - 1) * (c + sums["tp"] + sums["ep"]) / m + fill_drain
-    dp_end = max(base.overlap * blocking, steady) + sums["dp"]
-    wait = 0.0
-    if sums["dp"] > 0 and dp_end > (m + pp - 1) * c / m:
-        wait = (m + pp - 1) * sums["crossing"] / m + fill_drain
+    if fill_drain and np.isin(network, dp_links).any():
+        spans.append((at, at + fill_drain))  # the stages' hosts differ: the sends hold the DP's NICs
+    x = c + sums["tp"] + sums["ep"]
+    blocking = k * x + fill_drain
+    start = max(blocking - (1 - base.overlap) * x / m, steady)
+    dp_end = _paused_end(start, sums["dp"], spans) if sums["dp"] > 0 else start
     return {
-        "T": max(blocking, dp_end + wait),
+        "T": max(blocking, dp_end),
         "serial": blocking + steady + sums["dp"],
         "B": blocking,
         "ep": sums["ep"],
         "dp": sums["dp"],
         "steady": steady,
-        "wait": wait,
     }
 
 
@@ -127,7 +149,8 @@ CONFIGS = [
     ("mixtral-8x7b@h200", "{tp: 2, dp: 16, ep: 8, micro_batches: 2}", 32, 4),  # MoE: EP all-to-all
     ("mixtral-8x7b@h200", "{tp: 2, pp: 2, dp: 8, ep: 4, micro_batches: 4}", 32, 4),  # MoE pipelined
     ("gpt-13b@h200", "{tp: 8, dp: 8, zero: 0}", 64, 8),  # one DP all-reduce, exposed
-    ("mixtral-8x7b@h200", "{tp: 4, dp: 8, ep: 8, micro_batches: 4}", 32, 4),  # MoE, DP hidden
+    ("mixtral-8x7b@h200", "{tp: 4, dp: 8, ep: 8, micro_batches: 4}", 32, 4),  # MoE, DP in the last slot
+    ("gpt-13b@h200", "{tp: 8, dp: 2}", 16, 2),  # one micro-batch: the DP hides under the compute
 ]
 
 

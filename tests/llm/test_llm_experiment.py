@@ -44,9 +44,9 @@ def test_jobs_of_the_shipped_cluster_contend_on_shared_uplinks() -> None:
     sharing = ("mixtral", "llama65b", "gpt13b")
     # against each job's standalone time on its own routes (contention only; ``slowdown`` is against the
     # ideal, which also counts ECMP's own collisions)
-    assert all(ecmp[k].shared_links and ecmp[k].standalone_slowdown > 1.1 for k in sharing)
+    assert all(ecmp[k].shared_links and ecmp[k].standalone_slowdown > 1.05 for k in sharing)
     assert sinc["gpt13b"].standalone_slowdown == pytest.approx(1.0, abs=1e-3)
-    assert sinc["mixtral"].standalone_slowdown > 2.0 and sinc["llama65b"].standalone_slowdown > 2.0
+    assert sinc["mixtral"].standalone_slowdown > 1.3 and sinc["llama65b"].standalone_slowdown > 1.3
     assert not any(j.shared_links for j in vclos.values())
     assert all(j.standalone_slowdown == pytest.approx(1.0, abs=1e-3) for j in vclos.values())
     assert all(j.slowdown >= j.standalone_slowdown * (1 - 1e-9) for r in runs.values() for j in r.values()

@@ -43,13 +43,20 @@ def test_groups_of_each_kind_partition_the_ranks(p: ParallelSpec) -> None:
             assert len(set(eg) & set(xg)) <= 1
 
 
-@pytest.mark.parametrize(("zero", "dp_messages"), [(0, 1), (1, 2), (2, 2), (3, 2 + 2 * 4)])
-def test_zero_stage_sets_the_data_parallel_collectives(zero: int, dp_messages: int) -> None:
+@pytest.mark.parametrize(
+    ("zero", "dp_shards"),
+    [
+        (0, 1.0),  # Megatron DDP: one all-reduce of the fp32 gradients
+        (1, 1.0 + 0.5),  # Megatron's distributed optimizer: fp32 reduce-scatter, bf16 all-gather
+        (2, 1.0 + 0.5),
+        (3, 0.5 + 0.5 + 2 * 4 * 0.5),  # DeepSpeed ZeRO-3: everything in bf16, + 2 m gathers
+    ],
+)
+def test_zero_stage_sets_the_data_parallel_collectives(zero: int, dp_shards: float) -> None:
     p = ParallelSpec(tp=2, pp=2, dp=4, zero=zero, micro_batches=4)
     w = llm_workload(llm_shape("gpt3-crux"), p, sync_bytes=8e9)  # type: ignore[arg-type]
-    shard = 8e9 / (2 * 2)
-    # ZeRO 0: one all-reduce of the shard; 1-2: reduce-scatter + all-gather; 3: + 2 m all-gathers
-    assert w.message_bytes(GroupKind.DP) == pytest.approx(dp_messages * shard)
+    shard = 8e9 / (2 * 2)  # the stage's fp32 gradient bytes on one rank: 4 bytes per parameter
+    assert w.message_bytes(GroupKind.DP) == pytest.approx(dp_shards * shard)
     assert all(not c.blocking for c in w.collectives if c.kind is GroupKind.DP)
 
 
@@ -64,3 +71,12 @@ def test_shape_built_blocking_collectives_per_iteration() -> None:
     # PP: 2 (pp - 1) boundary directions, m sends of a each
     assert w.message_bytes(GroupKind.PP) == pytest.approx(2 * 3 * 8 * a)
     assert w.message_bytes(GroupKind.EP) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("grad", "param", "dp_shards"), [("bf16", "", 0.5 + 0.5), ("fp32", "fp32", 2.0), ("", "fp8", 1.25)]
+)
+def test_dtypes_are_overridable_per_job(grad: str, param: str, dp_shards: float) -> None:
+    p = ParallelSpec(tp=2, pp=2, dp=4, zero=1, micro_batches=4, grad_dtype=grad, param_dtype=param)
+    w = llm_workload(llm_shape("gpt3-crux"), p, sync_bytes=8e9)  # type: ignore[arg-type]
+    assert w.message_bytes(GroupKind.DP) == pytest.approx(dp_shards * 8e9 / 4)

@@ -18,20 +18,35 @@ from commsched.workload.records import ModelProfile
     [
         # dense TP x DP, no pipeline: B = 1 + 0.2 = 1.2; the DP stream ends at 0.5 x 1.2 + 0.9 = 1.5
         (GroupedTimes(compute_s=1.0, tp_s=0.2, dp_s=0.9, overlap=0.5), 1.5),
-        # TP x PP x DP: B = (8 + 3) / 8 x (2 + 0.4) + 2 x 3 x 0.05 = 3.3 + 0.3 = 3.6; DP hidden (1.8 + 0.3)
+        # TP x PP x DP: B = (8 + 3) / 8 x (2 + 0.4) + 2 x 3 x 0.05 = 3.3 + 0.3 = 3.6; the DP starts half
+        # into the last micro-batch's 2.4 / 8 = 0.3 s, at 3.6 - 0.15 = 3.45, and ends at 3.75
         (
             GroupedTimes(
                 compute_s=2.0, stages=4, micro_batches=8, tp_s=0.4, pp_send_s=0.05, dp_s=0.3, overlap=0.5
             ),
-            3.6,
+            3.75,
         ),
-        # MoE with EP: B = (4 + 1) / 4 x (1 + 0.2 + 0.6) + 2 x 0.1 = 2.45; DP at 0.25 x 2.45 + 3 = 3.6125
+        # MoE with EP: B = (4 + 1) / 4 x (1 + 0.2 + 0.6) + 2 x 0.1 = 2.45; the DP starts 0.75 x 1.8 / 4 =
+        # 0.3375 before, at 2.1125, and ends at 5.1125
         (
             GroupedTimes(
                 compute_s=1.0, stages=2, micro_batches=4, tp_s=0.2, ep_s=0.6, pp_send_s=0.1, dp_s=3.0,
                 overlap=0.25,
             ),
-            3.6125,
+            5.1125,
+        ),
+        # interleaved over 2 chunks: B = (2 x 4 + 1) / 8 x 1.8 + 2 x 0.1 = 2.225; no DP
+        (
+            GroupedTimes(
+                compute_s=1.0, stages=2, micro_batches=4, chunks=2, tp_s=0.2, ep_s=0.6, pp_send_s=0.1
+            ),
+            2.225,
+        ),
+        # a DP stream paused by a span it starts inside: B = 1 + 1 = 2 (TP across hosts, all shared);
+        # the DP starts at 0.5 x 2 = 1 (m = 1), waits out the span [1, 2], ends at 2.5
+        (
+            GroupedTimes(compute_s=1.0, tp_s=1.0, dp_s=0.5, overlap=0.5, dp_wait_s=1.0),
+            2.5,
         ),
     ],
 )  # fmt: skip

@@ -158,3 +158,31 @@ def test_a_simai_workload_file_gives_a_job_its_groups(tmp_path: Path) -> None:
     fb = job["fabric_bytes_per_iteration"]
     assert job["gpus"] == 128 and job["iterations"] >= 1
     assert fb["tp"] == 0 and fb["dp"] > 0 and fb["pp"] == fb["ep"] == 0  # TP 8 inside the 8-GPU hosts
+
+
+def test_compare_runs_the_shipped_llm_scenario_under_every_policy_and_the_invariants_hold() -> None:
+    """``commsched compare llm-h200`` with every policy of the catalogue; then every policy decides on
+    the shipped cluster as placed (pack) and ``commsched.testing`` checks its decisions."""
+    res = runner.invoke(app, ["compare", "llm-h200", "--policies", ",".join(BUILT_IN), "--json"])
+    assert res.exit_code == 0, res.stderr
+    rows = json.loads(res.stdout)["policies"]
+    assert set(rows) == set(BUILT_IN)
+    for name, row in rows.items():
+        assert 0.0 < row["gpu_utilization"] <= 1.0, name
+    sc = resolve_scenario("llm-h200")
+    placed = {j.id: j.placement for j in simulate_scenario(sc, policy="ecmp-fair").jobs}
+    state = ClusterState(
+        topology=sc.topology,
+        jobs=tuple(PlacedJob(spec=j.spec, gpus=tuple(placed[j.spec.id])) for j in sc.jobs),
+        priority_levels=sc.priority_levels,
+    )
+    for policy in BUILT_IN:
+        rep = check_policy(
+            policy,
+            [state],
+            seeds=(0,),
+            simulate=policy == "crux-full",
+            raise_on_failure=False,
+            unique_priorities=policy in ("crux-pa", "crux-ps-pa"),
+        )
+        assert rep.ok, (policy, rep.problems)

@@ -128,6 +128,17 @@ def test_alltoall(n: int, m: float) -> None:
     assert len(pairs) == n * (n - 1)
 
 
+@given(RANKS, SIZE)
+def test_grouped_alltoall_sends_to_every_peer_in_one_step(n: int, m: float) -> None:
+    s = build_collective("alltoall_grouped", ranks=n, size_bytes=m)
+    check_invariants(s)
+    assert s.n_steps == (1 if n > 1 else 0)
+    assert all(close(x, (n - 1) * m / n) for x in (*s.sent_bytes(), *s.received_bytes()))
+    pairs = [(t.src, t.dst) for step in s.steps for t in step.transfers]
+    assert len(pairs) == len(set(pairs)) == n * (n - 1)
+    assert all(close(t.size_bytes, m / n) for step in s.steps for t in step.transfers)
+
+
 @given(RANKS, SIZE, st.integers(1, 12))
 def test_pipeline(n: int, a: float, mb: int) -> None:
     s = build_collective("pipeline", ranks=n, size_bytes=a, micro_batches=mb)

@@ -16,7 +16,7 @@ from commsched.io.schema import JobEntry
 from commsched.topology import Topology
 from commsched.workload import JobSpec, ModelProfile
 from commsched.workload.grouped import grouped_profile
-from commsched.workload.llm import LlmShape, llm_shape, llm_workload
+from commsched.workload.llm import LlmShape, llm_shape, llm_workload, shape_problems
 from commsched.workload.parallel import GroupedWorkload, ParallelSpec, parallel_problems
 
 __all__ = ["aicb_profile", "grouped_spec", "scenario_path"]
@@ -63,6 +63,8 @@ def _from_parallel(
     par = ParallelSpec(**entry.parallel.model_dump())
     shape = _shape(profile)
     bad = parallel_problems(par, gpus=gpus, moe_layers=shape.moe_layers if shape is not None else 0)
+    if shape is not None and not bad:
+        bad = shape_problems(shape, par)
     for field, what, expected in bad:
         probs.add(("jobs", i, "parallel", field), what, expected)
     if shape is None and (par.tp > 1 or par.pp > 1 or par.ep > 1) and not any(f == "ep" for f, _, _ in bad):

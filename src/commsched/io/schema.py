@@ -59,6 +59,11 @@ class ParallelEntry(_Strict):
     micro_batches: SInt = Field(default=1, ge=1)
     schedule: Literal["1f1b"] = "1f1b"
     order: Literal["tp-dp-pp", "tp-pp-dp"] = "tp-dp-pp"
+    vpp: SInt = Field(default=1, ge=1)  # virtual stages per GPU: interleaved 1F1B where above 1
+    alltoall: Literal["grouped", "pairwise"] = "grouped"  # EP all-to-all: NCCL's grouped p2p, or rounds
+    grad_dtype: Literal["", "fp32", "bf16", "fp16", "fp8"] = ""  # "": the framework's default for zero
+    param_dtype: Literal["", "fp32", "bf16", "fp16", "fp8"] = ""
+    sp: Annotated[bool, Strict()] | None = None  # sequence parallelism (None: Megatron's rule)
 
 
 class JobEntry(_Strict):

@@ -19,7 +19,6 @@ from numpy.typing import NDArray
 from commsched.scheduling.state import ConnectionKey, PlacedJob
 from commsched.scheduling.traffic import JobTraffic, StepLoad, job_traffic
 from commsched.topology import Topology
-from commsched.topology.records import NETWORK_LINK_KINDS
 from commsched.workload.grouped import GroupedTimes, grouped_iteration_s
 
 __all__ = ["grouped_standalone_s", "grouped_times", "stream_steps"]
@@ -88,19 +87,26 @@ def grouped_times(topology: Topology, job: PlacedJob, traffic: JobTraffic) -> Gr
     """
     par = job.spec.parallel
     pp, m = (par.parallel.pp, par.parallel.micro_batches) if par is not None else (1, 1)
+    v = par.parallel.vpp if par is not None else 1
     blocking, steady, dp = stream_steps(traffic.steps, pp)
     sums = {"tp": 0.0, "ep": 0.0, "pp": 0.0}
     waits = {"tp": 0.0, "ep": 0.0, "pp": 0.0}  # the blocking steps saturating a network link of the DP
     dp_net = _dp_network_links(topology, traffic)
+    bubble = (v * m + pp - 1) / (v * m)  # 1F1B: m + (pp - 1) / v micro-batch slots of TP and EP
+    spans: list[tuple[float, float]] = []  # where the shared steps run, after the compute's end
+    at = 0.0
     for s in blocking:
         sums[s.group] += s.repeat * _step_s(topology, s)
+        d = s.repeat * _step_s(topology, s) * (1.0 if s.group == "pp" else bubble)
         if np.isin(_saturated(topology, s), dp_net).any():
             waits[s.group] += s.repeat * _step_s(topology, s)
-    bubble = (m + pp - 1) / m  # 1F1B: m + pp - 1 micro-batch slots of TP and EP on the critical path
+            spans.append((at, at + d) if not spans or spans[-1][1] < at else (spans.pop()[0], at + d))
+        at += d
     return GroupedTimes(
-        compute_s=job.spec.profile.compute_s * m / (m + pp - 1),  # the profile holds the bubble
+        compute_s=job.spec.busy_s,  # the profile holds the bubble
         stages=pp,
         micro_batches=m,
+        chunks=v,
         tp_s=sums["tp"],
         ep_s=sums["ep"],
         pp_send_s=sums["pp"] / (2 * (pp - 1)) if pp > 1 else 0.0,
@@ -108,6 +114,7 @@ def grouped_times(topology: Topology, job: PlacedJob, traffic: JobTraffic) -> Gr
         dp_s=float(sum(s.repeat * _step_s(topology, s) for s in dp)),
         overlap=job.spec.profile.overlap,
         dp_wait_s=bubble * (waits["tp"] + waits["ep"]) + waits["pp"],
+        wait_spans=tuple(spans),
     )
 
 
@@ -119,10 +126,11 @@ def _saturated(topology: Topology, s: StepLoad) -> NDArray[np.int64]:
 
 
 def _dp_network_links(topology: Topology, traffic: JobTraffic) -> NDArray[np.int64]:
-    """The network links (NIC and switch links) of the job's DP steps."""
+    """The links of the job's DP steps (NVLink included: a blocking step holding a GPU's NVLink pauses
+    a DP ring through it as much as one holding a NIC)."""
+    del topology
     dp = [s.links for s in traffic.steps if not s.blocking]
-    links = np.unique(np.concatenate(dp)) if dp else np.zeros(0, np.int64)
-    return links[np.isin(links, topology.links_of_kind(NETWORK_LINK_KINDS))]
+    return np.unique(np.concatenate(dp)) if dp else np.zeros(0, np.int64)
 
 
 def grouped_standalone_s(

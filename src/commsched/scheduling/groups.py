@@ -3,8 +3,9 @@
 Rank ``r`` of a grouped job runs on ``gpus[r]`` (placement order, host by host), so the rank layout of
 :mod:`commsched.workload.parallel` (TP innermost) keeps a TP group inside one host when ``tp`` divides
 the GPUs per host. Each :class:`~commsched.workload.parallel.GroupCollective` runs in all its groups at
-once: its schedule (ring all-reduce, ring reduce-scatter/all-gather, chain broadcast, pairwise
-all-to-all, 1F1B sends) is built over one group's ranks and the groups' transfers of each step form
+once: its schedule (ring all-reduce, ring reduce-scatter/all-gather, chain broadcast, all-to-all as
+NCCL's grouped send/recv to every peer at once, or in pairwise rounds with ``alltoall: pairwise``, 1F1B
+sends) is built over one group's ranks and the groups' transfers of each step form
 one step, routed transfer by transfer (an all-to-all is not a ring). Collectives of one kind, operation,
 group size and stage are merged into one of their summed bytes (per-rank bytes of these algorithms are
 linear in the size). Blocking steps (TP, EP, PP) come first, in the workload's order, then the DP ones.
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 
 from commsched.workload import CollectiveSchedule, Step, Transfer
 from commsched.workload.collectives.allreduce import ring_allreduce
-from commsched.workload.collectives.exchange import pairwise_alltoall
+from commsched.workload.collectives.exchange import grouped_alltoall, pairwise_alltoall
 from commsched.workload.collectives.sharded import (
     all_gather_ring,
     broadcast_chain,
@@ -60,7 +61,7 @@ def _merged(work: GroupedWorkload) -> list[GroupCollective]:
             continue
         key: tuple[object, ...] = (c.kind, c.op, c.group_size, c.stage, c.expert, c.blocking)
         if c.op == "pipeline_1f1b":
-            out[(*key, c.size_bytes, c.count)] = c
+            out[(*key, c.size_bytes, c.count, c.vpp)] = c
             continue
         prev = out.get(key)
         total = c.message_bytes + (prev.message_bytes if prev is not None else 0.0)
@@ -72,9 +73,11 @@ def _merged(work: GroupedWorkload) -> list[GroupCollective]:
     return [c for c in ordered if c.blocking] + [c for c in ordered if not c.blocking]
 
 
-def _local_schedule(c: GroupCollective) -> CollectiveSchedule:
+def _local_schedule(c: GroupCollective, alltoall: str = "grouped") -> CollectiveSchedule:
+    if c.op == "all_to_all" and alltoall == "grouped":  # NCCL: every peer at once
+        return grouped_alltoall(ranks=c.group_size, size_bytes=c.size_bytes)
     if c.op == "pipeline_1f1b":
-        return pipeline_1f1b(ranks=c.group_size, size_bytes=c.size_bytes, micro_batches=c.count)
+        return pipeline_1f1b(ranks=c.group_size, size_bytes=c.size_bytes, micro_batches=c.count, chunks=c.vpp)
     if c.op in ("send_forward", "send_backward"):
         s = c.stage or 0
         dst = s + 1 if c.op == "send_forward" else s - 1
@@ -129,7 +132,7 @@ def _global_steps(work: GroupedWorkload, c: GroupCollective) -> list[Step]:
             repeat=st.repeat,
             label=st.label,
         )
-        for st in _local_schedule(c).steps
+        for st in _local_schedule(c, work.parallel.alltoall).steps
     ]
 
 

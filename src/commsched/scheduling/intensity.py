@@ -14,7 +14,8 @@ A grouped job (TP/PP/DP/EP groups, :mod:`commsched.scheduling.groups`) takes ``t
 links only (access and fabric): its intensity is over all its inter-host traffic, every group kind
 summed per link. Its TP traffic inside a host runs on NVLink at a rate no placement or priority changes;
 counting it would make a TP-heavy job look communication-bound to the network scheduler (an
-interpretation of Definition 2 for jobs with groups).
+interpretation of Definition 2 for jobs with groups). Its ``W_j`` is its ranks' compute without the
+pipeline bubble (``gpus x busy_s``, :attr:`~commsched.workload.records.JobSpec.busy_s`).
 
 ``t_j`` depends on the routes of the job's connections (two of its own flows hashed onto one uplink
 double its load there). :func:`job_intensity` takes the routes to use; the Crux policies evaluate it
@@ -78,7 +79,7 @@ def intensity_from_traffic(topology: Topology, job: PlacedJob, traffic: JobTraff
     ----------
     Crux §3, Definition 2; crux-spec §1.3.
     """
-    work = job.n_gpus * job.spec.profile.compute_s  # GPU-seconds per iteration
+    work = job.n_gpus * job.spec.busy_s  # GPU-seconds per iteration (a pipeline's bubble is not work)
     links = None
     if job.spec.parallel is not None and job.gpus:
         links = topology.links_of_kind(NETWORK_LINK_KINDS)  # inter-host traffic only

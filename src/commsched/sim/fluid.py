@@ -292,7 +292,7 @@ class FluidMode:
     def _credit(self, r: JobRun, d: float) -> None:
         if d <= 0:
             return
-        busy = d * r.gpu_count * r.spec.profile.compute_s
+        busy = d * r.gpu_count * r.spec.busy_s
         r.busy_gpu_s += busy
         self._ledger.busy_done_gpu_s += busy
         assert r.traffic is not None
@@ -356,6 +356,8 @@ class FluidMode:
                 elapsed = max(0.0, now - r.iteration_start_s)
                 if r.computing:
                     done = r.gpu_count * min(elapsed, r.spec.profile.compute_s)
+                    if r.spec.parallel is not None:  # the bubble's share is not busy
+                        done *= r.spec.busy_s / r.spec.profile.compute_s
                     r.busy_gpu_s += done
                     self._ledger.busy_done_gpu_s += done
                 prog = r.iterations_done + min(elapsed / period, 0.999)

@@ -2,7 +2,8 @@
 
 An iteration starting at ``t`` computes until ``t + c``; its communication (the steps of its collective,
 in order) is released at ``t + o * c``; the next iteration starts when both are done (plus a one-time
-delay after a change of CASSINI time shift). GPU busy time is compute time.
+delay after a change of CASSINI time shift). GPU busy time is compute time: a pipelined job's ranks
+compute ``spec.busy_s`` of the ``c`` its blocking stream takes (the bubble is not busy).
 
 A grouped job runs two streams at once (:mod:`commsched.sim.streams`): its blocking steps in its own
 slot, released when its compute ends, and in its companion's slot the steady-state pipeline sends from
@@ -103,7 +104,7 @@ class Iterations:
         if not r.comm_done:
             r.release_s = r.compute_end_s
             self._kernel.push(r.release_s, EventKind.RELEASE, r.index, r.version)
-        dp.release_s = t + r.overlap * (c + plan.blocking_s)  # its DP steps
+        dp.release_s = t + plan.dp_start_s(c, r.overlap)  # its DP steps: in the last micro-batch
         if plan.steady_end > plan.blocking_steps:  # the steady-state sends, from the start
             self._kernel.push(t, EventKind.RELEASE, dp.index, dp.version)
         if plan.steady_end < n:
@@ -158,8 +159,8 @@ class Iterations:
 
     def on_compute_end(self, r: JobRun) -> None:
         r.computing = False
-        r.busy_gpu_s += r.gpu_count * r.spec.profile.compute_s
-        self._ledger.busy_done_gpu_s += r.gpu_count * r.spec.profile.compute_s
+        r.busy_gpu_s += r.gpu_count * r.spec.busy_s
+        self._ledger.busy_done_gpu_s += r.gpu_count * r.spec.busy_s
         if r.comm_done and (r.companion is None or r.companion.comm_done):
             self._end(r)
 
@@ -204,6 +205,7 @@ class Iterations:
         partial = 0.0
         for i in running:
             r = runs[i]
-            if r.computing:
-                partial += r.gpu_count * max(0.0, min(now, r.compute_end_s) - r.iteration_start_s)
+            if r.computing:  # the bubble's share of the compute so far is not busy
+                busy = r.spec.busy_s / r.spec.profile.compute_s if r.spec.parallel is not None else 1.0
+                partial += r.gpu_count * max(0.0, min(now, r.compute_end_s) - r.iteration_start_s) * busy
         return self._ledger.busy_done_gpu_s + partial

@@ -87,7 +87,7 @@ def measured_credit(
     Busy time and bytes follow from the iterations: each completes one compute and moves the bytes of
     the job's traffic (``links`` are the component's links, sorted; every job's links are among them).
     """
-    busy = np.array([done[k] * r.gpu_count * r.spec.profile.compute_s for k, r in enumerate(runs)])
+    busy = np.array([done[k] * r.gpu_count * r.spec.busy_s for k, r in enumerate(runs)])
     lb, liw = _job_bytes(runs, links, done)
     return Credit(shift=shift, done=done, busy=busy, links=links, link_bytes=lb, link_iw_bytes=liw)
 

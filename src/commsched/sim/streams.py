@@ -9,21 +9,23 @@ arrays, in flight at the same time (docs/llm-jobs.md, "Engine semantics"):
   last ``pp - 1`` of the 1F1B sends), one after another; the GPUs wait for them;
 * the **overlapped stream**, the job's companion slot: from the iteration's start, the 1F1B sends of
   the steady state (they overlap the other micro-batches' compute), then, from the overlap fraction
-  ``o`` of the blocking stream alone, ``o (c_b + T_b)``, the DP steps (gradient reduce-scatter and
-  all-gather, or all-reduce) beside the blocking stream, as the frameworks overlap them with the
-  backward pass.
+  ``o`` into the last micro-batch's compute, ``B - (1 - o) x / m`` (``B = c_b + T_b``, ``x`` one
+  micro-batch's compute and blocking collectives times ``m``), the DP steps (gradient reduce-scatter
+  and all-gather, or all-reduce) beside the blocking stream, as Megatron-LM overlaps them with the last
+  micro-batch's backward (``o B`` without micro-batches).
 
 The iteration ends when the compute and both streams are done. Where the two streams meet on a link,
 the blocking one goes first (the critical path; the companion is a sub-class just below its job's
 class, :data:`DP_SUBCLASS`, still above every lower class), so that the DP steps only take what the
 blocking ones leave. 1F1B puts ``m + pp - 1`` micro-batch slots of the stage's TP and EP collectives on
-the critical path: those steps are *stretched* by ``k = (m + pp - 1) / m`` (``k`` times their
+the critical path (``m + (pp - 1) / vpp`` interleaved): those steps are *stretched* by
+``k = (vpp m + pp - 1) / (vpp m)`` (``k`` times their
 repetitions at ``1 / k`` of their bytes each: their bytes on the links unchanged, their links held
 ``k`` times as long). Alone, the job then takes the closed form
 :func:`commsched.workload.grouped.grouped_iteration_s`::
 
-    B = c_b + (m + pp - 1) / m (T_tp + T_ep) + 2 (pp - 1) T_send
-    T = max(B, max(o B, T_steady) + T_dp + W)
+    B = c_b + k (T_tp + T_ep) + 2 (pp - 1) T_send
+    T = max(B, D),  D = the DP steps from max(B - (1 - o) x / m, T_steady), paused while W runs
 
 with ``T_send`` the mean fill or drain step, ``T_steady`` the steady-state sends, and ``W`` the blocking
 steps that saturate a network link of the DP steps when those are still running at the end of the
@@ -39,6 +41,7 @@ from numpy.typing import NDArray
 
 from commsched.scheduling.grouped_time import stream_steps
 from commsched.scheduling.traffic import JobTraffic, StepLoad
+from commsched.workload.grouped import paused_end_s
 from commsched.workload.parallel import ParallelSpec
 
 __all__ = ["DP_SUBCLASS", "StreamPlan", "stream_plan"]
@@ -69,6 +72,13 @@ class StreamPlan:
         The DP steps alone (``T_dp``).
     shared_s
         The blocking steps that saturate a network link of the DP steps, stretched (``W``).
+    bubble, sends_s, micro_batches
+        The 1F1B stretch ``k`` of the TP and EP steps, the fill and drain sends alone (in
+        ``blocking_s``) and ``m``: the DP steps start ``(1 - o) x / m`` before the blocking stream's
+        end, ``x = (c_b + blocking_s - sends_s) / k`` (:meth:`dp_start_s`).
+    shared_spans
+        Where those steps run: ``(from, to)`` offsets after the compute's end, in stream order (empty:
+        one span ``(0, shared_s)``).
     """
 
     traffic: JobTraffic
@@ -79,10 +89,24 @@ class StreamPlan:
     steady_s: float = 0.0
     dp_s: float = 0.0
     shared_s: float = 0.0
+    shared_spans: tuple[tuple[float, float], ...] = ()
+    bubble: float = 1.0
+    sends_s: float = 0.0
+    micro_batches: int = 1
+
+    def dp_start_s(self, compute_s: float, overlap: float) -> float:
+        """When the DP steps are released, after the iteration's start: the fraction ``overlap`` into
+        the last micro-batch's compute, gradients being final only in its backward
+        (:func:`~commsched.workload.grouped.grouped_iteration_s`); ``overlap x B`` without micro-batches.
+        """
+        b = compute_s + self.blocking_s
+        x = (b - self.sends_s) / self.bubble
+        return b - (1.0 - overlap) * x / self.micro_batches
 
     def alone_s(self, compute_s: float, overlap: float) -> float:
-        """The iteration alone: ``max(B, max(o B, T_steady) + T_dp + W)``, ``W = shared_s`` if the DP
-        steps are still running when the compute ``compute_s`` (bubble included) ends, else 0.
+        """The iteration alone: ``max(B, D)``, the DP steps from ``max(o B, T_steady)`` needing ``T_dp``
+        outside the spans where the blocking steps hold their links (``W``, after the compute
+        ``compute_s``, bubble included; :func:`~commsched.workload.grouped.paused_end_s`).
 
         Examples
         --------
@@ -94,10 +118,11 @@ class StreamPlan:
         (4.0, 3.0)
         """
         b = compute_s + self.blocking_s
-        dp_end = max(overlap * b, self.steady_s) + self.dp_s
-        if self.dp_s > 0 and dp_end > compute_s:
-            dp_end += self.shared_s
-        return max(b, dp_end)
+        start = max(self.dp_start_s(compute_s, overlap), self.steady_s)
+        if self.dp_s <= 0:
+            return max(b, start)
+        spans = self.shared_spans or ((0.0, self.shared_s),)
+        return max(b, paused_end_s(start, self.dp_s, tuple((compute_s + x, compute_s + y) for x, y in spans)))
 
 
 def _alone_s(s: StepLoad, capacity_bytes_per_s: NDArray[np.float64]) -> float:
@@ -121,9 +146,9 @@ def stream_plan(
 ) -> StreamPlan:
     """Order a grouped job's steps into its two streams and stretch the blocking TP and EP steps.
 
-    ``capacity_bytes_per_s`` are the link capacities in bytes/s; ``network`` the network links (NIC
-    and switch links): ``shared_s`` counts the blocking steps that saturate a network link of the DP
-    steps (all links where ``None``).
+    ``capacity_bytes_per_s`` are the link capacities in bytes/s; ``shared_s`` counts the blocking steps
+    that saturate a link of the DP steps (any link: NVLink too; ``network``, the network links, is
+    accepted and unused).
 
     Examples
     --------
@@ -143,13 +168,24 @@ def stream_plan(
     alone = [s.repeat * _alone_s(s, capacity_bytes_per_s) for s in steps]
     nb, ns = len(blocking), len(blocking) + len(steady)
     stretch = np.ones(len(steps))
+    vm = parallel.vpp * parallel.micro_batches
+    bubble = (vm + parallel.pp - 1) / vm  # interleaved 1F1B divides the bubble by vpp
     for k in range(nb):
         if steps[k].group != "pp":
-            stretch[k] = (parallel.micro_batches + parallel.pp - 1) / parallel.micro_batches
+            stretch[k] = bubble
     dp_links = np.unique(np.concatenate([s.links for s in steps[ns:]] or [np.zeros(0, np.int64)]))
-    if network is not None:
-        dp_links = dp_links[np.isin(dp_links, network)]
+    # every link of the DP steps counts, NVLink included: a TP ring holding a GPU's NVLink at full rate
+    # pauses the DP ring through it as much as one holding a NIC (strict priority, ring in lockstep);
+    # ``network`` is kept for the callers and no longer narrows them
+    del network
     shared = [k for k in range(nb) if np.isin(_saturated(steps[k], capacity_bytes_per_s), dp_links).any()]
+    spans: list[tuple[float, float]] = []
+    at = 0.0
+    for k in range(nb):  # the blocking stream's steps one after another from the compute's end
+        d = float(stretch[k] * alone[k])
+        if k in shared:
+            spans.append((at, at + d) if not spans or spans[-1][1] < at else (spans.pop()[0], at + d))
+        at += d
     return StreamPlan(
         traffic=replace(traffic, steps=steps),
         blocking_steps=nb,
@@ -159,4 +195,8 @@ def stream_plan(
         steady_s=float(sum(alone[nb:ns])),
         dp_s=float(sum(alone[ns:])),
         shared_s=float(sum(stretch[k] * alone[k] for k in shared)),
+        shared_spans=tuple(spans),
+        bubble=bubble,
+        sends_s=float(sum(alone[k] for k in range(nb) if steps[k].group == "pp")),
+        micro_batches=parallel.micro_batches,
     )

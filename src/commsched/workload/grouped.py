@@ -28,6 +28,7 @@ __all__ = [
     "grouped_iteration_s",
     "grouped_profile",
     "llm_profile",
+    "paused_end_s",
 ]
 
 #: named LLM profiles derived from the measured H200 profile (``NAME@h200``)
@@ -43,8 +44,8 @@ class GroupedTimes:
     ----------
     compute_s
         One GPU's compute per iteration without the bubble (``compute_s / (tp pp)``).
-    stages, micro_batches
-        ``pp`` and ``m``.
+    stages, micro_batches, chunks
+        ``pp``, ``m`` and ``vpp`` (the model chunks per stage of interleaved 1F1B).
     tp_s, ep_s
         Total time of the stage's TP collectives and EP all-to-alls per iteration (blocking).
     pp_send_s
@@ -58,12 +59,16 @@ class GroupedTimes:
         Fraction of the blocking stream after which the DP stream is released (``o``).
     dp_wait_s
         The blocking collectives on the critical path that saturate a network link of the DP stream:
-        a DP stream still running when the compute ends waits for them (they go first).
+        a DP stream running while they do waits for them (they go first).
+    wait_spans
+        Where those collectives run, as ``(from, to)`` offsets after the compute's end (in the blocking
+        stream's order); empty: one span ``(0, dp_wait_s)``, right after the compute.
     """
 
     compute_s: float
     stages: int = 1
     micro_batches: int = 1
+    chunks: int = 1
     tp_s: float = 0.0
     ep_s: float = 0.0
     pp_send_s: float = 0.0
@@ -71,22 +76,59 @@ class GroupedTimes:
     dp_s: float = 0.0
     overlap: float = 1.0
     dp_wait_s: float = 0.0
+    wait_spans: tuple[tuple[float, float], ...] = ()
+
+
+def paused_end_s(start_s: float, work_s: float, spans: tuple[tuple[float, float], ...]) -> float:
+    """When a stream that needs ``work_s`` seconds of its links from ``start_s`` ends, paused during
+    ``spans`` (sorted, disjoint ``(from, to)`` times where a higher-priority stream holds them).
+
+    Examples
+    --------
+    >>> paused_end_s(0.0, 2.0, ((1.0, 3.0),)), paused_end_s(2.0, 1.0, ((1.0, 3.0),))
+    (4.0, 4.0)
+    >>> paused_end_s(0.0, 1.0, ((1.0, 3.0),)), paused_end_s(5.0, 1.0, ((1.0, 3.0),))
+    (1.0, 6.0)
+    """
+    t, left = start_s, work_s
+    for a, b in spans:
+        if left <= 0.0:
+            break
+        if b <= t:
+            continue
+        if a > t:
+            run = min(left, a - t)
+            t, left = t + run, left - run
+            if left <= 0.0:
+                break
+        t = b
+    return t + left
 
 
 def grouped_iteration_s(t: GroupedTimes) -> float:
     """Iteration time of a grouped job alone.
 
-    Each micro-batch slot holds ``(c + T_tp + T_ep) / m`` (the TP and EP collectives block the compute of
-    their layer); 1F1B runs ``m + p - 1`` slots on the critical path (the bubble), plus the pipeline
-    sends of the first micro-batch's forward and the last one's backward, ``2 (p - 1)`` sends (the sends
-    of the steady state overlap the other micro-batch's compute). The DP stream starts after the fraction
-    ``o`` of that blocking stream, beside it, once the steady state's sends (``T_steady``, from the
-    iteration's start) are done; where it is still running when the compute ends, it waits for the
-    blocking collectives that saturate one of its network links (``W``, :attr:`GroupedTimes.dp_wait_s`)::
+    Each micro-batch slot holds ``x / m`` with ``x = c + T_tp + T_ep`` (the TP and EP collectives block
+    the compute of their layer); 1F1B runs ``m + p - 1`` slots on the critical path (the bubble;
+    interleaved over ``v`` chunks, ``m + (p - 1) / v``), plus the pipeline sends of the first
+    micro-batch's forward and the last one's backward, ``2 (p - 1)`` sends (the sends of the steady
+    state overlap the other micro-batch's compute). Gradients are final only in the last micro-batch's
+    backward: the DP stream starts after the fraction ``o`` of the last micro-batch's compute, ``(1 - o)
+    x / m`` before the blocking stream's end (Megatron-LM's ``--overlap-grad-reduce``: the buckets'
+    reduce launches during the last micro-batch's backward), once the steady state's sends
+    (``T_steady``, from the iteration's start) are done. It makes no progress while the blocking
+    collectives that saturate one of its network links run (``W``, :attr:`GroupedTimes.dp_wait_s`, in the
+    spans :attr:`GroupedTimes.wait_spans` after the compute's end ``c_b = k c``): it needs ``T_dp`` of
+    time outside them (:func:`paused_end_s`)::
 
-        B = (m + p - 1) (c + T_tp + T_ep) / m + 2 (p - 1) T_send
-        D = max(o B, T_steady) + T_dp
-        T = max(B, D + W)      (W = 0 if D <= (m + p - 1) c / m)
+        k = (v m + p - 1) / (v m)
+        B = k x + 2 (p - 1) T_send
+        D = paused_end_s(max(B - (1 - o) x / m, T_steady), T_dp, spans of W)
+        T = max(B, D)
+
+    With ``m = p = 1`` the DP stream starts at ``o B``. With one span right after the compute: ``D = S +
+    T_dp`` if the DP stream ends before the compute does, ``S + T_dp + W`` if it is running when the
+    span starts, and less where it starts inside the span (a TP group across hosts).
 
     Examples
     --------
@@ -96,18 +138,26 @@ def grouped_iteration_s(t: GroupedTimes) -> float:
     1.2
     >>> grouped_iteration_s(GroupedTimes(compute_s=1.0, stages=4, micro_batches=8, pp_send_s=0.01))
     1.435
+    >>> grouped_iteration_s(GroupedTimes(compute_s=1.0, stages=4, micro_batches=8, chunks=3))
+    1.125
 
     References
     ----------
-    Narayanan et al., SC 2021, §2.2 (1F1B, bubble ``(p - 1) / m``); Crux §3 (communication released
-    after a fraction of the compute).
+    Narayanan et al., SC 2021, §2.2 (1F1B, bubble ``(p - 1) / m``; interleaved, ``(p - 1) / (v m)``);
+    Megatron-LM core_r0.6.0 ``distributed/distributed_data_parallel.py`` (``overlap_grad_reduce``: no
+    gradient sync before the last micro-batch); Crux §3 (communication released after a fraction of the
+    compute).
     """
     p, m = t.stages, t.micro_batches
-    blocking = (m + p - 1) * (t.compute_s + t.tp_s + t.ep_s) / m + 2 * (p - 1) * t.pp_send_s
-    dp_end = max(t.overlap * blocking, t.pp_steady_s) + t.dp_s
-    if t.dp_s > 0 and dp_end > (m + p - 1) * t.compute_s / m:
-        dp_end += t.dp_wait_s
-    return max(blocking, dp_end)
+    vm = t.chunks * m
+    x = t.compute_s + t.tp_s + t.ep_s
+    blocking = (vm + p - 1) * x / vm + 2 * (p - 1) * t.pp_send_s
+    start = max(blocking - (1.0 - t.overlap) * x / m, t.pp_steady_s)
+    if t.dp_s <= 0:
+        return max(blocking, start)
+    c_b = (vm + p - 1) * t.compute_s / vm
+    spans = t.wait_spans or ((0.0, t.dp_wait_s),)
+    return max(blocking, paused_end_s(start, t.dp_s, tuple((c_b + a, c_b + b) for a, b in spans)))
 
 
 def grouped_profile(profile: ModelProfile, workload: GroupedWorkload) -> ModelProfile:
@@ -124,13 +174,16 @@ def grouped_profile(profile: ModelProfile, workload: GroupedWorkload) -> ModelPr
     """
     p = workload.parallel
     m = p.micro_batches
-    compute = profile.compute_s / (p.tp * p.pp) * (m + p.pp - 1) / m
+    vm = p.vpp * m  # interleaved 1F1B divides the bubble by vpp
+    compute = profile.compute_s / (p.tp * p.pp) * (vm + p.pp - 1) / vm
     return replace(
         profile,
         compute_s=compute,
         source=(
             f"{profile.source}; per GPU: compute_s / (tp {p.tp} x pp {p.pp}) x 1F1B bubble "
-            f"(m + pp - 1) / m with m = {m}; traffic: {workload.source}"
+            f"(m + pp - 1) / m with m = {m}"
+            + (f", bubble / vpp {p.vpp} (interleaved)" if p.vpp > 1 else "")
+            + f"; traffic: {workload.source}"
         ),
     )
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from commsched.errors import InputError, ValidationError
 from commsched.workload.grouped import LLM_MODELS, REFERENCE_PROFILE, grouped_profile, llm_profile
 from commsched.workload.jobs import validate_job
-from commsched.workload.llm import llm_shape, llm_workload
+from commsched.workload.llm import llm_shape, llm_workload, shape_problems
 from commsched.workload.parallel import GroupedWorkload, ParallelSpec, parallel_problems
 from commsched.workload.records import JobId, JobSpec, ModelProfile
 from commsched.workload.zoo import get_model
@@ -73,6 +73,10 @@ def grouped_workload(
             parallel, gpus=gpus, moe_layers=shape.moe_layers if shape else None
         )
     ]
+    if shape is not None and not problems:
+        problems += [
+            f"parallel.{f}: {what} (expected {exp})" for f, what, exp in shape_problems(shape, parallel)
+        ]
     if shape is None and (parallel.tp > 1 or parallel.pp > 1 or parallel.ep > 1):
         problems.append(
             f"parallel: model {profile.name!r} has no transformer shape for tp/pp/ep "
@@ -198,6 +202,6 @@ def flattened(job: JobSpec) -> JobSpec:
     if job.parallel is None:
         return job
     p = job.parallel.parallel
-    m = p.micro_batches
-    profile = replace(job.profile, compute_s=job.profile.compute_s * m / (m + p.pp - 1))
+    vm = p.vpp * p.micro_batches  # interleaved 1F1B: the bubble divided by vpp
+    profile = replace(job.profile, compute_s=job.profile.compute_s * vm / (vm + p.pp - 1))
     return replace(job, profile=profile, parallel=None, collective="ring")

@@ -16,9 +16,11 @@ pp    1F1B sends of ``a`` between adjacent stages, ``m`` forward and ``m`` backw
 ep    ``4 Lm_s m`` all-to-alls of ``a k / tp`` per rank over ``ep`` ranks (dispatch and combine,
       forward and backward; tokens split over the TP ranks); blocking
 dp    the rank's gradient shard ``G = M (1 - f_e) / (tp pp)`` over ``dp`` ranks and its expert shard
-      ``M f_e / (tp pp ep)`` over ``dp / ep`` ranks (``M`` the model's gradient bytes, ``f_e`` the
+      ``M f_e / (tp pp ep)`` over ``dp / ep`` ranks (``M`` the model's fp32 gradient bytes, ``f_e`` the
       experts' share of the parameters): ZeRO 0 one all-reduce; 1-2 reduce-scatter + all-gather;
-      3 adds ``2 m`` all-gathers; overlapped with the compute
+      3 adds ``2 m`` all-gathers; gradients reduced and parameters gathered in the dtypes of
+      :mod:`commsched.workload.precision` (fp32 and bf16 by default: ``G`` and ``G / 2``); overlapped
+      with the compute
 ====  ==========================================================================================
 
 References
@@ -32,8 +34,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commsched.workload.parallel import GroupCollective, GroupedWorkload, GroupKind, ParallelSpec
+from commsched.workload.precision import DTYPE_BYTES, SYNC_DTYPE_BYTES, dp_dtypes
 
-__all__ = ["LlmShape", "llm_shape", "llm_workload", "shape_flops", "shape_params"]
+__all__ = ["LlmShape", "llm_shape", "llm_workload", "shape_flops", "shape_params", "shape_problems"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,9 +156,68 @@ def shape_flops(shape: LlmShape) -> float:
     return 3.0 * per_token * shape.batch * s
 
 
+def shape_problems(shape: LlmShape, p: ParallelSpec) -> list[tuple[str, str, str]]:
+    """What no framework runs of ``shape`` under ``p``: ``(field, what, expected)`` triples.
+
+    More pipeline stages (times ``vpp`` virtual stages) than transformer layers, and micro-batches that
+    do not divide the DP replica's batch (Megatron-LM and DeepSpeed train whole sequences per
+    micro-batch: ``global_batch = micro_batch x micro_batches x dp``).
+
+    Examples
+    --------
+    >>> shape_problems(llm_shape("gpt3-crux"), ParallelSpec(pp=32, micro_batches=4))[0][1]
+    'pp = 32 stages for a model of 24 transformer layers'
+    >>> shape_problems(llm_shape("gpt3-crux"), ParallelSpec(dp=4, micro_batches=3))[0][1]
+    '3 micro-batches do not divide the batch of 16 sequences'
+    >>> shape_problems(llm_shape("gpt3-crux"), ParallelSpec(pp=4, micro_batches=8))
+    []
+    """
+    out: list[tuple[str, str, str]] = []
+    if p.pp * p.vpp > shape.layers:
+        what = f"pp = {p.pp} stages" if p.vpp == 1 else f"pp x vpp = {p.pp} x {p.vpp} virtual stages"
+        out.append(
+            ("pp", f"{what} for a model of {shape.layers} transformer layers", "at least one layer per stage")
+        )
+    elif p.vpp > 1 and shape.layers % (p.pp * p.vpp):
+        out.append(
+            (
+                "vpp",
+                f"{shape.layers} layers do not split into pp x vpp = {p.pp} x {p.vpp} equal chunks",
+                "pp * vpp dividing the layers (Megatron-LM's interleaved schedule)",
+            )
+        )
+    if shape.batch % p.micro_batches:
+        out.append(
+            (
+                "micro_batches",
+                f"{p.micro_batches} micro-batches do not divide the batch of {shape.batch} sequences",
+                f"a divisor of {shape.batch}",
+            )
+        )
+    return out
+
+
 def _split(total: int, parts: int) -> list[int]:
     """``total`` items over ``parts`` stages, the first stages taking one more where it does not divide."""
     return [total // parts + (1 if k < total % parts else 0) for k in range(parts)]
+
+
+def _tp(p: ParallelSpec, a: float, layers: int, s: int) -> list[GroupCollective]:
+    """The TP collectives of stage ``s`` (``layers`` layers) per iteration: 4 all-reduces of ``a`` per
+    layer and micro-batch, or under sequence parallelism 6 all-gathers and 4 reduce-scatters of ``a``
+    (forward: 2 + 2; backward: the all-gathers of the row-parallel outputs' gradients and, again, of the
+    column-parallel inputs for the weight gradients, and the reduce-scatters of their input gradients:
+    Megatron-LM core_r0.6.0 ``tensor_parallel/layers.py``; AICB's ``..._sp.csv`` log lists the same)."""
+    m = p.micro_batches
+
+    def one(op: str, per_layer: int) -> GroupCollective:
+        return GroupCollective(
+            kind=GroupKind.TP, op=op, group_size=p.tp, size_bytes=a, count=per_layer * layers * m, stage=s
+        )
+
+    if p.tp < 2 or not layers:
+        return []
+    return [one("all_gather", 6), one("reduce_scatter", 4)] if p.sequence_parallel else [one("all_reduce", 4)]
 
 
 def _blocking(shape: LlmShape, p: ParallelSpec) -> list[GroupCollective]:
@@ -164,13 +226,7 @@ def _blocking(shape: LlmShape, p: ParallelSpec) -> list[GroupCollective]:
     out: list[GroupCollective] = []
     layers, moe = _split(shape.layers, p.pp), _split(shape.moe_layers, p.pp)
     for s in range(p.pp):
-        if p.tp > 1 and layers[s]:
-            out.append(
-                GroupCollective(
-                    kind=GroupKind.TP, op="all_reduce", group_size=p.tp, size_bytes=a,
-                    count=4 * layers[s] * m, stage=s,
-                )
-            )  # fmt: skip
+        out += _tp(p, a, layers[s], s)
         if p.ep > 1 and moe[s]:
             out.append(
                 GroupCollective(
@@ -178,28 +234,34 @@ def _blocking(shape: LlmShape, p: ParallelSpec) -> list[GroupCollective]:
                     count=4 * moe[s] * m, stage=s,
                 )
             )  # fmt: skip
-    if p.pp > 1:
+    if p.pp > 1:  # under SP each TP rank sends its sequence slice (Megatron core p2p tensor shape)
+        size = a / p.tp if p.sequence_parallel else a
         out.append(
-            GroupCollective(kind=GroupKind.PP, op="pipeline_1f1b", group_size=p.pp, size_bytes=a, count=m)
+            GroupCollective(
+                kind=GroupKind.PP, op="pipeline_1f1b", group_size=p.pp, size_bytes=size, count=m, vpp=p.vpp
+            )
         )
     return out
 
 
 def _dp(p: ParallelSpec, shard_bytes: float, group: int, expert: bool) -> list[GroupCollective]:
+    """The DP collectives of a shard of ``shard_bytes`` fp32 gradient bytes, each in its dtype."""
     if group < 2 or shard_bytes <= 0:
         return []
+    grad, param = dp_dtypes(p.zero, p.grad_dtype, p.param_dtype)
 
-    def one(op: str, count: int = 1) -> GroupCollective:
+    def one(op: str, dtype: str, count: int = 1) -> GroupCollective:
+        size = shard_bytes * DTYPE_BYTES[dtype] / SYNC_DTYPE_BYTES  # parameters x bytes per element
         return GroupCollective(
-            kind=GroupKind.DP, op=op, group_size=group, size_bytes=shard_bytes, count=count, blocking=False,
+            kind=GroupKind.DP, op=op, group_size=group, size_bytes=size, count=count, blocking=False,
             expert=expert,
         )  # fmt: skip
 
     if p.zero == 0:
-        return [one("all_reduce")]
-    out = [one("reduce_scatter"), one("all_gather")]
+        return [one("all_reduce", grad)]
+    out = [one("reduce_scatter", grad), one("all_gather", param)]
     if p.zero == 3:
-        out.append(one("all_gather", 2 * p.micro_batches))
+        out.append(one("all_gather", param, 2 * p.micro_batches))
     return out
 
 
@@ -215,7 +277,7 @@ def llm_workload(shape: LlmShape, p: ParallelSpec, *, sync_bytes: float) -> Grou
     ...                  sync_bytes=1.6e9)
     >>> [(c.kind.value, c.op, c.count) for c in w.collectives][:3]
     [('tp', 'all_reduce', 192), ('tp', 'all_reduce', 192), ('pp', 'pipeline_1f1b', 4)]
-    >>> w.message_bytes(GroupKind.DP) == 2 * 1.6e9 / 16
+    >>> w.message_bytes(GroupKind.DP) == 1.5 * 1.6e9 / 16  # fp32 gradients, bf16 parameters
     True
     """
     total, expert = shape_params(shape)
@@ -224,7 +286,10 @@ def llm_workload(shape: LlmShape, p: ParallelSpec, *, sync_bytes: float) -> Grou
     dp = _dp(p, shard * (1.0 - f_e), p.dp, False) + _dp(p, shard * f_e / p.ep, p.dp // p.ep, True)
     src = (
         f"{shape.name} ({shape.source}) under tp {p.tp}, pp {p.pp}, dp {p.dp}, ep {p.ep}, zero {p.zero}, "
-        f"{p.micro_batches} micro-batches ({p.schedule})"
+        f"{p.micro_batches} micro-batches ({p.schedule}"
+        + (f", interleaved over vpp {p.vpp}" if p.vpp > 1 else "")
+        + (", sequence parallel" if p.sequence_parallel else "")
+        + ")"
     )
     return GroupedWorkload(
         parallel=p, collectives=tuple(_blocking(shape, p) + dp), source=src, moe_layers=shape.moe_layers

@@ -50,6 +50,8 @@ GROUP_OPS = (
     "send_backward",
 )
 ORDERS = ("tp-dp-pp", "tp-pp-dp")
+#: how the EP all-to-alls run: ``grouped`` (NCCL's grouped send/recv, every peer at once) or ``pairwise``
+ALLTOALLS = ("grouped", "pairwise")
 SCHEDULES = ("1f1b",)
 
 
@@ -78,6 +80,21 @@ class ParallelSpec:
         Micro-batches ``m`` per iteration (the DP replica's batch is split into ``m``).
     schedule
         Pipeline schedule (``1f1b``).
+    vpp
+        Virtual pipeline stages per GPU: ``vpp > 1`` is Megatron-LM's interleaved 1F1B (each GPU holds
+        ``vpp`` chunks of ``layers / (pp vpp)`` layers; ``--num-layers-per-virtual-pipeline-stage``).
+    alltoall
+        How the all-to-alls run: ``grouped`` (default: NCCL's grouped send/recv to every peer at once, as
+        ``all_to_all_single`` runs) or ``pairwise`` (``n - 1`` rounds one after another).
+    sp
+        Sequence parallelism (Megatron-LM's ``--sequence-parallel``): the TP all-reduces become
+        reduce-scatters and all-gathers, the pipeline sends carry ``1 / tp`` of the activations per rank.
+        ``None``: on for MoE with ``tp > 1`` and ``ep > 1`` (Megatron-LM refuses EP with TP without it),
+        off otherwise.
+    grad_dtype, param_dtype
+        The dtypes the DP collectives reduce gradients and gather parameters in (``fp32``, ``bf16``,
+        ``fp16``, ``fp8``; empty: the framework's default for the ZeRO stage,
+        :mod:`commsched.workload.precision`).
     order
         Rank order, innermost first (``tp-dp-pp``: Megatron's default; ``tp-pp-dp``).
 
@@ -95,10 +112,21 @@ class ParallelSpec:
     micro_batches: int = 1
     schedule: str = "1f1b"
     order: str = "tp-dp-pp"
+    vpp: int = 1
+    alltoall: str = "grouped"
+    grad_dtype: str = ""
+    param_dtype: str = ""
+    sp: bool | None = None
 
     @property
     def ranks(self) -> int:
         return self.tp * self.pp * self.dp
+
+    @property
+    def sequence_parallel(self) -> bool:
+        """Whether the job runs sequence parallelism: ``sp``, or where unset, Megatron-LM's rule (on for
+        MoE with TP and EP, which Megatron requires; off otherwise)."""
+        return self.sp if self.sp is not None else (self.tp > 1 and self.ep > 1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,13 +147,15 @@ class GroupCollective:
     stage: int | None = None
     blocking: bool = True
     expert: bool = False  # a DP collective over the expert-data-parallel groups (dp / ep ranks)
+    vpp: int = 1  # a pipeline's model chunks per stage (interleaved 1F1B where above 1)
 
     @property
     def message_bytes(self) -> float:
         """The message bytes these collectives list per iteration: ``count x size_bytes``; a 1F1B pipeline
-        (``count`` micro-batches) lists every send of its ``2 (pp - 1)`` boundary directions."""
+        (``count`` micro-batches) lists every send of its ``2 (pp - 1)`` boundary directions, interleaved
+        over ``vpp`` chunks its ``2 (pp vpp - 1)`` chunk boundaries."""
         if self.op == "pipeline_1f1b":
-            return 2.0 * (self.group_size - 1) * self.count * self.size_bytes
+            return 2.0 * (self.group_size * self.vpp - 1) * self.count * self.size_bytes
         return self.count * self.size_bytes
 
 
@@ -148,6 +178,22 @@ class GroupedWorkload:
     collectives: tuple[GroupCollective, ...]
     source: str
     moe_layers: int | None = None  # the model's MoE layers (None: unknown, e.g. a log)
+    #: kinds of group the layout implies (``dp > 1``, ``pp > 1``) that the log lists no row of
+    absent: tuple[GroupKind, ...] = ()
+
+    @property
+    def bubble_factor(self) -> float:
+        """How much the pipeline stretches one GPU's compute: ``1 + (pp - 1) / (vpp m)`` (1F1B's bubble
+        ``(p - 1) / m``, divided by ``v`` under the interleaved schedule; Narayanan et al., SC 2021, §2.2).
+
+        Examples
+        --------
+        >>> GroupedWorkload(parallel=ParallelSpec(tp=8, pp=2, dp=4, micro_batches=4), collectives=(),
+        ...                 source="doc").bubble_factor
+        1.25
+        """
+        vm = self.parallel.vpp * self.parallel.micro_batches
+        return (vm + self.parallel.pp - 1) / vm
 
     def message_bytes(self, kind: GroupKind) -> float:
         """Listed message bytes of one kind per iteration (summed over stages and counts)."""
@@ -212,7 +258,7 @@ def group_ranks(p: ParallelSpec, c: GroupCollective) -> tuple[tuple[int, ...], .
 
 def _int_problems(p: ParallelSpec) -> list[tuple[str, str, str]]:
     out = []
-    for name in ("tp", "pp", "dp", "ep", "micro_batches"):
+    for name in ("tp", "pp", "dp", "ep", "micro_batches", "vpp"):
         v = getattr(p, name)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             out.append((name, f"{name} = {v!r}", "an integer >= 1"))
@@ -220,6 +266,12 @@ def _int_problems(p: ParallelSpec) -> list[tuple[str, str, str]]:
         out.append(("zero", f"zero = {p.zero!r}", "0, 1, 2 or 3"))
     if p.schedule not in SCHEDULES:
         out.append(("schedule", f"unknown schedule {p.schedule!r}", "one of " + ", ".join(SCHEDULES)))
+    for name in ("grad_dtype", "param_dtype"):
+        v = getattr(p, name)
+        if v and v not in ("fp32", "bf16", "fp16", "fp8"):
+            out.append((name, f"unknown dtype {v!r}", "one of fp32, bf16, fp16, fp8"))
+    if p.alltoall not in ALLTOALLS:
+        out.append(("alltoall", f"unknown all-to-all {p.alltoall!r}", "one of " + ", ".join(ALLTOALLS)))
     if p.order not in ORDERS:
         out.append(("order", f"unknown rank order {p.order!r}", "one of " + ", ".join(ORDERS)))
     return out
@@ -252,6 +304,24 @@ def parallel_problems(p: ParallelSpec, *, gpus: int, moe_layers: int | None) -> 
         )
     if p.dp % p.ep:
         out.append(("ep", f"ep = {p.ep} does not divide dp = {p.dp}", "a divisor of dp"))
+    if p.sp is False and p.tp > 1 and p.ep > 1:
+        out.append(
+            (
+                "sp",
+                "sp: false with tp > 1 and ep > 1",
+                "sp: true (Megatron-LM needs sequence parallelism for EP with TP)",
+            )
+        )
+    if p.vpp > 1 and p.pp < 2:
+        out.append(("vpp", f"vpp = {p.vpp} without a pipeline (pp = {p.pp})", "vpp: 1, or pp >= 2"))
+    if p.vpp > 1 and p.micro_batches % p.pp:
+        out.append(
+            (
+                "micro_batches",
+                f"{p.micro_batches} micro-batches under the interleaved schedule with pp = {p.pp}",
+                "a multiple of pp (Megatron-LM's interleaved 1F1B)",
+            )
+        )
     if p.ep > 1 and moe_layers is not None and moe_layers < 1:
         out.append(("ep", f"ep = {p.ep} for a model without MoE layers", "ep: 1, or a model with MoE layers"))
     return out

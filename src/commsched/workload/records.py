@@ -212,3 +212,21 @@ class JobSpec:
     #: QPs re-pointed with ``ibv_modify_qp``) or keep the routes of their first decision (``persistent``:
     #: an unmodified program over TCP connections it opened once)
     transport: Literal["rebind", "persistent"] = "rebind"
+
+    @property
+    def busy_s(self) -> float:
+        """One GPU's busy seconds per iteration: its computation, without the pipeline bubble.
+
+        A grouped job's profile holds its compute stretched by the bubble (the critical path of its
+        blocking stream, :func:`~commsched.workload.grouped.grouped_profile`); a GPU waiting in the
+        bubble computes nothing, so its busy time is ``compute_s / bubble_factor``.
+
+        Examples
+        --------
+        >>> p = ModelProfile(name="toy", gpu="A100", compute_s=0.2, sync_bytes=1e9, overlap=1.0, source="doc")
+        >>> JobSpec(id=JobId("a"), profile=p, gpus=16).busy_s
+        0.2
+        """
+        if self.parallel is None:
+            return self.profile.compute_s
+        return self.profile.compute_s / self.parallel.bubble_factor

@@ -15,7 +15,8 @@ halving_doubling       ``p = 2^floor(log2 n)``, ``r = n - p``: ranks ``>= 2r`` s
                        ranks ``< 2r`` send ``M`` (pre-step); odd ranks ``< 2r`` send ``2(p-1) M / p + M``
 hierarchical_ring      ``g`` ranks per host, ``h = n / g`` hosts: ``2(g-1) M / g + 2(h-1) M / (g h)``
 double_binary_tree     ``M/2`` per tree per incident tree edge (to the parent, and to each child)
-alltoall               ``(n-1) M / n``
+alltoall               ``(n-1) M / n`` (pairwise exchange: ``n - 1`` rounds, one peer per round)
+alltoall_grouped       ``(n-1) M / n`` (NCCL's grouped send/recv: every peer at once, one step)
 pipeline               stage ``s``: ``m A`` forward if ``s < n-1`` plus ``m A`` backward if ``s > 0``
 ps                     workers send ``M`` and receive ``M``; each server receives and sends ``n M / k``
 reduce_scatter         ``(n-1) M / n`` (ring; each rank ends with its ``M / n`` shard)
@@ -57,7 +58,12 @@ from commsched.workload.collectives.allreduce import (
     ring_allreduce,
 )
 from commsched.workload.collectives.common import CollectiveBuilder
-from commsched.workload.collectives.exchange import pairwise_alltoall, pipeline_sendrecv, ps_push_pull
+from commsched.workload.collectives.exchange import (
+    grouped_alltoall,
+    pairwise_alltoall,
+    pipeline_sendrecv,
+    ps_push_pull,
+)
 from commsched.workload.collectives.sharded import (
     all_gather_ring,
     broadcast_chain,
@@ -81,6 +87,7 @@ __all__ = [
     "collective_registry",
     "double_binary_tree_allreduce",
     "double_binary_tree_parents",
+    "grouped_alltoall",
     "halving_doubling_allreduce",
     "hierarchical_ring_allreduce",
     "pairwise_alltoall",
@@ -99,7 +106,7 @@ def collective_registry() -> Registry[CollectiveBuilder]:
     --------
     >>> collective_registry().names()  # doctest: +NORMALIZE_WHITESPACE
     ('ring', 'halving_doubling', 'hierarchical_ring', 'double_binary_tree', 'alltoall', 'pipeline', 'ps',
-     'reduce_scatter', 'all_gather', 'broadcast', 'pipeline_1f1b')
+     'reduce_scatter', 'all_gather', 'broadcast', 'pipeline_1f1b', 'alltoall_grouped')
     """
     reg: Registry[CollectiveBuilder] = Registry("collective algorithm")
     reg.register("ring", ring_allreduce)
@@ -113,6 +120,7 @@ def collective_registry() -> Registry[CollectiveBuilder]:
     reg.register("all_gather", all_gather_ring)
     reg.register("broadcast", broadcast_chain)
     reg.register("pipeline_1f1b", pipeline_1f1b)
+    reg.register("alltoall_grouped", grouped_alltoall)
     return reg
 
 

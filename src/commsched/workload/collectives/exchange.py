@@ -13,7 +13,37 @@ from __future__ import annotations
 from commsched.workload.collectives.common import check_positive_int, check_size, compact_steps
 from commsched.workload.records import CollectiveSchedule, Step, Transfer
 
-__all__ = ["pairwise_alltoall", "pipeline_sendrecv", "ps_push_pull"]
+__all__ = ["grouped_alltoall", "pairwise_alltoall", "pipeline_sendrecv", "ps_push_pull"]
+
+
+def grouped_alltoall(*, ranks: int, size_bytes: float) -> CollectiveSchedule:
+    """All-to-all as NCCL runs it: one grouped send/recv, every rank sending ``M/n`` to every peer at once.
+
+    ``size_bytes`` is each rank's whole send buffer ``M``. NCCL implements ``ncclAllToAll`` (and
+    PyTorch's ``all_to_all_single``, which Megatron-LM's MoE token dispatcher calls) as ``ncclSend`` /
+    ``ncclRecv`` to every peer inside one ``ncclGroupStart`` / ``ncclGroupEnd``: all ``n (n - 1)``
+    transfers are in flight together (one step). Alone, it takes its most loaded link's bytes over its
+    capacity.
+
+    Examples
+    --------
+    >>> s = grouped_alltoall(ranks=3, size_bytes=300.0)
+    >>> s.n_steps, sorted((t.src, t.dst, t.size_bytes) for t in s.steps[0].transfers)[:2]
+    (1, [(0, 1, 100.0), (0, 2, 100.0)])
+    >>> s.sent_bytes()
+    (200.0, 200.0, 200.0)
+
+    References
+    ----------
+    NVIDIA NCCL 2.18 user guide, "Point-to-point communication": all-to-all as grouped
+    ``ncclSend``/``ncclRecv``; PyTorch 2.1 ``ProcessGroupNCCL::alltoall_base``.
+    """
+    n, m = check_positive_int(ranks, "ranks"), check_size(size_bytes)
+    transfers = tuple(
+        Transfer(src=i, dst=(i + k) % n, size_bytes=m / n) for i in range(n) for k in range(1, n)
+    )
+    steps = (Step(transfers=transfers, label="alltoall"),) if transfers else ()
+    return CollectiveSchedule(algorithm="alltoall_grouped", ranks=n, size_bytes=m, steps=steps)
 
 
 def pairwise_alltoall(*, ranks: int, size_bytes: float) -> CollectiveSchedule:

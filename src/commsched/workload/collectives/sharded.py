@@ -123,12 +123,19 @@ def _finish_times(p: int, m: int) -> dict[tuple[str, int, int], float]:
     return done
 
 
-def pipeline_1f1b(*, ranks: int, size_bytes: float, micro_batches: int = 1) -> CollectiveSchedule:
+def pipeline_1f1b(
+    *, ranks: int, size_bytes: float, micro_batches: int = 1, chunks: int = 1
+) -> CollectiveSchedule:
     """1F1B pipeline send/recv: the sends of all stages grouped by the time their operation finishes.
 
     Each stage runs :func:`one_f_one_b_order`; a forward of micro-batch ``i`` on stage ``s < n-1`` ends
     with a send of ``A`` to ``s+1``, a backward on ``s > 0`` with a send of ``A`` to ``s-1``. Sends that
     finish at the same time (unit forward, backward twice as long) form one step.
+
+    ``chunks = v > 1``: interleaved 1F1B, each rank holding ``v`` model chunks (virtual stage ``j`` on
+    rank ``j mod n``): a micro-batch crosses the ``n v - 1`` chunk boundaries each way, the last rank
+    sending on to the first between chunks; the sends are those of a 1F1B pipeline over the ``n v``
+    virtual stages, folded onto the ranks (sends between the same two ranks in one step merged).
 
     Examples
     --------
@@ -137,21 +144,33 @@ def pipeline_1f1b(*, ranks: int, size_bytes: float, micro_batches: int = 1) -> C
     (20.0, 40.0, 20.0)
     >>> [st.label for st in s.steps][:3]
     ['F', 'F', 'F']
+    >>> pipeline_1f1b(ranks=2, size_bytes=10.0, micro_batches=2, chunks=2).sent_bytes()  # 3 boundaries
+    (60.0, 60.0)
 
     References
     ----------
-    Narayanan et al., SC 2021, §2.2.
+    Narayanan et al., SC 2021, §2.2 (1F1B; §2.2.2 the interleaved schedule).
     """
     n, a = check_positive_int(ranks, "ranks"), check_size(size_bytes)
     m = check_positive_int(micro_batches, "micro_batches")
+    v = check_positive_int(chunks, "chunks")
     if n == 1:
         return CollectiveSchedule(algorithm="pipeline_1f1b", ranks=1, size_bytes=a, steps=())
-    by_time: dict[float, list[Transfer]] = {}
+    virtual = n * v
+    by_time: dict[float, dict[tuple[int, int], float]] = {}
     labels: dict[float, set[str]] = {}
-    for (kind, s, _), t in sorted(_finish_times(n, m).items(), key=lambda kv: (kv[1], kv[0])):
+    for (kind, s, _), t in sorted(_finish_times(virtual, m).items(), key=lambda kv: (kv[1], kv[0])):
         dst = s + 1 if kind == "F" else s - 1
-        if 0 <= dst < n:
-            by_time.setdefault(t, []).append(Transfer(src=s, dst=dst, size_bytes=a))
+        if 0 <= dst < virtual:
+            pair = (s % n, dst % n)
+            sends = by_time.setdefault(t, {})
+            sends[pair] = sends.get(pair, 0.0) + a
             labels.setdefault(t, set()).add(kind)
-    steps = [Step(transfers=tuple(by_time[t]), label="".join(sorted(labels[t]))) for t in sorted(by_time)]
+    steps = [
+        Step(
+            transfers=tuple(Transfer(src=x, dst=y, size_bytes=b) for (x, y), b in by_time[t].items()),
+            label="".join(sorted(labels[t])),
+        )
+        for t in sorted(by_time)
+    ]
     return CollectiveSchedule(algorithm="pipeline_1f1b", ranks=n, size_bytes=a, steps=compact_steps(steps))

@@ -1,9 +1,18 @@
 """Read AICB per-collective logs (``physical/model_workload/*.csv``) into grouped workloads.
 
 An AICB log starts with a line naming the ranks (``[rank0 ~ rank127]``, or ``[ pp_stage0: [...] ]`` for
-one section per pipeline stage), then ``comm_type,comm_group,comm_group_size,msg_size,stage,...`` rows
-for every collective one rank runs, with ``init`` rows and ``epoch_end`` delimiters. One iteration is
-the rows between a section's two ``epoch_end`` rows; ``init`` rows are left out.
+one section per pipeline stage), then a column header and ``comm_type,comm_group,comm_group_size,
+msg_size,stage,...`` rows for every collective one rank runs, with ``init`` rows and ``epoch_end``
+delimiters. One iteration is the rows between a section's two ``epoch_end`` rows; ``init`` rows are left
+out.
+
+The reader is strict: columns are found by their names in the header (``comm_type``, ``comm_group``,
+``comm_group_size``, ``msg_size``, ``stage`` required; ``count`` optional, 1 where absent or empty); a
+row with another number of fields than its header (a file cut mid-row), a section whose iteration has no
+closing ``epoch_end`` (a file cut at a row boundary), an unknown collective or group, and a number out of
+its bounds are refused with the file, the line and what was expected. Bounds: ``msg_size`` finite, ``>=
+0`` and at most :data:`MAX_MSG_BYTES`; ``comm_group_size`` an integer from 1 to the world size;
+``count`` an integer from 1 to :data:`MAX_COUNT`.
 
 How the sections combine: a pipelined file has one section per stage; section ``s`` lists what the
 ranks of stage ``s`` run, so its collectives become collectives of stage ``s`` (their groups are the TP
@@ -15,7 +24,10 @@ and DP groups of that stage). A file with one section lists what every rank runs
 The parallel degrees come from the group sizes (``tp`` = the TP group's size, ``pp`` = the number of
 sections, ``dp`` = world / (tp pp), checked against the DP group's size where the iteration has one),
 the micro-batches from the forward sends of stage 0, the ZeRO stage from the file name (``zero2``,
-``zero3``; else 1). The world size is the one the first line names.
+``zero3``; else 1). The world size is the one the first line names. A kind of group the layout implies
+(``dp > 1``, ``pp > 1``) with no row in the iteration is named in the workload's provenance
+(:attr:`~commsched.workload.parallel.GroupedWorkload.absent`): AICB's Megatron TP2 x PP8 LLaMA-65B log,
+for one, lists no DP synchronisation.
 
 References
 ----------
@@ -25,14 +37,21 @@ References
 from __future__ import annotations
 
 import csv
+import math
 import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from commsched.errors import InputError
 from commsched.workload.parallel import GroupCollective, GroupedWorkload, GroupKind, ParallelSpec
 
-__all__ = ["AicbLog", "read_aicb"]
+__all__ = ["MAX_COUNT", "MAX_MSG_BYTES", "AicbLog", "read_aicb"]
+
+#: the largest message a row may list: 10 TB (GPT-175B's fp32 gradients in one bucket are 0.7 TB)
+MAX_MSG_BYTES = 1e13
+#: the largest ``count`` of one row
+MAX_COUNT = 1 << 20
 
 _KINDS = {
     "tp_group": GroupKind.TP,
@@ -41,7 +60,21 @@ _KINDS = {
     "ep_group": GroupKind.EP,
 }
 _OPS = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "alltoall", "isend", "irecv"}
+_REQUIRED = ("comm_type", "comm_group", "comm_group_size", "msg_size", "stage")
 _Key = tuple[GroupKind, str, int, float, int | None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Row:
+    """One iteration row, checked: line number, operation, group, group size, bytes, stage, count."""
+
+    no: int
+    op: str
+    group: str
+    n: int
+    size: float
+    stage: str
+    count: int
 
 
 class AicbLog:
@@ -49,7 +82,7 @@ class AicbLog:
 
     __slots__ = ("path", "sections", "world")
 
-    def __init__(self, path: Path, world: int, sections: list[list[tuple[int, list[str]]]]) -> None:
+    def __init__(self, path: Path, world: int, sections: list[list[_Row]]) -> None:
         self.path = path
         self.world = world
         self.sections = sections
@@ -64,6 +97,106 @@ def _world(first: str, where: str) -> int:
     return max(ranks) + 1
 
 
+def _columns(row: list[str], where: str) -> dict[str, int]:
+    """The column index of each name of a header row (refused where a required name is missing)."""
+    cols = {name.strip(): k for k, name in enumerate(row)}
+    missing = [c for c in _REQUIRED if c not in cols]
+    if missing:
+        raise InputError(
+            f"the column header lacks {', '.join(missing)} (it names {', '.join(row)[:120]})",
+            where=where,
+            expected="a header naming " + ", ".join(_REQUIRED) + " [, count]",
+        )
+    return cols
+
+
+def _int(text: str, name: str, top: int, where: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise InputError(f"{name} {text!r} is not an integer", where=where, expected=f"1..{top}") from None
+    if not 1 <= v <= top:
+        raise InputError(f"{name} {v} out of bounds", where=where, expected=f"an integer from 1 to {top}")
+    return v
+
+
+def _parse(row: list[str], cols: dict[str, int], no: int, world: int, where: str) -> _Row:
+    op = row[cols["comm_type"]].removeprefix("CommType.")
+    group = row[cols["comm_group"]].removeprefix("CommGroup.")
+    init = row[cols["stage"]].startswith("init")  # set-up rows: any group (embedding_group ...)
+    if op != "barrier" and not init and (op not in _OPS or group not in _KINDS):
+        raise InputError(
+            f"unknown collective {row[cols['comm_type']]!r} in group {row[cols['comm_group']]!r}",
+            where=where,
+            expected="CommType." + ", CommType.".join(sorted(_OPS)) + " in a tp, dp, pp or ep group",
+        )
+    text = row[cols["msg_size"]]
+    try:
+        size = float(text)
+    except ValueError:
+        size = math.nan
+    if not (math.isfinite(size) and 0.0 <= size <= MAX_MSG_BYTES):
+        raise InputError(
+            f"msg_size {text!r} out of bounds",
+            where=where,
+            expected=f"bytes, finite, 0 to {MAX_MSG_BYTES:.0e}",
+        )
+    raw = row[cols["count"]] if "count" in cols else ""
+    count = _int(raw, "count", MAX_COUNT, where) if raw.strip() else 1
+    n = 1 if op == "barrier" else _int(row[cols["comm_group_size"]], "comm_group_size", world, where)
+    return _Row(no=no, op=op, group=group, n=n, size=size, stage=row[cols["stage"]], count=count)
+
+
+class _Scan:
+    """The reader's state over one file: sections, world, column map, whether an iteration is open."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sections: list[list[_Row]] = []
+        self.world = 0
+        self.inside = False
+        self.closed = 0
+        self.opened_at = 0
+        self.cols: dict[str, int] | None = None
+
+    def section(self, line: str, where: str) -> None:
+        if self.inside:
+            raise InputError(
+                f"the section's iteration opened at line {self.opened_at} has no closing epoch_end",
+                where=where,
+                expected="a CommType.epoch_end row before the next section",
+            )
+        self.world = max(self.world, _world(line, where))
+        self.sections.append([])
+        self.cols = None
+
+    def row(self, row: list[str], no: int, where: str) -> None:
+        if self.cols is None:
+            raise InputError("a row before the column header", where=where, expected="a comm_type,... header")
+        if len(row) != len(self.cols):
+            raise InputError(
+                f"{len(row)} fields, the header has {len(self.cols)} (a row cut short?)",
+                where=where,
+                expected=f"{len(self.cols)} comma-separated fields",
+            )
+        if row[0] == "CommType.epoch_end":
+            if not self.sections:
+                self.sections.append([])
+            self.inside = not self.inside
+            self.opened_at = no
+            self.closed += not self.inside
+            return
+        if self.world == 0:
+            raise InputError(
+                "no ranks named before the rows",
+                where=where,
+                expected="a first line '[rank0 ~ rankN]' or '[ pp_stage0: ...'",
+            )
+        r = _parse(row, self.cols, no, self.world, where)
+        if self.inside and not r.stage.startswith("init"):
+            self.sections[-1].append(r)
+
+
 def _read(path: Path) -> AicbLog:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -71,51 +204,38 @@ def _read(path: Path) -> AicbLog:
         raise InputError(f"cannot read: {exc}", where=str(path), expected="an AICB workload CSV") from None
     if not lines:
         raise InputError("empty file", where=str(path), expected="an AICB workload CSV")
-    sections: list[list[tuple[int, list[str]]]] = []
-    world = 0
-    inside = False
+    scan = _Scan(path)
     for no, (line, row) in enumerate(zip(lines, csv.reader(lines), strict=True), start=1):
+        where = f"{path}:{no}"
         if line.startswith("["):
-            world = max(world, _world(line, f"{path}:{no}"))
-            sections.append([])
-            inside = False
-        elif not row or row[0] == "comm_type":
-            continue
-        elif row[0] == "CommType.epoch_end":
-            if not sections:
-                sections.append([])
-            inside = not inside
-        elif inside and not row[4].startswith("init"):
-            sections[-1].append((no, row))
-    if world == 0 or not any(sections):
+            scan.section(line, where)
+        elif row and not row[0].startswith("CommType."):
+            scan.cols = _columns(row, where)
+        elif row:
+            scan.row(row, no, where)
+    if scan.inside:
+        raise InputError(
+            f"the iteration opened by the epoch_end at line {scan.opened_at} has no closing epoch_end",
+            where=f"{path}:{len(lines)}",
+            expected="a CommType.epoch_end row after the iteration's last row (a file cut short?)",
+        )
+    if scan.world == 0 or not scan.closed:
         raise InputError(
             "no iteration rows between epoch_end rows", where=str(path), expected="an AICB workload CSV"
         )
-    return AicbLog(path, world, sections)
+    return AicbLog(path, scan.world, scan.sections)
 
 
-def _row(row: list[str], where: str, stage: int | None) -> tuple[_Key, int] | None:
-    op = row[0].removeprefix("CommType.")
-    if op == "barrier":
-        return None
-    group = row[1].removeprefix("CommGroup.")
-    if op not in _OPS or group not in _KINDS:
-        raise InputError(
-            f"unknown collective {row[0]!r} in group {row[1]!r}", where=where, expected="an AICB row"
-        )
-    try:
-        size, n, count = float(row[3]), int(row[2]), int(row[11] or 1)
-    except (ValueError, IndexError):
-        raise InputError("bad msg_size, comm_group_size or count", where=where, expected="numbers") from None
-    kind = _KINDS[group]
+def _key(r: _Row, stage: int | None) -> _Key:
+    op = r.op
     if op in ("isend", "irecv"):
         op = (
             "recv"
             if op == "irecv"
-            else ("send_backward" if row[4].startswith("backward") else "send_forward")
+            else ("send_backward" if r.stage.startswith("backward") else "send_forward")
         )
     op = "all_to_all" if op == "alltoall" else op
-    return (kind, op, n, size, stage), count
+    return (_KINDS[r.group], op, r.n, r.size, stage)
 
 
 def read_aicb(path: str | Path) -> GroupedWorkload:
@@ -124,17 +244,18 @@ def read_aicb(path: str | Path) -> GroupedWorkload:
     Raises
     ------
     InputError
-        The file cannot be read or is not an AICB log (the message says where).
+        The file cannot be read, is not an AICB log, is cut short or holds a number out of bounds (the
+        message says the file and line, and what was expected).
     """
     p = Path(path)
     log = _read(p)
     pipelined = len(log.sections) > 1
     counts: Counter[_Key] = Counter()
     for s, rows in enumerate(log.sections):
-        for no, row in rows:
-            got = _row(row, f"{p}:{no}", s if pipelined else None)
-            if got is not None:
-                counts[got[0]] += got[1]
+        for r in rows:
+            if r.op == "barrier":  # no data
+                continue
+            counts[_key(r, s if pipelined else None)] += r.count
     sizes = {k[0]: k[2] for k in counts if k[0] in (GroupKind.TP, GroupKind.DP, GroupKind.EP)}
     tp, ep, pp = sizes.get(GroupKind.TP, 1), sizes.get(GroupKind.EP, 1), len(log.sections)
     dp = log.world // (tp * pp)
@@ -154,5 +275,13 @@ def read_aicb(path: str | Path) -> GroupedWorkload:
         )
         for (kind, op, n, size, stage), c in counts.items()
     )  # fmt: skip
+    listed = {k[0] for k in counts}
+    implied = {GroupKind.DP: dp, GroupKind.PP: pp}
+    absent = tuple(kind for kind, degree in implied.items() if degree > 1 and kind not in listed)
     src = f"AICB log {p.name}: {sum(len(r) for r in log.sections)} rows of one iteration, world {log.world}"
-    return GroupedWorkload(parallel=par, collectives=colls, source=src)
+    for kind in absent:
+        src += (
+            f"; no {kind.value} rows in the iteration though the layout implies {kind.value} {implied[kind]}"
+            f" (the log puts no {kind.value.upper()} traffic on the fabric)"
+        )
+    return GroupedWorkload(parallel=par, collectives=colls, source=src, absent=absent)
