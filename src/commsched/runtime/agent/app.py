@@ -21,7 +21,7 @@ from commsched.runtime.agent.follower import Follower
 from commsched.runtime.agent.jobs_api import add_job_routes
 from commsched.runtime.agent.ports import ProbeTable, answer
 from commsched.runtime.http.strictjson import StrictJSONRoute, add_shape_handlers
-from commsched.runtime.protocol.control import PORT_API
+from commsched.runtime.protocol.control import PORT_API, PortAnswerJSON
 
 __all__ = ["AGENT_API_VERSION", "create_agent_app"]
 
@@ -76,7 +76,7 @@ def create_agent_app(
         src_rank: int = Query(..., ge=0, le=1_000_000),
         dst_rank: int = Query(..., ge=0, le=1_000_000),
         dport: int | None = Query(None, ge=1, le=65535),
-    ) -> dict[str, Any] | JSONResponse:
+    ) -> PortAnswerJSON | JSONResponse:
         out = answer(follower.host_view, table, job, src_rank, dst_rank, dport=dport)
         if out is None:
             msg = f"no decision for job {job!r} on host {follower.host!r} (version {follower.version})"

@@ -89,7 +89,8 @@ class Follower:
         self.connected = False
         self.registered = False
         self.last_error = ""
-        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        #: called with each new host view, typed (the enforcer's ``apply_safely``, the metrics' counter)
+        self.listeners: list[Callable[[HostView], None]] = []
         self._thread = threading.Thread(target=self._run, name=f"follower-{host}", daemon=True)
 
     @property
@@ -105,7 +106,7 @@ class Follower:
 
     @property
     def version(self) -> int:
-        return int(self.view.get("version", 0))
+        return self.host_view.version
 
     def start(self) -> None:
         self._thread.start()
@@ -171,7 +172,7 @@ class Follower:
             with self._lock:
                 self._view, self._host_view = view, typed
             for fn in self.listeners:
-                fn(view)
+                fn(typed)
 
     def _run(self) -> None:
         backoff = 0.1

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from commsched.errors import InputError
 from commsched.runtime.agent.follower import Follower
+from commsched.runtime.protocol.control import JobDecision
 
 __all__ = ["AdoptIn", "ProcessIn", "ProfileIn", "add_job_routes"]
 
@@ -82,13 +83,13 @@ class _Guard:
         if scheme.lower() != "bearer" or not hmac.compare_digest(cred.encode(), self.token.encode()):
             raise _RefusedError(401, "missing or wrong bearer token", "Authorization")
 
-    def decided(self, job: str) -> dict[str, Any]:
+    def decided(self, job: str) -> JobDecision:
         f = self.follower
-        info = f.view.get("jobs", {}).get(job)
+        info = f.host_view.jobs.get(job)
         if info is None:
             msg = f"no decision for job {job!r} on host {f.host!r} (version {f.version})"
             raise _RefusedError(404, msg, "job")
-        return dict(info)
+        return info
 
 
 def add_job_routes(app: FastAPI, follower: Follower, enforcer: Any, *, token: str | None) -> None:
@@ -117,16 +118,16 @@ def _env_route(app: FastAPI, g: _Guard) -> None:
         from commsched.runtime.enforce.nccl import interface_addresses, job_environment, rdma_devices
 
         info = decided(job)
-        view = follower.view
-        ips = view.get("nic_ips", {})
+        view = follower.host_view
+        ips = view.nic_ips
         prefix = f"{follower.host}/"
         # the job's NICs on this host: the ends of its connections here
-        nics = [c["src_nic"] for c in view.get("connections", []) if c["job"] == job]
-        nics += [c["dst_nic"] for c in view.get("inbound", []) if c["job"] == job]
+        nics = [c.src_nic for c in view.connections if c.job == job]
+        nics += [c.dst_nic for c in view.inbound if c.job == job]
         mine = [ips[n] for n in dict.fromkeys(nics) if n.startswith(prefix) and n in ips]
-        levels = int(view.get("priority_levels") or 8)
+        levels = view.priority_levels or 8
         out = job_environment(
-            info, mine, interfaces=interface_addresses(), hcas=rdma_devices(), levels=levels
+            info.to_json(), mine, interfaces=interface_addresses(), hcas=rdma_devices(), levels=levels
         )
         out["env"]["COMMSCHED_JOB"] = job
         return {**out, "job": job, "version": follower.version, "enforcing": enforcer is not None}

@@ -45,6 +45,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder
 from prometheus_client.registry import Collector
 
+from commsched.runtime.protocol.control import HostView
+
 __all__ = ["SEARCH_BUCKETS_S", "AgentMetrics", "MetricsServer", "ProbeMetrics", "serve_metrics"]
 
 #: upper bounds of the probe-search histogram, seconds (TCP sends a held SYN again after 1 s, 3 s, 7 s)
@@ -206,7 +208,7 @@ class AgentMetrics:
         """Report ``enforcer``'s jobs from now on (an agent makes its enforcer after its metrics)."""
         self._state.enforcer = enforcer
 
-    def view_received(self, view: dict[str, Any]) -> None:
+    def view_received(self, view: HostView) -> None:
         """Count one host view received (the follower calls this)."""
         self._received.inc()
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from commsched.runtime.daemon.records import ClusterConfig, JobRecord
+from commsched.runtime.protocol.control import CauseJSON
 
 __all__ = ["DecisionRow", "Store"]
 
@@ -156,7 +157,7 @@ class Store:
             ).fetchall()
         return [d for d in map(_decision, rows) if d is not None]
 
-    def put_decision(self, version: int, created_s: float, cause: dict[str, Any], body: str) -> None:
+    def put_decision(self, version: int, created_s: float, cause: CauseJSON, body: str) -> None:
         self._db.execute(
             "INSERT INTO decisions(version, created_s, cause, body) VALUES (?, ?, ?, ?)",
             (version, created_s, _dumps(cause), body),

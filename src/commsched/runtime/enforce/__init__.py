@@ -85,7 +85,7 @@ def make_enforcer(
         profile_window_s=profile_window_s,
     )
     enforcer = Enforcer(cfg, oracle=path_oracle, poster=follower.post_profile)
-    enforcer.start(follower.view)
+    enforcer.start(follower.host_view)
     _start_replies(enforcer, path_oracle)
     follower.listeners.append(enforcer.apply_safely)
     if slurm:

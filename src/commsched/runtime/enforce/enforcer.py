@@ -35,6 +35,7 @@ from commsched.runtime.enforce.loops import Loops
 from commsched.runtime.enforce.pinning import PathOracle
 from commsched.runtime.enforce.pins import Pinning
 from commsched.runtime.enforce.spawn import JobProcess, ProcessSpec
+from commsched.runtime.protocol.control import HostView
 
 __all__ = ["MARK_BASE", "Enforcer", "EnforcerConfig"]
 
@@ -62,7 +63,7 @@ class Enforcer:
         self.parent = self.root / f"commsched-{tag}"
         self.lock = threading.RLock()
         self.jobs: dict[str, JobState] = {}
-        self.view: dict[str, Any] = {}
+        self.view = HostView(version=0, policy="", host=cfg.host)
         self._made: set[str] = set()
         self._marks: dict[str, int] = {}
         self.pinning = Pinning(self)
@@ -91,7 +92,7 @@ class Enforcer:
             jobs=jobs,
         )
 
-    def start(self, view: dict[str, Any]) -> list[str]:
+    def start(self, view: HostView) -> list[str]:
         """Make the table, take over from a predecessor's ledger, apply ``view``, start the loops.
 
         Returns what was removed of the predecessor's (one line each).
@@ -277,29 +278,25 @@ class Enforcer:
 
     # ------------------------------------------------------------------ decisions
 
-    def apply(self, view: dict[str, Any]) -> None:
+    def apply(self, view: HostView) -> None:
         """Follow a new host view: jobs, DSCP per mark (at once), fabric addresses, changed pins."""
         with self.lock:
             self.view = view
-            for job in view.get("jobs", {}):
+            for job in view.jobs:
                 self.ensure_job(job)
-            dscp = {
-                self.jobs[j].mark: int(info.get("dscp") or 0)
-                for j, info in view.get("jobs", {}).items()
-                if j in self.jobs
-            }
-            ips = view.get("nic_ips", {})
-            remote = {ips[c["dst_nic"]] for c in view.get("connections", []) if c["dst_nic"] in ips}
-            remote |= {ips[c["src_nic"]] for c in view.get("inbound", []) if c["src_nic"] in ips}
+            dscp = {self.jobs[j].mark: info.mark.dscp for j, info in view.jobs.items() if j in self.jobs}
+            ips = view.nic_ips
+            remote = {ips[c.dst_nic] for c in view.connections if c.dst_nic in ips}
+            remote |= {ips[c.src_nic] for c in view.inbound if c.src_nic in ips}
             nft.run_nft(nft.marks_script(self.table, dscp) + nft.fabric_script(self.table, remote))
         self.pinning.refresh()
 
-    def apply_safely(self, view: dict[str, Any]) -> None:
+    def apply_safely(self, view: HostView) -> None:
         """:meth:`apply` for the follower's thread: a failure is kept (``/health``), not raised."""
         try:
             self.apply(view)
         except Exception as exc:  # the agent keeps following; the error is reported
-            self.failures.append(f"apply version {view.get('version')}: {type(exc).__name__}: {exc}")
+            self.failures.append(f"apply version {view.version}: {type(exc).__name__}: {exc}")
             del self.failures[:-20]
 
     def prepin(self, job: str, dst: str, dport: int) -> None:
@@ -329,7 +326,7 @@ class Enforcer:
             idle = [
                 j.id
                 for j in self.jobs.values()
-                if j.id not in self.view.get("jobs", {})
+                if j.id not in self.view.jobs
                 and not j.cgroup.pids()
                 and all(p.returncode() is not None for p in j.procs.values())
             ]

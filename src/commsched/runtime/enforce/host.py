@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from commsched.runtime.enforce.cgroups import JobCgroup
 from commsched.runtime.enforce.spawn import JobProcess
+from commsched.runtime.protocol.control import HostView
 from commsched.scheduling.dscp import CONTROL_DSCP
 
 __all__ = ["EnforcerConfig", "EnforcerView", "JobState"]
@@ -62,7 +63,7 @@ class EnforcerView(Protocol):
     def jobs(self) -> dict[str, JobState]: ...
 
     @property
-    def view(self) -> dict[str, Any]: ...
+    def view(self) -> HostView: ...
 
     @property
     def table(self) -> str: ...

@@ -25,8 +25,9 @@ from commsched.runtime.enforce.conns import SYN_SENT, read_sockets, socket_inode
 from commsched.runtime.enforce.host import EnforcerView, JobState
 from commsched.runtime.enforce.nflink import CounterReader
 from commsched.runtime.enforce.pins import Pinning
-from commsched.runtime.profiling.body import from_host
-from commsched.runtime.profiling.body import profile_body as build_body
+
+# ``profile_body`` stays importable from here (the testbed's twin profile imports it): the one body
+from commsched.runtime.profiling.body import host_profile_body as profile_body
 from commsched.runtime.profiling.compute import compute_of
 from commsched.runtime.profiling.profilecheck import check_profile
 from commsched.runtime.profiling.traffic import outside_profile, series, steady, window_iterations
@@ -112,9 +113,9 @@ class Loops:
     def _held(self) -> None:
         e = self.e
         with e.lock:
-            ips = e.view.get("nic_ips", {})
-            fabric = {ips[c["dst_nic"]] for c in e.view.get("connections", []) if c["dst_nic"] in ips}
-            fabric |= {ips[c["src_nic"]] for c in e.view.get("inbound", []) if c["src_nic"] in ips}
+            ips = e.view.nic_ips
+            fabric = {ips[c.dst_nic] for c in e.view.connections if c.dst_nic in ips}
+            fabric |= {ips[c.src_nic] for c in e.view.inbound if c.src_nic in ips}
             decided = {k[1:] for k in e.pinning.pins} | {k[1:] for k in e.pinning.inflight}
         waiting = [
             s
@@ -184,7 +185,8 @@ class Loops:
             return
         if job.profile is not None and time.time() - float(job.profile["at"]) < window / 2:
             return  # rejected: the next try on a window half new
-        hosts = e.view.get("jobs", {}).get(job.id, {}).get("hosts", [])
+        decided = e.view.jobs.get(job.id)
+        hosts = decided.hosts if decided is not None else ()
         if not hosts or hosts[0] != e.cfg.host:
             return
         with e.lock:
@@ -265,22 +267,9 @@ def _compute(e: LoopHost, job: JobState, measured: dict[str, Any]) -> float:
     (the job starved there) its silence between iterations, which its waits for peers lengthen
     less (:mod:`commsched.runtime.profiling.compute`): a starved job posted as computing longer
     looks less communication-bound than it is, and a policy that ranks by that keeps it starved."""
-    gpus = e.view.get("jobs", {}).get(job.id, {}).get("gpus", [])
-    here = sum(1 for g in gpus if str(g).split("/", 1)[0] == e.cfg.host)
+    decided = e.view.jobs.get(job.id)
+    gpus = decided.gpus if decided is not None else ()
+    here = sum(1 for g in gpus if g.split("/", 1)[0] == e.cfg.host)
     got = compute_of({e.cfg.host: measured}, several={e.cfg.host} if here > 1 else ())
     stalled_window = str(got["compute_from"]).endswith("stalled window")
     return float(got["compute_s"]) if stalled_window else float(measured["compute_s"])
-
-
-def profile_body(prof: dict[str, Any], view: dict[str, Any], job: str) -> dict[str, Any]:
-    """``PUT /v1/jobs/{job}/profile`` from a host's measured profile (built by
-    :func:`commsched.runtime.profiling.body.profile_body`; the host's share of the job's bytes as
-    :func:`commsched.runtime.profiling.body.from_host` takes it).
-
-    Examples
-    --------
-    >>> view = {"connections": [{"job": "a", "share": 1.5}]}
-    >>> profile_body({"compute_s": 0.3, "bytes_per_iteration": 3e6, "period_s": 0.4}, view, "a")
-    {'compute_s': 0.3, 'comm_bytes': 2000000.0, 'period_s': 0.4, 'overlap': 1.0}
-    """
-    return dict(build_body(from_host(prof, view, job)))

@@ -189,14 +189,15 @@ class Pinning:
         """The decided links of ``src -> dst`` and ``dst -> src`` for the job of ``key``'s mark."""
         mark, src, dst, _ = key
         job = next((j.id for j in self.e.jobs.values() if j.mark == mark), None)
-        ips = self.e.view.get("nic_ips", {})
+        view = self.e.view
+        ips = view.nic_ips
         fwd = rev = None
-        for c in self.e.view.get("connections", []):
-            if c["job"] == job and ips.get(c["src_nic"]) == src and ips.get(c["dst_nic"]) == dst:
-                fwd = tuple(int(x) for x in c["links"])
-        for c in self.e.view.get("inbound", []):
-            if c["job"] == job and ips.get(c["src_nic"]) == dst and ips.get(c["dst_nic"]) == src:
-                rev = tuple(int(x) for x in c["links"])
+        for c in view.connections:
+            if c.job == job and ips.get(c.src_nic) == src and ips.get(c.dst_nic) == dst:
+                fwd = c.links
+        for c in view.inbound:
+            if c.job == job and ips.get(c.src_nic) == dst and ips.get(c.dst_nic) == src:
+                rev = c.links
         return fwd, rev
 
     def prepin(self, mark: int, dst: str, dport: int) -> None:
@@ -250,7 +251,7 @@ class Pinning:
             if replies is not None and state.ports:
                 replies.restore(key[2], key[3], state.ports)
             state.chain = chain
-            state.version = int(self.e.view.get("version", 0))
+            state.version = self.e.view.version
             if old is not None:
                 state.earlier = [*old.earlier, old][-16:]
                 old.earlier = []

@@ -30,6 +30,7 @@ from commsched.runtime.enforce import nft
 from commsched.runtime.enforce.conns import read_conntrack
 from commsched.runtime.enforce.pinning import PortSearch
 from commsched.runtime.enforce.probeoracle import ProbeOracle
+from commsched.runtime.protocol.control import HostView
 
 __all__ = ["ReplyPorts", "replies_base_script", "rin_script", "rout_script"]
 
@@ -128,8 +129,8 @@ class ReplyPorts:
         with self.e.lock:
             marks = {j.mark: j.id for j in self.e.jobs.values()}
             view = self.e.view
-        ips = view.get("nic_ips", {})
-        local = {ips[c["src_nic"]] for c in view.get("connections", []) if c["src_nic"] in ips}
+        ips = view.nic_ips
+        local = {ips[c.src_nic] for c in view.connections if c.src_nic in ips}
         for t in read_conntrack():
             peer, p, me, q = t.orig
             key = (peer, q, p)
@@ -142,11 +143,11 @@ class ReplyPorts:
             self._pool.submit(self._choose, key, me, target)
 
     @staticmethod
-    def _decided(view: dict[str, Any], job: str, me: str, peer: str) -> tuple[int, ...] | None:
-        ips = view.get("nic_ips", {})
-        for c in view.get("connections", []):
-            if c["job"] == job and ips.get(c["src_nic"]) == me and ips.get(c["dst_nic"]) == peer:
-                return tuple(int(x) for x in c["links"])
+    def _decided(view: HostView, job: str, me: str, peer: str) -> tuple[int, ...] | None:
+        ips = view.nic_ips
+        for c in view.connections:
+            if c.job == job and ips.get(c.src_nic) == me and ips.get(c.dst_nic) == peer:
+                return c.links
         return None
 
     def _choose(self, key: Out, me: str, target: tuple[int, ...]) -> None:

@@ -131,7 +131,7 @@ class SlurmWatch:
         """One scan: adopt the new processes of the view's Slurm jobs; beat for those with processes."""
         found = self.scan()
         with self.e.lock:
-            decided = {j for j in self.e.view.get("jobs", {}) if _SLURM_ID.fullmatch(j)}
+            decided = {j for j in self.e.view.jobs if _SLURM_ID.fullmatch(j)}
         now = time.monotonic()
         for job, procs in found.items():
             if job not in decided:

@@ -11,10 +11,13 @@ was measured, ``overlap``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MeasuredProfile", "from_host", "profile_body"]
+from commsched.runtime.protocol.control import HostView
+
+__all__ = ["MeasuredProfile", "from_host", "host_profile_body", "profile_body"]
 
 #: the least compute time posted (a job whose traffic never pauses still computes)
 MIN_COMPUTE_S = 1e-6
@@ -58,7 +61,17 @@ def profile_body(m: MeasuredProfile) -> dict[str, float]:
     return body
 
 
-def from_host(prof: dict[str, Any], view: dict[str, Any], job: str) -> MeasuredProfile:
+def host_share(view: HostView | Mapping[str, Any], job: str) -> float:
+    """The share of ``job``'s bytes per iteration that the host of ``view`` carries: the sum of the
+    ``share`` of its decided connections leaving it (0 where the decision gives none). ``view`` is a
+    typed :class:`~commsched.runtime.protocol.control.HostView` (the agent's) or its JSON form (a
+    decision's connections cut by hand, as a replay does)."""
+    if isinstance(view, HostView):
+        return sum(c.share or 0.0 for c in view.connections if c.job == job)
+    return sum(float(c.get("share", 0.0)) for c in view.get("connections", []) if c["job"] == job)
+
+
+def from_host(prof: Mapping[str, Any], view: HostView | Mapping[str, Any], job: str) -> MeasuredProfile:
     """A job's profile from one host's measured traffic profile (``bytes_per_iteration`` the host
     carried): the host carries the share of the job's bytes its decided connections have (``share``,
     from the decision), so the job's bytes per iteration are the host's over that share.
@@ -69,7 +82,7 @@ def from_host(prof: dict[str, Any], view: dict[str, Any], job: str) -> MeasuredP
     >>> from_host({"compute_s": 0.3, "bytes_per_iteration": 3e6, "period_s": 0.4}, view, "a").comm_bytes
     2000000.0
     """
-    share = sum(float(c.get("share", 0.0)) for c in view.get("connections", []) if c["job"] == job)
+    share = host_share(view, job)
     per = float(prof["bytes_per_iteration"])
     return MeasuredProfile(
         compute_s=float(prof["compute_s"]),
@@ -77,3 +90,18 @@ def from_host(prof: dict[str, Any], view: dict[str, Any], job: str) -> MeasuredP
         period_s=float(prof["period_s"]),
         overlap=float(prof.get("overlap", 1.0)),
     )
+
+
+def host_profile_body(
+    prof: Mapping[str, Any], view: HostView | Mapping[str, Any], job: str
+) -> dict[str, float]:
+    """``PUT /v1/jobs/{job}/profile`` from one host's measured profile: :func:`profile_body` of
+    :func:`from_host` (the host's share of the job's bytes as :func:`host_share` takes it).
+
+    Examples
+    --------
+    >>> view = {"connections": [{"job": "a", "share": 1.5}]}
+    >>> host_profile_body({"compute_s": 0.3, "bytes_per_iteration": 3e6, "period_s": 0.4}, view, "a")
+    {'compute_s': 0.3, 'comm_bytes': 2000000.0, 'period_s': 0.4, 'overlap': 1.0}
+    """
+    return profile_body(from_host(prof, view, job))

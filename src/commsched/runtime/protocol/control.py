@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypedDict
 
 from commsched.errors import InputError
 from commsched.runtime.protocol.fields import Fields
@@ -52,6 +52,65 @@ PORT_API = 1
 PORT_SOURCES = ("probe", "hash-model", "unrouted")
 
 
+class CauseJSON(TypedDict):
+    """:meth:`Cause.to_json`."""
+
+    kind: str
+    job: str | None
+    detail: str
+
+
+#: :meth:`JobDecision.to_json` (``class`` is a keyword, hence the functional form)
+JobDecisionJSON = TypedDict(
+    "JobDecisionJSON",
+    {
+        "rank": int | None,
+        "class": int,
+        "dscp": int,
+        "tos": int,
+        "profiling": bool,
+        "gpus": list[str],
+        "hosts": list[str],
+        "intensity": float | None,
+        "k": float | None,
+        "compute_s": float,
+        "comm_bytes": float,
+    },
+)
+
+
+class LinkLoadJSON(TypedDict):
+    """:meth:`LinkLoad.to_json`."""
+
+    link: int
+    bytes_per_iter: float
+    jobs: list[str]
+    src: str
+    dst: str
+    capacity_bps: float
+
+
+#: :meth:`PortAnswer.to_json`
+PortAnswerJSON = TypedDict(
+    "PortAnswerJSON",
+    {
+        "api": int,
+        "version": int | None,
+        "job": str,
+        "src_rank": int,
+        "dst_rank": int,
+        "class": int,
+        "dscp": int,
+        "tos": int,
+        "src_port": int | None,
+        "path": list[str] | None,
+        "links": list[int] | None,
+        "source": str,
+        "stale": bool,
+    },
+)
+
+
 def _mark(f: Fields) -> Mark:
     """The mark of an object with ``dscp`` and ``tos``; a TOS byte that is not ``dscp << 2`` is refused."""
     try:
@@ -74,7 +133,7 @@ class Cause:
     job: str | None = None
     detail: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CauseJSON:
         return {"kind": self.kind, "job": self.job, "detail": self.detail}
 
     @staticmethod
@@ -98,7 +157,7 @@ class JobDecision:
     compute_s: float
     comm_bytes: float
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JobDecisionJSON:
         return {
             "rank": self.rank,
             "class": self.priority_class,
@@ -186,9 +245,15 @@ class LinkLoad:
     dst: str
     capacity_bps: float
 
-    def to_json(self) -> dict[str, Any]:
-        out = {k: getattr(self, k) for k in ("link", "bytes_per_iter", "jobs", "src", "dst", "capacity_bps")}
-        return {**out, "jobs": list(self.jobs)}
+    def to_json(self) -> LinkLoadJSON:
+        return {
+            "link": self.link,
+            "bytes_per_iter": self.bytes_per_iter,
+            "jobs": list(self.jobs),
+            "src": self.src,
+            "dst": self.dst,
+            "capacity_bps": self.capacity_bps,
+        }
 
     @staticmethod
     def from_json(data: object, where: str = "link_load") -> LinkLoad:
@@ -358,7 +423,7 @@ class PortAnswer:
     source: str = "unrouted"
     stale: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PortAnswerJSON:
         return {
             "api": PORT_API,
             "version": self.version,
