@@ -21,7 +21,8 @@ from commsched.runtime.agent.follower import Follower
 from commsched.runtime.agent.jobs_api import add_job_routes
 from commsched.runtime.agent.ports import ProbeTable, answer
 from commsched.runtime.http.strictjson import StrictJSONRoute, add_shape_handlers
-from commsched.runtime.protocol.control import PORT_API, PortAnswerJSON
+from commsched.runtime.protocol.control import PORT_API
+from commsched.runtime.protocol.control_json import PortAnswerJSON
 
 __all__ = ["AGENT_API_VERSION", "create_agent_app"]
 

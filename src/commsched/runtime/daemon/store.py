@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from commsched.runtime.daemon.records import ClusterConfig, JobRecord
-from commsched.runtime.protocol.control import CauseJSON
+from commsched.runtime.protocol.control_json import CauseJSON
 
 __all__ = ["DecisionRow", "Store"]
 

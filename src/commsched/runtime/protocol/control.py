@@ -1,24 +1,20 @@
-"""The control path's records, from the daemon's decision to the socket a job marks (one module).
-
-Three documents travel between the runtime's parts, each a frozen record here with ``to_json()`` and
-a validating ``from_json()`` (wrong layout version, a missing field or a mistyped one is an
+"""The control path's records, from the daemon's decision to the socket a job marks (their JSON shapes:
+:mod:`commsched.runtime.protocol.control_json`). Each is frozen, with ``to_json()`` and a validating
+``from_json()`` (a wrong layout version, a missing or mistyped field is an
 :class:`~commsched.errors.InputError` naming the field; unknown keys are ignored, so a newer writer may
 add fields but never rename or retype one):
 
-* :class:`Decision` (``format`` 1): what the daemon decides for every running job
-  (:func:`commsched.runtime.daemon.decide.decision`): per job a :class:`JobDecision` (rank, priority
-  class, its DSCP and TOS byte, GPUs, hosts, ...), every inter-host :class:`Connection` with its path and
-  source port, and the planned :class:`LinkLoad`. ``GET /v1/decisions/latest`` serves it.
-* :class:`HostView` (``format`` 1): the decision cut to one host (``GET /v1/decisions/latest?host=H``),
-  what the daemon gives an agent: the host's jobs, the connections leaving it and arriving at it, and
-  the IP address of every NIC they use.
-* :class:`PortAnswer` (``api`` 1): what the agent answers a job for one connection
-  (``GET /v1/port``): the source port to bind and the mark to set;
-  :class:`commsched.runtime.jobside.agentpolicy.AgentPolicy` reads it.
+* :class:`Decision` (``format`` 1, ``GET /v1/decisions/latest``): per running job a
+  :class:`JobDecision` (rank, class, DSCP and TOS, GPUs, hosts, ...), every inter-host
+  :class:`Connection` with its path and source port, and the planned :class:`LinkLoad`
+  (:func:`commsched.runtime.daemon.decide.decision`).
+* :class:`HostView` (``format`` 1, ``?host=H``): the decision cut to one host, for its agent: its jobs,
+  the connections leaving and arriving at it, the IP address of every NIC they use.
+* :class:`PortAnswer` (``api`` 1, the agent's ``GET /v1/port``): the source port to bind and the mark to
+  set for one connection (read by :class:`commsched.runtime.jobside.agentpolicy.AgentPolicy`).
 
-The JSON keys are the HTTP API's contract and stay as they are (``class`` for
-:attr:`JobDecision.priority_class`). A class becomes its DSCP and TOS byte only through
-:func:`commsched.runtime.protocol.marks.mark_for_class`.
+The JSON keys are the HTTP API's contract (``class`` for :attr:`JobDecision.priority_class`). A class
+becomes its DSCP and TOS byte only through :func:`commsched.runtime.protocol.marks.mark_for_class`.
 """
 
 from __future__ import annotations
@@ -26,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, TypedDict
+from typing import Any
 
 from commsched.errors import InputError
+from commsched.runtime.protocol.control_json import CauseJSON, JobDecisionJSON, LinkLoadJSON, PortAnswerJSON
 from commsched.runtime.protocol.fields import Fields
 from commsched.runtime.protocol.marks import Mark
 
@@ -46,69 +43,8 @@ __all__ = [
 
 #: layout version of a decision and of a host view (their ``format`` key)
 DECISION_FORMAT = 1
-#: version of the agent's local protocol (the ``api`` key of its answers)
-PORT_API = 1
-#: where a port answer's source port came from
-PORT_SOURCES = ("probe", "hash-model", "unrouted")
-
-
-class CauseJSON(TypedDict):
-    """:meth:`Cause.to_json`."""
-
-    kind: str
-    job: str | None
-    detail: str
-
-
-#: :meth:`JobDecision.to_json` (``class`` is a keyword, hence the functional form)
-JobDecisionJSON = TypedDict(
-    "JobDecisionJSON",
-    {
-        "rank": int | None,
-        "class": int,
-        "dscp": int,
-        "tos": int,
-        "profiling": bool,
-        "gpus": list[str],
-        "hosts": list[str],
-        "intensity": float | None,
-        "k": float | None,
-        "compute_s": float,
-        "comm_bytes": float,
-    },
-)
-
-
-class LinkLoadJSON(TypedDict):
-    """:meth:`LinkLoad.to_json`."""
-
-    link: int
-    bytes_per_iter: float
-    jobs: list[str]
-    src: str
-    dst: str
-    capacity_bps: float
-
-
-#: :meth:`PortAnswer.to_json`
-PortAnswerJSON = TypedDict(
-    "PortAnswerJSON",
-    {
-        "api": int,
-        "version": int | None,
-        "job": str,
-        "src_rank": int,
-        "dst_rank": int,
-        "class": int,
-        "dscp": int,
-        "tos": int,
-        "src_port": int | None,
-        "path": list[str] | None,
-        "links": list[int] | None,
-        "source": str,
-        "stale": bool,
-    },
-)
+PORT_API = 1  # version of the agent's local protocol (the ``api`` key of its answers)
+PORT_SOURCES = ("probe", "hash-model", "unrouted")  # where a port answer's source port came from
 
 
 def _mark(f: Fields) -> Mark:
