@@ -131,8 +131,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="busy time not per GPU",
         path=_ITER,
-        original="        r.busy_gpu_s += r.gpu_count * r.spec.profile.compute_s\n",
-        replacement="        r.busy_gpu_s += r.spec.profile.compute_s\n",
+        original="        r.busy_gpu_s += r.gpu_count * r.spec.busy_s\n",
+        replacement="        r.busy_gpu_s += r.spec.busy_s\n",
         tests=("tests/sim/test_crux_examples.py",),
     ),
     # --- decisions: Crux path selection, ranking, compression

@@ -24,6 +24,8 @@ from commsched.runtime.profiling.iterations import Split, host_splits, quiet_run
 from commsched.runtime.profiling.profilecheck import check_profile
 from commsched.runtime.profiling.traffic import OutsideProfile, outside_profile, series, window_iterations
 
+from .views import host_view
+
 DT = 0.01
 
 
@@ -200,7 +202,7 @@ def test_the_agent_posts_a_consistent_profile_and_keeps_back_one_that_is_not(
         return SimpleNamespace(
             lock=threading.Lock(),
             cfg=SimpleNamespace(sample_s=DT, host="h0"),
-            view={"connections": [{"job": "j", "share": 1.0}]},
+            view=host_view("h0", [("j", 1.0)]),
             poster=poster,
         )
 
@@ -252,7 +254,7 @@ def test_a_profile_found_by_counting_bursts_is_not_posted_and_the_next_window_is
     e = SimpleNamespace(
         lock=threading.Lock(),
         cfg=SimpleNamespace(sample_s=DT, host="h0"),
-        view={"connections": [{"job": "j", "share": 1.0}], "jobs": {"j": {"hosts": ["h0"]}}},
+        view=host_view("h0", [("j", 1.0)], {"j": ((), ("h0",))}),
         poster=lambda job, body: posted.append(body) or {"status": 200},
     )
     shape = TABLE["4 ranks on 2 hosts, ecmp-fair (11 bursts)"]

@@ -17,6 +17,8 @@ from commsched.experiments.testbed_run.twin_profile import twin_profile
 from commsched.runtime.launch.jobs import CommandJob, Rank
 from commsched.topology import NodeId
 
+from .views import host_view
+
 DATA = Path(__file__).parent / "data"
 
 
@@ -179,10 +181,9 @@ def test_the_agent_posts_the_silence_between_iterations_of_a_stalled_window() ->
     e = SimpleNamespace(
         lock=threading.Lock(),
         cfg=SimpleNamespace(sample_s=float(tr["sample_s"]), host=host),
-        view={
-            "connections": [{"job": "trio", "share": 1.0}],
-            "jobs": {"trio": {"gpus": [f"{h}/gpu0" for h in doc["hosts"]], "hosts": list(doc["hosts"])}},
-        },
+        view=host_view(
+            host, [("trio", 1.0)], {"trio": ([f"{h}/gpu0" for h in doc["hosts"]], list(doc["hosts"]))}
+        ),
         poster=lambda job, body: posted.append(body) or {"status": 200},
     )
     t, tx, rx = tr["t"], tr["data_bytes"], tr["rx_data_bytes"]

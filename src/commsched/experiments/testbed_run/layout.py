@@ -32,6 +32,7 @@ NOT_RUN = {
         "the job library's all-to-all sends to every rank at once, while the simulator's pairwise "
         "schedule runs its n-1 steps one after another: the twin would not model the same traffic"
     ),
+    "alltoall_grouped": "the job process of a testbed run runs all-reduce iterations, not all-to-all",
     "pipeline": "the job process runs data-parallel all-reduce iterations, not pipeline stages",
     "ps": "parameter-server jobs run with `commsched ps` (docs/runtime-ps.md), not in a testbed run",
     "reduce_scatter": "the job process runs whole all-reduce iterations, not a reduce-scatter alone",
