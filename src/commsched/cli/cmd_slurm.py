@@ -74,16 +74,7 @@ def prolog(
     timeout: float = _TIMEOUT, log: str = _LOG, scontrol: str = _SCONTROL,
 ) -> None:  # fmt: skip
     """Register the Slurm job of this environment with the daemon (exits 0 whatever happens)."""
-    from commsched.runtime.slurm.prolog import SlurmSettings
-    from commsched.runtime.slurm.prolog import prolog as run
-
-    try:
-        settings = _settings(daemon, token_file, host_map, model, timeout, scontrol)
-        assert isinstance(settings, SlurmSettings)
-        line = run(os.environ, settings)
-    except Exception as exc:  # a bad setting must not fail the job either
-        line = f"job {os.environ.get('SLURM_JOB_ID', '?')}: not registered ({type(exc).__name__}: {exc})"
-    _log(line, log)
+    _hook("prolog", "registered", (daemon, token_file, host_map, model, timeout, scontrol), log)
 
 
 @slurm_app.command("epilog")
@@ -92,15 +83,20 @@ def epilog(
     timeout: float = _TIMEOUT, log: str = _LOG, scontrol: str = _SCONTROL,
 ) -> None:  # fmt: skip
     """Drop the Slurm job of this environment from the daemon (exits 0 whatever happens)."""
-    from commsched.runtime.slurm.prolog import SlurmSettings
-    from commsched.runtime.slurm.prolog import epilog as run
+    _hook("epilog", "dropped", (daemon, token_file, host_map, model, timeout, scontrol), log)
+
+
+def _hook(which: str, done: str, options: tuple[str, str, str, str, float, str], log: str) -> None:
+    """Run the ``which`` hook on this environment and log its line; nothing it meets may fail the job."""
+    from commsched.runtime.slurm import prolog as hooks
 
     try:
-        settings = _settings(daemon, token_file, host_map, model, timeout, scontrol)
-        assert isinstance(settings, SlurmSettings)
-        line = run(os.environ, settings)
-    except Exception as exc:  # nothing may fail a job
-        line = f"job {os.environ.get('SLURM_JOB_ID', '?')}: not dropped ({type(exc).__name__}: {exc})"
+        settings = _settings(*options)
+        if not isinstance(settings, hooks.SlurmSettings):  # pragma: no cover - _settings returns one
+            raise TypeError("no Slurm settings")
+        line = getattr(hooks, which)(os.environ, settings)
+    except Exception as exc:  # a bad setting or a daemon away must not fail the job either
+        line = f"job {os.environ.get('SLURM_JOB_ID', '?')}: not {done} ({type(exc).__name__}: {exc})"
     _log(line, log)
 
 
