@@ -238,8 +238,22 @@ def _metrics_move(work: Path, tb: Any) -> None:
             for k in counters
         )
 
+    def started(a: Samples) -> bool:
+        return (
+            _get(a, "commsched_agent_connections_marked", job="a") >= 1
+            and _get(a, "commsched_agent_connections_pinned", job="a") >= 1
+            and all(_get(a, f"commsched_agent_{k}", job="a") > 0 for k in counters)
+        )
+
     with _http(work / "h0.sock") as c:
-        first = _parse(c.get("/metrics").text)
+        # on a loaded 2-core machine the client's first connection may not be marked 3 s after it started:
+        # take the first reading once the traffic has begun (30 s), then read until the counters moved
+        deadline = time.monotonic() + 30.0
+        while True:
+            first = _parse(c.get("/metrics").text)
+            if started(first) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
         # the client sends every 0.3 s on a new connection whose SYN the agent holds until it is pinned:
         # on a loaded machine a second may pass without data, so read until the counters moved (30 s)
         deadline = time.monotonic() + 30.0
