@@ -28,7 +28,7 @@ from commsched.sim.kernel import EventKernel
 from commsched.sim.pacing import Pacing
 from commsched.sim.records import SimConfig
 from commsched.sim.runs import JobRun
-from commsched.sim.steady import Signature, measured_rates, remember
+from commsched.sim.steady import History, Signature, measured_rates, remember
 
 #: a creeping job is moved on only while its step's end lies at least this many measurements ahead: its
 #: creep is then measured over a small part of the step, the detail that checks a stretch cannot see it
@@ -88,7 +88,7 @@ class MeasuredRegimes:
         ledger: Ledger,
         pacing: Pacing,
         ahead: dict[int, Ahead],
-        history: dict[int, list[Signature]],
+        history: dict[int, History],
     ) -> None:
         self._config = config
         self._kernel = kernel
@@ -131,7 +131,7 @@ class MeasuredRegimes:
             kernel.now = t_now
 
     def check(
-        self, comp: int, runs: list[JobRun], hist: list[Signature], sig: Signature, links: NDArray[np.int64]
+        self, comp: int, runs: list[JobRun], hist: History, sig: Signature, links: NDArray[np.int64]
     ) -> bool:
         """At an anchor iteration start: whether a stretch of ``comp`` awaits its check (then handled)."""
         if comp not in self.pending:
@@ -140,7 +140,7 @@ class MeasuredRegimes:
         return True
 
     def measure(
-        self, comp: int, runs: list[JobRun], hist: list[Signature], sig: Signature, links: NDArray[np.int64]
+        self, comp: int, runs: list[JobRun], hist: History, sig: Signature, links: NDArray[np.int64]
     ) -> None:
         """No period: jump at the jobs' measured rates if two consecutive windows agree, else go on.
 
@@ -218,11 +218,11 @@ class MeasuredRegimes:
             creep=p.creep,
         )
         self.log.extrapolated_job_s += shift * len(runs)
-        self._history[comp] = []  # the detail after the stretch checks it, and measures afresh
+        self._history[comp] = History()  # the detail after the stretch checks it, and measures afresh
         return True
 
     def _confirm(
-        self, comp: int, runs: list[JobRun], hist: list[Signature], sig: Signature, links: NDArray[np.int64]
+        self, comp: int, runs: list[JobRun], hist: History, sig: Signature, links: NDArray[np.int64]
     ) -> None:
         """Confirm the last stretch by the detail after it: go on twice as far, or re-credit it."""
         cfg = self._config
