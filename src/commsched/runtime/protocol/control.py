@@ -22,10 +22,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TypedDict
 
 from commsched.errors import InputError
-from commsched.runtime.protocol.control_json import CauseJSON, JobDecisionJSON, LinkLoadJSON, PortAnswerJSON
+from commsched.runtime.protocol.control_json import (
+    CauseJSON,
+    ConnectionJSON,
+    DecisionJSON,
+    HeaderJSON,
+    HostViewJSON,
+    JobDecisionJSON,
+    LinkLoadJSON,
+    PortAnswerJSON,
+)
 from commsched.runtime.protocol.fields import Fields
 from commsched.runtime.protocol.marks import Mark
 
@@ -144,9 +153,21 @@ class Connection:
     #: share of the job's bytes per iteration on this connection
     share: float | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {k: getattr(self, k) for k in _CONN_SCALARS}
-        out.update(path=list(self.path), links=list(self.links), src_port=self.src_port)
+    def to_json(self) -> ConnectionJSON:
+        out: ConnectionJSON = {
+            "job": self.job,
+            "src_rank": self.src_rank,
+            "dst_rank": self.dst_rank,
+            "src": self.src,
+            "dst": self.dst,
+            "src_nic": self.src_nic,
+            "dst_nic": self.dst_nic,
+            "path_index": self.path_index,
+            "n_paths": self.n_paths,
+            "path": list(self.path),
+            "links": list(self.links),
+            "src_port": self.src_port,
+        }
         if self.share is not None:
             out["share"] = self.share
         return out
@@ -165,9 +186,6 @@ class Connection:
             src_port=f.opt_port("src_port"),
             share=f.opt_number("share"),
         )
-
-
-_CONN_SCALARS = ("job", "src_rank", "dst_rank", "src", "dst", "src_nic", "dst_nic", "path_index", "n_paths")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -210,7 +228,18 @@ def _jobs(f: Fields) -> Mapping[str, JobDecision]:
     )
 
 
-def _header(f: Fields) -> dict[str, Any]:
+class _Header(TypedDict):
+    """The fields a decision and a host view share, read (keyword arguments of both)."""
+
+    version: int
+    policy: str
+    hash: str | None
+    priority_levels: int | None
+    cause: Cause | None
+    created_s: float | None
+
+
+def _header(f: Fields) -> _Header:
     """The fields a decision and a host view share."""
     f.version("format", DECISION_FORMAT)
     cause = f.raw("cause", required=False)
@@ -224,8 +253,8 @@ def _header(f: Fields) -> dict[str, Any]:
     }
 
 
-def _header_json(doc: Decision | HostView) -> dict[str, Any]:
-    out: dict[str, Any] = {"format": DECISION_FORMAT, "version": doc.version, "policy": doc.policy}
+def _header_json(doc: Decision | HostView) -> HeaderJSON:
+    out: HeaderJSON = {"format": DECISION_FORMAT, "version": doc.version, "policy": doc.policy}
     if doc.hash is not None:
         out["hash"] = doc.hash
     if doc.priority_levels is not None:
@@ -251,7 +280,7 @@ class Decision:
     connections: tuple[Connection, ...] = ()
     link_load: tuple[LinkLoad, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> DecisionJSON:
         return {
             **_header_json(self),
             "jobs": {k: v.to_json() for k, v in self.jobs.items()},
@@ -312,7 +341,7 @@ class HostView:
             nic_ips=MappingProxyType({n: nic_ips[n] for n in sorted(used) if n in nic_ips}),
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> HostViewJSON:
         return {
             **_header_json(self),
             "host": self.host,
