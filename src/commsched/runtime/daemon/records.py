@@ -80,12 +80,10 @@ class ProfileRecord:
     overlap: float | None = None
 
     def to_json(self) -> ProfileJSON:
-        return {
-            "compute_s": self.compute_s,
-            "comm_bytes": self.comm_bytes,
-            "period_s": self.period_s,
-            "overlap": self.overlap,
-        }
+        """The record as stored (not a body to post: :mod:`commsched.runtime.profiling.body` builds that)."""
+        return ProfileJSON(
+            compute_s=self.compute_s, comm_bytes=self.comm_bytes, period_s=self.period_s, overlap=self.overlap
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -25,16 +25,7 @@ from types import MappingProxyType
 from typing import TypedDict
 
 from commsched.errors import InputError
-from commsched.runtime.protocol.control_json import (
-    CauseJSON,
-    ConnectionJSON,
-    DecisionJSON,
-    HeaderJSON,
-    HostViewJSON,
-    JobDecisionJSON,
-    LinkLoadJSON,
-    PortAnswerJSON,
-)
+from commsched.runtime.protocol import control_json as cj
 from commsched.runtime.protocol.fields import Fields
 from commsched.runtime.protocol.marks import Mark
 
@@ -56,20 +47,6 @@ PORT_API = 1  # version of the agent's local protocol (the ``api`` key of its an
 PORT_SOURCES = ("probe", "hash-model", "unrouted")  # where a port answer's source port came from
 
 
-def _mark(f: Fields) -> Mark:
-    """The mark of an object with ``dscp`` and ``tos``; a TOS byte that is not ``dscp << 2`` is refused."""
-    try:
-        mark = Mark(dscp=f.integer("dscp"))
-    except InputError as exc:
-        raise InputError(exc.what, where=f.at("dscp"), expected=exc.expected) from None
-    tos = f.integer("tos")
-    if tos != mark.tos:
-        raise InputError(
-            f"{tos} with DSCP {mark.dscp}", where=f.at("tos"), expected=f"{mark.tos} (dscp << 2)"
-        )
-    return mark
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Cause:
     """Why a decision was made: the event kind (``job-start``, ``job-end``, ``profile``, ...) and its job."""
@@ -78,7 +55,7 @@ class Cause:
     job: str | None = None
     detail: str = ""
 
-    def to_json(self) -> CauseJSON:
+    def to_json(self) -> cj.CauseJSON:
         return {"kind": self.kind, "job": self.job, "detail": self.detail}
 
     @staticmethod
@@ -102,7 +79,7 @@ class JobDecision:
     compute_s: float
     comm_bytes: float
 
-    def to_json(self) -> JobDecisionJSON:
+    def to_json(self) -> cj.JobDecisionJSON:
         return {
             "rank": self.rank,
             "class": self.priority_class,
@@ -123,7 +100,7 @@ class JobDecision:
         return JobDecision(
             rank=f.opt_integer("rank"),
             priority_class=f.integer("class"),
-            mark=_mark(f),
+            mark=f.mark(),
             profiling=f.flag("profiling"),
             gpus=f.texts("gpus"),
             hosts=f.texts("hosts"),
@@ -153,21 +130,13 @@ class Connection:
     #: share of the job's bytes per iteration on this connection
     share: float | None = None
 
-    def to_json(self) -> ConnectionJSON:
-        out: ConnectionJSON = {
-            "job": self.job,
-            "src_rank": self.src_rank,
-            "dst_rank": self.dst_rank,
-            "src": self.src,
-            "dst": self.dst,
-            "src_nic": self.src_nic,
-            "dst_nic": self.dst_nic,
-            "path_index": self.path_index,
-            "n_paths": self.n_paths,
-            "path": list(self.path),
-            "links": list(self.links),
+    def to_json(self) -> cj.ConnectionJSON:
+        out: cj.ConnectionJSON = {
+            "job": self.job, "src_rank": self.src_rank, "dst_rank": self.dst_rank, "src": self.src,
+            "dst": self.dst, "src_nic": self.src_nic, "dst_nic": self.dst_nic, "path_index": self.path_index,
+            "n_paths": self.n_paths, "path": list(self.path), "links": list(self.links),
             "src_port": self.src_port,
-        }
+        }  # fmt: skip
         if self.share is not None:
             out["share"] = self.share
         return out
@@ -199,7 +168,7 @@ class LinkLoad:
     dst: str
     capacity_bps: float
 
-    def to_json(self) -> LinkLoadJSON:
+    def to_json(self) -> cj.LinkLoadJSON:
         return {
             "link": self.link,
             "bytes_per_iter": self.bytes_per_iter,
@@ -253,8 +222,8 @@ def _header(f: Fields) -> _Header:
     }
 
 
-def _header_json(doc: Decision | HostView) -> HeaderJSON:
-    out: HeaderJSON = {"format": DECISION_FORMAT, "version": doc.version, "policy": doc.policy}
+def _header_json(doc: Decision | HostView) -> cj.HeaderJSON:
+    out: cj.HeaderJSON = {"format": DECISION_FORMAT, "version": doc.version, "policy": doc.policy}
     if doc.hash is not None:
         out["hash"] = doc.hash
     if doc.priority_levels is not None:
@@ -280,7 +249,7 @@ class Decision:
     connections: tuple[Connection, ...] = ()
     link_load: tuple[LinkLoad, ...] = ()
 
-    def to_json(self) -> DecisionJSON:
+    def to_json(self) -> cj.DecisionJSON:
         return {
             **_header_json(self),
             "jobs": {k: v.to_json() for k, v in self.jobs.items()},
@@ -341,7 +310,7 @@ class HostView:
             nic_ips=MappingProxyType({n: nic_ips[n] for n in sorted(used) if n in nic_ips}),
         )
 
-    def to_json(self) -> HostViewJSON:
+    def to_json(self) -> cj.HostViewJSON:
         return {
             **_header_json(self),
             "host": self.host,
@@ -388,7 +357,7 @@ class PortAnswer:
     source: str = "unrouted"
     stale: bool = False
 
-    def to_json(self) -> PortAnswerJSON:
+    def to_json(self) -> cj.PortAnswerJSON:
         return {
             "api": PORT_API,
             "version": self.version,
@@ -420,7 +389,7 @@ class PortAnswer:
             src_rank=f.integer("src_rank"),
             dst_rank=f.integer("dst_rank"),
             priority_class=f.integer("class"),
-            mark=_mark(f),
+            mark=f.mark(),
             src_port=f.opt_port("src_port"),
             path=None if f.raw("path", required=False) is None else f.texts("path"),
             links=None if f.raw("links", required=False) is None else f.integers("links"),
