@@ -127,7 +127,10 @@ def read_ledger(path: Path) -> Ledger | None:
 
 def _job(v: LedgerJobJSON) -> LedgerJobJSON:
     """A job of a read ledger (a ``TypeError`` or ``KeyError`` where it is not one)."""
-    return {"mark": int(v["mark"]), "cgroup": str(v["cgroup"]), "pins": list(v.get("pins", []))}
+    out: LedgerJobJSON = {"mark": int(v["mark"]), "cgroup": str(v["cgroup"])}
+    if "pins" in v:
+        out["pins"] = list(v["pins"])
+    return out
 
 
 def _netns_exists(name: str) -> bool:
