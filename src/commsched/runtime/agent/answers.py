@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing_extensions import TypedDict  # pydantic reads these on Python 3.11
 
-from commsched.runtime.enforce.nccl import JobEnvironmentJSON
+from commsched.runtime.enforce.marking.nccl import JobEnvironmentJSON
 from commsched.runtime.enforce.reports import ConnectionRowJSON
 from commsched.runtime.protocol.control_json import HostViewJSON
 

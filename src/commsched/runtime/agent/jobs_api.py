@@ -2,7 +2,7 @@
 
 ``GET /v1/jobs/{job}/env`` works on every agent: the environment a job's processes on this host get
 (NCCL's traffic class, service level and interfaces for the job's class and rails, see
-:mod:`commsched.runtime.enforce.nccl`). The others need an agent started with ``--enforce``
+:mod:`commsched.runtime.enforce.marking.nccl`). The others need an agent started with ``--enforce``
 (:mod:`commsched.runtime.enforce`); they answer 409 otherwise. The routes that start, adopt or stop
 processes need the agent's bearer token when it has one (``--token-file``), since the agent runs them
 with its own privileges.
@@ -29,8 +29,8 @@ from commsched.runtime.agent.answers import (
 )
 from commsched.runtime.agent.follower import Follower
 from commsched.runtime.enforce.host import JobProfileJSON
+from commsched.runtime.enforce.processes.spawn import ProcessJSON
 from commsched.runtime.enforce.reports import ReportJSON, TrafficJSON
-from commsched.runtime.enforce.spawn import ProcessJSON
 from commsched.runtime.protocol.control import JobDecision
 
 __all__ = ["AdoptIn", "ProcessIn", "ProfileIn", "add_job_routes"]
@@ -125,7 +125,7 @@ def _env_route(app: FastAPI, g: _Guard) -> None:
 
     @app.get("/v1/jobs/{job}/env")
     def job_env(job: Annotated[str, PathParam(pattern=_JOB)]) -> JobEnvAnswer:
-        from commsched.runtime.enforce.nccl import interface_addresses, job_environment, rdma_devices
+        from commsched.runtime.enforce.marking.nccl import interface_addresses, job_environment, rdma_devices
 
         info = decided(job)
         view = follower.host_view
@@ -157,7 +157,7 @@ def _process_routes(app: FastAPI, g: _Guard) -> None:
     def start(
         job: str, body: ProcessIn, authorization: Annotated[str | None, Header()] = None
     ) -> ProcessJSON:
-        from commsched.runtime.enforce.spawn import ProcessSpec
+        from commsched.runtime.enforce.processes.spawn import ProcessSpec
 
         allowed(authorization)
         decided(job)

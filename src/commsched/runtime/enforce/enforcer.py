@@ -9,7 +9,7 @@
   the ``(source, destination, port)`` keys whose decided paths changed (their next connections);
 * a new connection towards an undecided key is held (its first SYN dropped, see :mod:`.nft`) while
   :meth:`Enforcer.pin` asks the path oracle for ports that put both directions on their decided paths
-  (:mod:`.pinning`) and installs them; the loops of :mod:`.loops` find such connections, refresh the
+  (:mod:`.pinning.oracle`) and installs them; the loops of :mod:`.loops` find such connections, refresh the
   hold, and sample the jobs' byte counters;
 * a restarted agent takes over: it adopts the processes of its predecessor's cgroups (same marks,
   so their open connections keep their DSCP), then removes the predecessor's table and cgroups.
@@ -26,14 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from commsched.errors import InputError, TestbedError
-from commsched.runtime.enforce import nft, reports
-from commsched.runtime.enforce.cgroups import JobCgroup, cgroup2_root, descendants
+from commsched.runtime.enforce import reports
 from commsched.runtime.enforce.host import EnforcerConfig, JobState, ProfilePoster
 from commsched.runtime.enforce.ledger import Ledger, LedgerJobJSON, clean, read_ledger, write_ledger
 from commsched.runtime.enforce.loops import Loops
-from commsched.runtime.enforce.pinning import PathOracle
+from commsched.runtime.enforce.marking import nft
+from commsched.runtime.enforce.pinning.oracle import PathOracle
 from commsched.runtime.enforce.pins import Pinning
-from commsched.runtime.enforce.spawn import JobProcess, ProcessSpec
+from commsched.runtime.enforce.processes.cgroups import JobCgroup, cgroup2_root, descendants
+from commsched.runtime.enforce.processes.spawn import JobProcess, ProcessSpec
 from commsched.runtime.protocol.control import HostView
 
 __all__ = ["MARK_BASE", "Enforcer", "EnforcerConfig"]

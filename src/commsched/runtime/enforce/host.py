@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 from typing_extensions import TypedDict  # pydantic reads these on Python 3.11 (the agent's answers)
 
-from commsched.runtime.enforce.cgroups import JobCgroup
-from commsched.runtime.enforce.spawn import JobProcess
+from commsched.runtime.enforce.processes.cgroups import JobCgroup
+from commsched.runtime.enforce.processes.spawn import JobProcess
 from commsched.runtime.protocol.control import HostView
 from commsched.scheduling.dscp import CONTROL_DSCP
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
-from commsched.runtime.enforce.cgroups import JobCgroup
-from commsched.runtime.enforce.nft import delete_table_script, run_nft
+from commsched.runtime.enforce.marking.nft import delete_table_script, run_nft
+from commsched.runtime.enforce.processes.cgroups import JobCgroup
 
 __all__ = [
     "Ledger",

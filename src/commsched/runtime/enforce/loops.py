@@ -20,9 +20,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from commsched.runtime.enforce.conns import SYN_SENT, read_sockets, socket_inodes
 from commsched.runtime.enforce.host import EnforcerView, JobProfileJSON, JobState, ProfilePoster
-from commsched.runtime.enforce.nflink import CounterReader
+from commsched.runtime.enforce.marking.conns import SYN_SENT, read_sockets, socket_inodes
+from commsched.runtime.enforce.marking.nflink import CounterReader
 from commsched.runtime.enforce.pins import Pinning
 
 # ``profile_body`` stays importable from here (the testbed's twin profile imports it): the one body

@@ -16,11 +16,11 @@ from typing import NotRequired, Protocol
 
 from typing_extensions import TypedDict  # pydantic reads these on Python 3.11 (the agent's answers)
 
-from commsched.runtime.enforce import nft
-from commsched.runtime.enforce.conns import read_conntrack
 from commsched.runtime.enforce.host import EnforcerView
 from commsched.runtime.enforce.ledger import Ledger, PinSetJSON, write_ledger
-from commsched.runtime.enforce.pinning import PathOracle, PortFinder, PortSearch, find_ports
+from commsched.runtime.enforce.marking import nft
+from commsched.runtime.enforce.marking.conns import read_conntrack
+from commsched.runtime.enforce.pinning.oracle import PathOracle, PortFinder, PortSearch, find_ports
 
 __all__ = ["Key", "PinHost", "PinJSON", "PinOfJSON", "PinState", "Pinning"]
 

@@ -6,11 +6,11 @@ from typing import NotRequired, Protocol
 
 from typing_extensions import TypedDict  # pydantic reads these on Python 3.11 (the agent's answers)
 
-from commsched.runtime.enforce.conns import read_conntrack
 from commsched.runtime.enforce.host import EnforcerView, JobProfileJSON, JobState
-from commsched.runtime.enforce.nccl import interface_addresses
+from commsched.runtime.enforce.marking.conns import read_conntrack
+from commsched.runtime.enforce.marking.nccl import interface_addresses
 from commsched.runtime.enforce.pins import PinJSON, Pinning
-from commsched.runtime.enforce.spawn import ProcessJSON
+from commsched.runtime.enforce.processes.spawn import ProcessJSON
 
 __all__ = ["ConnectionRowJSON", "ReportHost", "ReportJSON", "TrafficJSON", "connections", "report", "traffic"]
 

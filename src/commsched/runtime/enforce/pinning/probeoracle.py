@@ -1,6 +1,6 @@
 """The probing path oracle of an enforcing agent: the paths of this host's tuples, from the host alone.
 
-:class:`ProbeOracle` answers the enforcer's two questions (:mod:`.pinning`) with probes
+:class:`ProbeOracle` answers the enforcer's two questions (:mod:`.pinning.oracle`) with probes
 (:mod:`.probe`, :mod:`.pathprobe`): which links a tuple leaving this host takes, and which source
 ports put a connection ``src -> dst:dport`` on its decided path. It never asks a router for
 anything but the ICMP answers every router gives, and changes no router.
@@ -19,9 +19,9 @@ from typing import Protocol
 
 from typing_extensions import TypedDict  # pydantic reads these on Python 3.11 (the agent's answers)
 
-from commsched.runtime.enforce.pathprobe import FabricMap, PathProbing, ProbeSettings, SendRound
-from commsched.runtime.enforce.pinning import FoundPorts, PortSearch
-from commsched.runtime.enforce.probe import RawProber
+from commsched.runtime.enforce.pinning.oracle import FoundPorts, PortSearch
+from commsched.runtime.enforce.pinning.pathprobe import FabricMap, PathProbing, ProbeSettings, SendRound
+from commsched.runtime.enforce.pinning.probe import RawProber
 
 __all__ = ["OracleStatsJSON", "ProbeOracle"]
 

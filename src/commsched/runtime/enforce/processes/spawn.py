@@ -78,7 +78,7 @@ class JobProcess:
         if log is not None and self.proc.stdout is not None:
             # the job's output goes to a reader of its own, which outlives this agent
             self._stamp = subprocess.Popen(
-                [sys.executable, "-m", "commsched.runtime.enforce.stamp", str(log)],
+                [sys.executable, "-m", "commsched.runtime.enforce.processes.stamp", str(log)],
                 stdin=self.proc.stdout,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

@@ -22,7 +22,7 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from commsched.errors import InputError
-from commsched.runtime.enforce.pathprobe import FabricMap
+from commsched.runtime.enforce.pinning.pathprobe import FabricMap
 from commsched.runtime.protocol.fields import Fields
 from commsched.topology import NodeId
 
