@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import sparse
 
+from commsched.scheduling.compression import componentwise_compression
 from commsched.scheduling.interfaces import PolicyContext, PolicyFn
 from commsched.scheduling.placement import pack
-from commsched.scheduling.policies.crux import componentwise_compression
 from commsched.scheduling.state import ClusterState, Decisions
 from commsched.sim.engine import Simulation
 from commsched.sim.rates import max_min_rates
