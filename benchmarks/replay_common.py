@@ -38,7 +38,7 @@ from commsched.io import yamlio
 from commsched.io.scenario import scenario_from_data
 from commsched.io.schema import Scenario
 from commsched.io.shipped import shipped_text
-from commsched.sim import flowkernel
+from commsched.sim import compiled, flowkernel
 from commsched.sim.flowlayout import HIT
 from commsched.sim.records import SimConfig
 
@@ -225,18 +225,20 @@ def solve_clock(clock: Callable[[], float] = time.thread_time) -> Iterator[Solve
 
 
 def measured_replay(
-    sc: Scenario, policy: str, mode: str = "fast", *, solve_costs: bool = True
+    sc: Scenario, policy: str, mode: str = "fast", *, solve_costs: bool = True, loop: str = "interpreted"
 ) -> dict[str, Any]:
     """Replay ``sc`` in this process: its figures, the CPU seconds of the replay alone (scenario built
     before, the compiled kernel loaded before: once per process, not a cost of the replay), this
-    process's peak memory after it, and (``solve_costs``) the cost per solve by size."""
+    process's peak memory after it, and (``solve_costs``) the cost per solve by size; ``loop``: the
+    event loop (``interpreted`` or ``compiled``, exact mode)."""
     flowkernel.warm_up()
+    compiled.warm_up()
     c0 = time.process_time()
     if solve_costs:
         with solve_clock() as log:
-            res = simulate_scenario(sc, policy=policy, mode=mode)
+            res = simulate_scenario(sc, policy=policy, mode=mode, loop=loop)
     else:
-        res = simulate_scenario(sc, policy=policy, mode=mode)
+        res = simulate_scenario(sc, policy=policy, mode=mode, loop=loop)
     cpu_s = time.process_time() - c0
     fluid = (
         sc.fluid_min_jobs
@@ -253,6 +255,7 @@ def measured_replay(
         "gpus": sc.topology.n_gpus,
         "events": res.events,
         "mode": mode,
+        "loop": loop,
         "fluid_min_jobs": fluid,
         "extrapolated_job_fraction": res.extrapolated_job_fraction,
         "largest_component": res.largest_component,

@@ -77,6 +77,15 @@ class Binding:
     def is_bound(self, comp: int) -> bool:
         return comp in self._comps
 
+    def token(self, comp: int) -> int | None:
+        """The token ``comp`` is bound under (``None``: not bound)."""
+        hit = self._comps.get(comp)
+        return None if hit is None else hit[0]
+
+    def bound_under(self, traffic: JobTraffic, token: int) -> bool:
+        """Whether ``traffic`` was last bound under ``token`` (:meth:`ensure` would do nothing)."""
+        return self._bound.get(id(traffic)) == token
+
     def bind_component(
         self, comp: int, pool: TrafficPool, lf: NDArray[np.float64], slots: Sequence[SlotTraffic]
     ) -> None:

@@ -42,6 +42,7 @@ import numpy as np
 from commsched.errors import InputError
 from commsched.scheduling.interfaces import PlacementFn, PolicyFn, QueueOrderFn
 from commsched.sim.accounting import Ledger
+from commsched.sim.compiled import CompiledLoop
 from commsched.sim.decisions import DecisionApplier
 from commsched.sim.fast import FastMode
 from commsched.sim.fluid import FluidMode
@@ -50,7 +51,7 @@ from commsched.sim.iteration import Iterations
 from commsched.sim.kernel import EventKernel
 from commsched.sim.lifecycle import JobLifecycle, LifecycleHooks, QueueRules
 from commsched.sim.pacing import Pacing
-from commsched.sim.records import Mode, SimConfig, SimResult
+from commsched.sim.records import Loop, Mode, SimConfig, SimResult
 from commsched.sim.runs import EventKind, JobRun, SimJob, companion_of
 from commsched.sim.summary import summarise
 from commsched.topology import Topology
@@ -102,6 +103,8 @@ class Simulation:
     ) -> None:
         if config.horizon_s <= 0 or not math.isfinite(config.horizon_s):
             raise InputError("horizon must be a positive finite number of seconds", where="horizon_s")
+        if config.loop is Loop.COMPILED and config.mode is not Mode.EXACT:
+            raise InputError("the compiled loop runs exact mode only (mode: exact)", where="loop")
         self.topology = topology
         self.config = config
         self.policy_name = policy_name
@@ -146,6 +149,16 @@ class Simulation:
         )
         self.cluster_gpus = self._lifecycle.cluster_gpus
         self._lifecycle.check_jobs()
+        self._flat = (
+            CompiledLoop(
+                runs=[*self._runs, *self._streams],
+                kernel=self._kernel,
+                pacing=self._pacing,
+                ledger=self._ledger,
+            )
+            if config.loop is Loop.COMPILED
+            else None
+        )
 
     def _wire_modes(self) -> None:
         """The fast mode, the iteration cycle and the fluid mode, over the runs, clock, ledger and paces."""
@@ -211,6 +224,11 @@ class Simulation:
         return self._decisions.largest_component
 
     @property
+    def compiled_events(self) -> int:
+        """Compiled loop: the events it handled on its arrays (0 with the interpreted loop)."""
+        return 0 if self._flat is None else self._flat.handled
+
+    @property
     def fast_catch_ups(self) -> int:
         """Fast mode: how often a component ahead of the clock was brought back to it."""
         return self._fast.catch_ups
@@ -230,7 +248,12 @@ class Simulation:
         self._record_sample()  # t = 0
         end = cfg.horizon_s
         active = self._lifecycle.active_work
+        flat, n_jobs = self._flat, len(self._runs)
         while kernel:
+            if flat is not None:
+                flat.run_flat(n_jobs)  # the flat events at the head, on the arrays (exact mode)
+                if not kernel:
+                    break
             t, kind, _, job, version = kernel.pop()
             if kind == EventKind.SAMPLE and not active():
                 continue

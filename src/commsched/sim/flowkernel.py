@@ -243,7 +243,7 @@ def step_change(SF: F64, PF: F64, BF: F64, LF: F64, members: I64, io: F64, snap:
     """
     s, new = int(io[SLOT]), int(io[NEWROW])
     if io[HIT] > 0.0:
-        if not _matches_after(SF, members, snap, s, new):
+        if not matches_after(SF, members, snap, s, new):
             io[HIT] = -1.0
             return
         _load(SF, PF, LF, io)
@@ -262,7 +262,7 @@ def step_change(SF: F64, PF: F64, BF: F64, LF: F64, members: I64, io: F64, snap:
 
 
 @jit
-def _matches_after(SF: F64, members: I64, snap: F64, s: int, new: int) -> bool:
+def matches_after(SF: F64, members: I64, snap: F64, s: int, new: int) -> bool:
     """:func:`_matches` as the configuration will be once slot ``s`` holds step row ``new``."""
     active, row = SF[s, ACTIVE], SF[s, ROW]
     SF[s, ACTIVE] = 1.0 if new >= 0 else 0.0

@@ -3,6 +3,11 @@
 Events are tuples ``(time, kind, sequence, job, version)``; simultaneous events are ordered by kind
 (:class:`commsched.sim.runs.EventKind`), then by the order they were pushed. An event carries the
 version of the job state it was scheduled for: a handler ignores it when the job has moved on.
+
+The compiled loop (:mod:`commsched.sim.flatloop`) runs on the same heap as rows of an array
+(:meth:`EventKernel.to_arrays`, :func:`push_row`, :func:`pop_row`: the same order, by the same key) and
+hands it back with the clock and the counters (:meth:`EventKernel.from_arrays`): the clock is set here
+only.
 """
 
 from __future__ import annotations
@@ -11,10 +16,18 @@ import heapq
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import numpy as np
+
+from commsched.sim.flowlayout import F64, jit
 from commsched.sim.runs import EventKind
 
 #: a pending event: time, kind, push sequence number, job index (-1: none), version
 Event = tuple[float, int, int, int, int]
+
+# the heap as rows (columns of H) and the cells of K the kernel owns (the clock, the counters)
+H_T, H_KIND, H_SEQ, H_JOB, H_VER = range(5)
+CLOCK, SIZE, SEQ_N, EVENTS, STALE, PEAK = range(6)
+K_CELLS = 6
 
 
 class EventKernel:
@@ -64,6 +77,25 @@ class EventKernel:
         """Time of the earliest pending event (the heap must not be empty)."""
         return self._heap[0][0]
 
+    def to_arrays(self, room: int, cells: int) -> tuple[F64, F64]:
+        """The heap as rows ``(time, kind, sequence, job, version)`` with ``room`` rows to spare, and the
+        clock and counters as the first :data:`K_CELLS` of ``cells`` (for the compiled loop)."""
+        heap = self._heap
+        rows = np.zeros((len(heap) + room, 5))
+        if heap:
+            rows[: len(heap)] = np.array(heap, dtype=np.float64)
+        cell = np.zeros(cells)
+        cell[:K_CELLS] = self.now, len(heap), self._seq, self.events, self.stale, self.peak
+        return rows, cell
+
+    def from_arrays(self, rows: F64, cell: F64) -> None:
+        """Take the heap, the clock and the counters back from :meth:`to_arrays`'s arrays (a heap in
+        the same order: its rows are one already)."""
+        n = int(cell[SIZE])
+        self._heap = [(t, int(k), int(q), int(j), int(v)) for t, k, q, j, v in rows[:n].tolist()]
+        self.now = float(cell[CLOCK])
+        self._seq, self.events, self.stale, self.peak = (int(x) for x in cell[SEQ_N : PEAK + 1])
+
     @contextmanager
     def aside(self) -> Iterator[None]:
         """Set the pending events aside: inside, the heap starts empty; after, both are merged.
@@ -78,3 +110,58 @@ class EventKernel:
             for ev in self._heap:
                 heapq.heappush(outer, ev)
             self._heap = outer
+
+
+@jit
+def _less(H: F64, a: int, b: int) -> bool:
+    for c in range(3):
+        if H[a, c] != H[b, c]:
+            return bool(H[a, c] < H[b, c])
+    return False
+
+
+@jit
+def _swap(H: F64, a: int, b: int) -> None:
+    for c in range(5):
+        H[a, c], H[b, c] = H[b, c], H[a, c]
+
+
+@jit
+def push_row(H: F64, K: F64, t: float, kind: int, jv: tuple[int, float]) -> None:
+    """:meth:`EventKernel.push` on the arrays: event ``kind`` at ``t`` for ``jv`` (job, version); the
+    caller has made room."""
+    K[SEQ_N] += 1.0
+    i = int(K[SIZE])
+    K[SIZE] += 1.0
+    K[PEAK] = max(K[PEAK], K[SIZE])
+    H[i, H_T], H[i, H_KIND], H[i, H_SEQ], H[i, H_JOB], H[i, H_VER] = t, kind, K[SEQ_N], jv[0], jv[1]
+    while i > 0:
+        p = (i - 1) // 2
+        if not _less(H, i, p):
+            break
+        _swap(H, i, p)
+        i = p
+
+
+@jit
+def pop_row(H: F64, K: F64) -> None:
+    """:meth:`EventKernel.pop` on the arrays, the event counted and the clock moved to it (read the
+    event at row 0 first)."""
+    K[CLOCK] = H[0, H_T]
+    K[EVENTS] += 1.0
+    n = int(K[SIZE]) - 1
+    K[SIZE] = n
+    if n == 0:
+        return
+    _swap(H, 0, n)
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and _less(H, c + 1, c):
+            c += 1
+        if not _less(H, c, i):
+            break
+        _swap(H, i, c)
+        i = c

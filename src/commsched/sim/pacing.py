@@ -16,7 +16,7 @@ A decision (new classes, new components) re-solves its components in full (:meth
 The fast mode moves a job's step in time by setting ``settled_s`` and calling :meth:`reschedule_step`.
 
 A job's ``step_progress``, ``pace_bytes_per_s`` and ``settled_s`` mirror its slot as of its last
-:meth:`Pacing.settle` (the arrays hold the live state).
+:meth:`Pacing.settle` (the arrays hold the live state; the compiled loop: :mod:`commsched.sim.compiled`).
 
 Units: the topology gives capacities in bits/s; this module works in **bytes/s** only
 (``capacity_bytes_per_s``), as do the traffic's transfer sizes.
@@ -102,6 +102,25 @@ class Pacing:
         self._plans: dict[int, tuple[JobTraffic, StreamPlan]] = {}
         #: component id -> (job, step version, time) of its pending step end
         self._pending: dict[int, tuple[int, int, float]] = {}
+
+    # ------------------------------------------------------------------ the compiled loop's view
+    @property
+    def arrays(self) -> tuple[TrafficPool, NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """The pool, the slots, the links and the control vector (:mod:`commsched.sim.compiled`)."""
+        return self._pool, self._sf, self._lf, self._io
+
+    def pending_end(self, comp: int) -> tuple[int, int, float] | None:
+        """``comp``'s pending step end (job, step version, time), if any."""
+        return self._pending.get(comp)
+
+    def took_back(self, comp: int, pending: tuple[int, int, float] | None) -> None:
+        """``comp``'s slots were moved on the arrays: its pending end is ``pending``, its keys anew."""
+        self._pending.pop(comp, None)
+        if pending is not None:
+            self._pending[comp] = pending
+        for i in self.components.slots(comp).tolist():
+            self._rekey(i)
+        self.components.hashes.pop(comp, None)
 
     def standalone_pace(self, links: NDArray[np.int64], share: NDArray[np.float64]) -> float:
         """Pace (bytes/s) of a step alone on the fabric: the one its tightest link allows."""

@@ -18,6 +18,15 @@ class Mode(StrEnum):
     FAST = "fast"
 
 
+class Loop(StrEnum):
+    """``interpreted`` handles every event in Python (the reference); ``compiled`` handles the flat events
+    of exact mode (compute ends, releases, step ends) in compiled code (:mod:`commsched.sim.flatloop`),
+    with the same results."""
+
+    INTERPRETED = "interpreted"
+    COMPILED = "compiled"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimConfig:
     """How to run a simulation.
@@ -54,6 +63,8 @@ class SimConfig:
         steady state (:mod:`commsched.sim.fluid`) instead of step by step; 0 (the default) never. The
         fluid is cheaper but outside the fast mode's error bound on crowded components
         (``docs/simulator.md``).
+    loop
+        Which event loop runs the simulation (:class:`Loop`; ``compiled``: exact mode only).
     """
 
     horizon_s: float
@@ -67,6 +78,7 @@ class SimConfig:
     fast_window_iterations: int = 3
     fast_rate_tolerance: float = 0.02
     fluid_min_jobs: int = 0
+    loop: Loop = Loop.INTERPRETED
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
