@@ -75,7 +75,7 @@ class CompiledLoop:
         ptr = np.zeros(len(comps) + 1, dtype=np.int64)
         slots_list = []
         synced: list[JobRun] = []
-        binding = pacing.components.binding
+        binding = pacing.binding
         for k, comp in enumerate(comps):
             slots = pacing.components.slots(comp)
             slots_list.append(slots)
@@ -133,9 +133,7 @@ class CompiledLoop:
         tr = r.traffic
         flat = not r.finished and tr is not None and r.companion is None and r.parent is None
         rows = self._pacing.arrays[0].rows(tr) if tr is not None else None
-        bound = (
-            tr is not None and token is not None and self._pacing.components.binding.bound_under(tr, token)
-        )
+        bound = tr is not None and token is not None and self._pacing.binding.bound_under(tr, token)
         n = len(tr.steps) if tr is not None else 0
         row[fx.FLAT] = 1.0 if flat else 0.0
         row[fx.FINISHED] = 1.0 if r.finished else 0.0

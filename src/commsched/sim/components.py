@@ -3,30 +3,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import NDArray
-
-from commsched.sim.binding import Binding
 
 
 class Components(dict[int, list[int]]):
     """Component id -> indices of its jobs (in the running order), with, beside each, its slots as an
     array and the hash of its configuration (both dropped when the component is set anew).
 
-    ``partner`` maps a grouped job's index to its overlapped stream's slot (:mod:`commsched.sim.streams`)."""
+    ``partner`` maps a grouped job's index to its overlapped stream's slot (:mod:`commsched.sim.streams`);
+    ``forget`` is told of every component set anew or removed (its binding, :mod:`commsched.sim.binding`,
+    is made anew before its next solve)."""
 
-    def __init__(self, partner: dict[int, int] | None = None, binding: Binding | None = None) -> None:
+    def __init__(
+        self, partner: dict[int, int] | None = None, forget: Callable[[int], None] | None = None
+    ) -> None:
         super().__init__()
         self.arrays: dict[int, NDArray[np.int64]] = {}
         self.hashes: dict[int, int] = {}
         self.partner: dict[int, int] = partner or {}
-        #: which entries the component's solves read (bound anew once the component is set anew)
-        self.binding = binding if binding is not None else Binding(n_links=0)
+        self._forget = forget
 
     def _reset(self, comp: int) -> None:
         self.arrays.pop(comp, None)
         self.hashes.pop(comp, None)
-        self.binding.forget(comp)
+        if self._forget is not None:
+            self._forget(comp)
 
     def __setitem__(self, comp: int, idxs: list[int]) -> None:
         super().__setitem__(comp, idxs)

@@ -18,7 +18,7 @@ re-decided domains is settled, re-partitioned or re-allocated: a decision costs 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 import numpy as np
@@ -34,10 +34,8 @@ from commsched.scheduling.routemap import RouteMap, by_job
 from commsched.scheduling.state import ClusterState, Decisions, PlacedJob
 from commsched.scheduling.traffic import JobTraffic, job_traffic
 from commsched.sim.domains import DomainIndex
-from commsched.sim.fast import FastMode
-from commsched.sim.fluid import FluidMode
+from commsched.sim.hooks import Fluids, Regimes
 from commsched.sim.ideal import reference_s
-from commsched.sim.iteration import Iterations
 from commsched.sim.kernel import EventKernel
 from commsched.sim.pacing import Pacing
 from commsched.sim.partition import Partition
@@ -59,8 +57,12 @@ class DecisionApplier:
         The cluster, the communication policy, the hardware classes and the seed it is given.
     runs
         The jobs' run state.
-    kernel, pacing, fast, fluid, iterations
+    kernel, pacing
         The engine's parts a decision updates.
+    fast, fluid
+        The fast mode, through what a decision asks of it (:mod:`commsched.sim.hooks`).
+    start
+        Starts an iteration of a job at a time (:meth:`commsched.sim.iteration.Iterations.start`).
     """
 
     def __init__(  # noqa: PLR0913 -- the engine's parts a decision updates, wired once by Simulation
@@ -73,9 +75,9 @@ class DecisionApplier:
         runs: Sequence[JobRun],
         kernel: EventKernel,
         pacing: Pacing,
-        fast: FastMode,
-        fluid: FluidMode,
-        iterations: Iterations,
+        fast: Regimes,
+        fluid: Fluids,
+        start: Callable[[JobRun, float], None],
     ) -> None:
         self._topology = topology
         self._policy = policy
@@ -86,7 +88,7 @@ class DecisionApplier:
         self._pacing = pacing
         self._fast = fast
         self._fluid = fluid
-        self._iterations = iterations
+        self._start = start
         self._epoch = 0
         self._memo = Memo()  # pure per-job / per-pair results the policy reuses between decisions
         self._routes_cache: dict[int, RouteMap] = {}  # per job: its routes now
@@ -216,7 +218,7 @@ class DecisionApplier:
             r = self._runs[i]
             fresh = r.start_s == now and r.iterations_done == 0 and not r.computing and not r.released
             if fresh and not self._fluid.is_fluid(i):
-                self._iterations.start(r, now + r.time_shift_s)
+                self._start(r, now + r.time_shift_s)
         self._fluid.apply(mine, set(keep.values()))
 
     def _plan(self, d: Decisions, jobs: list[int]) -> list[_Planned]:

@@ -145,7 +145,7 @@ class Simulation:
             pacing=self._pacing,
             fast=self._fast,
             fluid=self._fluid,
-            iterations=self._iterations,
+            start=self._iterations.start,
         )
         self.cluster_gpus = self._lifecycle.cluster_gpus
         self._lifecycle.check_jobs()
@@ -169,7 +169,7 @@ class Simulation:
             kernel=self._kernel,
             ledger=self._ledger,
             pacing=self._pacing,
-            dispatch=self._dispatch,
+            replay=self._events,
         )
         self._iterations = Iterations(
             kernel=self._kernel,
@@ -246,27 +246,8 @@ class Simulation:
         for t in sorted(times):
             kernel.push(t, EventKind.SAMPLE)
         self._record_sample()  # t = 0
-        end = cfg.horizon_s
-        active = self._lifecycle.active_work
-        flat, n_jobs = self._flat, len(self._runs)
-        while kernel:
-            if flat is not None:
-                flat.run_flat(n_jobs)  # the flat events at the head, on the arrays (exact mode)
-                if not kernel:
-                    break
-            t, kind, _, job, version = kernel.pop()
-            if kind == EventKind.SAMPLE and not active():
-                continue
-            kernel.now = t
-            kernel.events += 1
-            if kind == EventKind.HORIZON:
-                end = t
-                break
-            self._dispatch(EventKind(kind), job, version)
-            if not active():
-                end = kernel.now
-                break
-        kernel.now = end
+        end = self._events(math.inf)
+        kernel.move_to(end)
         self._pacing.settle_all(self._lifecycle.running)
         self._fluid.settle_all()
         self._record_sample()
@@ -282,6 +263,30 @@ class Simulation:
         )
         result = replace(result, largest_domain=self.largest_domain, largest_component=self.largest_component)
         return self._fast.report(result)
+
+    def _events(self, until: float) -> float:
+        """The event loop, the one both modes use: handle the events in order, while the earliest is before
+        ``until``, until the horizon or the end of the work; returns the time the run ends there (else the
+        clock). The fast mode's catch-ups run it too, on one component's events set aside
+        (:meth:`commsched.sim.fast.FastMode.catch_up`); the compiled loop (exact mode) takes the flat
+        events at the head of the queue first (:mod:`commsched.sim.compiled`)."""
+        kernel, flat, n_jobs = self._kernel, self._flat, len(self._runs)
+        active = self._lifecycle.active_work
+        while kernel and kernel.next_time() < until:
+            if flat is not None:
+                flat.run_flat(n_jobs)
+                if not kernel:
+                    break
+            if kernel.next_kind() == EventKind.SAMPLE and not active():
+                kernel.pop()  # nothing to sample: dropped, uncounted
+                continue
+            t, kind, _, job, version = kernel.step()
+            if kind == EventKind.HORIZON:
+                return t
+            self._dispatch(EventKind(kind), job, version)
+            if not active():
+                return kernel.now
+        return self.config.horizon_s if not kernel else kernel.now
 
     def _dispatch(self, kind: EventKind, job: int, version: int) -> None:
         if kind == EventKind.SAMPLE:

@@ -31,7 +31,7 @@ from commsched.sim.kernel import EventKernel
 from commsched.sim.measured import MeasuredRegimes
 from commsched.sim.pacing import Pacing
 from commsched.sim.records import SimConfig, SimResult
-from commsched.sim.runs import EventKind, JobRun
+from commsched.sim.runs import JobRun
 from commsched.sim.steady import Signature, best_match, best_relative_match, remember
 
 
@@ -44,8 +44,8 @@ class FastMode:
         Horizon and the fast mode's tolerances.
     runs, kernel, ledger, pacing
         The engine's parts it moves forward.
-    dispatch
-        Handles one event (used to replay a component's events on a catch-up).
+    replay
+        The engine's event loop, run until a time (a catch-up replays a component's events with it).
     """
 
     def __init__(
@@ -56,14 +56,14 @@ class FastMode:
         kernel: EventKernel,
         ledger: Ledger,
         pacing: Pacing,
-        dispatch: Callable[[EventKind, int, int], None],
+        replay: Callable[[float], float],
     ) -> None:
         self._config = config
         self._runs = runs
         self._kernel = kernel
         self._ledger = ledger
         self._pacing = pacing
-        self._dispatch = dispatch
+        self._replay = replay
         #: per component: the signatures taken at its anchor's iteration starts
         self._history: dict[int, list[Signature]] = {}
         #: per component: the traffic objects its signature links were computed from, and the links
@@ -249,22 +249,17 @@ class FastMode:
             return
         k = min(a.m, max(0, math.floor((t_now - a.t0) / a.period)))
         self.log.extrapolated_job_s -= (a.m - k) * a.period * n_jobs
-        with kernel.aside():
-            kernel.now = a.t_end
+        with kernel.aside(back=t_now):
+            kernel.move_to(a.t_end)
             self.apply_jump(runs, a.links, a.then, a.now, k - a.m, record=False)
             if a.jump is not None:
                 self._ledger.sampler.truncate_jump(a.jump, a.t0 + k * a.period)
-            kernel.now = a.t0 + k * a.period
+            kernel.move_to(a.t0 + k * a.period)
             self._replaying = True
             try:
-                while kernel and kernel.next_time() < t_now:
-                    t, kind, _, job, version = kernel.pop()
-                    kernel.now = t
-                    kernel.events += 1
-                    self._dispatch(EventKind(kind), job, version)
+                self._replay(t_now)  # the engine's event loop, on this component's events alone
             finally:
                 self._replaying = False
-                kernel.now = t_now
         for r in runs:
             self._pacing.settle(r)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from commsched.sim.accounting import Ledger
-from commsched.sim.fast import FastMode
+from commsched.sim.hooks import IterationWatch
 from commsched.sim.kernel import EventKernel
 from commsched.sim.pacing import Pacing
 from commsched.sim.runs import EventKind, JobRun
@@ -31,7 +31,8 @@ class Iterations:
     kernel, ledger, pacing
         The engine's parts the cycle drives.
     fast
-        The fast mode, told of every iteration start when ``jumps`` is true.
+        The fast mode (:class:`commsched.sim.hooks.IterationWatch`), told of every iteration start when
+        ``jumps`` is true.
     jumps
         Whether the run is in fast mode.
     on_finished
@@ -44,7 +45,7 @@ class Iterations:
         kernel: EventKernel,
         ledger: Ledger,
         pacing: Pacing,
-        fast: FastMode,
+        fast: IterationWatch,
         jumps: bool,
         on_finished: Callable[[JobRun], None],
     ) -> None:

@@ -67,8 +67,25 @@ class EventKernel:
         return self.events - self.stale
 
     def pop(self) -> Event:
-        """Remove and return the earliest event."""
+        """Remove and return the earliest event (the clock stays: an event dropped unhandled)."""
         return heapq.heappop(self._heap)
+
+    def step(self) -> Event:
+        """Remove the earliest event, move the clock to it, count it and return it (SimPy's
+        ``Environment.step``: the one way the event loop advances time)."""
+        ev = heapq.heappop(self._heap)
+        self.now = ev[0]
+        self.events += 1
+        return ev
+
+    def next_kind(self) -> int:
+        """Kind of the earliest pending event (the heap must not be empty)."""
+        return self._heap[0][1]
+
+    def move_to(self, t: float) -> None:
+        """Set the clock to ``t``: the end of a run, and the fast mode's stretches (a component moved
+        ahead and brought back, inside :meth:`aside`). Nothing outside this module sets the clock."""
+        self.now = t
 
     def __bool__(self) -> bool:
         return bool(self._heap)
@@ -97,8 +114,9 @@ class EventKernel:
         self._seq, self.events, self.stale, self.peak = (int(x) for x in cell[SEQ_N : PEAK + 1])
 
     @contextmanager
-    def aside(self) -> Iterator[None]:
-        """Set the pending events aside: inside, the heap starts empty; after, both are merged.
+    def aside(self, back: float | None = None) -> Iterator[None]:
+        """Set the pending events aside: inside, the heap starts empty; after, both are merged and the
+        clock is set back to ``back`` (if given).
 
         A fast-mode catch-up replays one component's events on their own this way.
         """
@@ -110,6 +128,8 @@ class EventKernel:
             for ev in self._heap:
                 heapq.heappush(outer, ev)
             self._heap = outer
+            if back is not None:
+                self.now = back
 
 
 @jit

@@ -119,8 +119,8 @@ class MeasuredRegimes:
             self.log.unchecked_job_s += (t_now - a.t0) * n_jobs
         assert a.rates is not None and a.credited is not None
         kernel = self._kernel
-        with kernel.aside():
-            kernel.now = a.t_end
+        with kernel.aside(back=t_now):
+            kernel.move_to(a.t_end)
             due = np.rint(a.rates * (t_now - a.t0))
             credit = measured_credit(runs, a.links, t_now - a.t_end, due - a.credited)
             if a.creep is not None:
@@ -128,7 +128,6 @@ class MeasuredRegimes:
             move(kernel, self._ledger, self._pacing, runs, credit, record=False)
             if a.jump is not None:
                 self._ledger.sampler.truncate_jump(a.jump, t_now)
-            kernel.now = t_now
 
     def check(
         self, comp: int, runs: list[JobRun], hist: list[Signature], sig: Signature, links: NDArray[np.int64]

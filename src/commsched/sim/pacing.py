@@ -93,11 +93,9 @@ class Pacing:
         self._key = [0] * self._sf.shape[0]
         #: configuration hash -> its paces (a snapshot: slot, step row, class, pace per active slot)
         self._paces: dict[int, NDArray[np.float64]] = {}
-        #: component id -> indices of its jobs (in the running order)
-        self.components = Components(
-            {r.parent.index: r.index for r in runs if r.parent is not None},
-            Binding(n_links=link_bits_per_s.size),
-        )
+        #: which entries each component's solves read; component id -> its jobs (in the running order)
+        self.binding = Binding(n_links=link_bits_per_s.size)
+        self.components = Components({r.parent.index: r.index for r in runs if r.parent}, self.binding.forget)
         #: grouped jobs' stream plans, by traffic id (the traffic kept beside: its id stays unique)
         self._plans: dict[int, tuple[JobTraffic, StreamPlan]] = {}
         #: component id -> (job, step version, time) of its pending step end
@@ -246,7 +244,7 @@ class Pacing:
     def _bind(self, comp: int, traffic: JobTraffic | None) -> None:
         """Make the entries ``comp``'s solve reads current (:mod:`commsched.sim.binding`); ``traffic``: the
         schedule of the step about to start."""
-        binding = self.components.binding
+        binding = self.binding
         if not binding.is_bound(comp):
             slots: list[SlotTraffic] = []
             for i in self.components.get(comp, ()):
@@ -386,7 +384,7 @@ class Pacing:
                     if t is not None:
                         live[id(t)] = t
         moved = self._pool.compact(live)
-        self.components.binding.forget_all()
+        self.binding.forget_all()
         self._plans = {k: v for k, v in self._plans.items() if k in live}
         for r in self._runs:
             if self._sf[r.index, fl.ACTIVE] != 0.0:
