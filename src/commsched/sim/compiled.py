@@ -150,7 +150,6 @@ class CompiledLoop:
         row[fx.TARGET] = math.inf if r.target_iterations is None else r.target_iterations
         row[fx.BUSY_PER_IT] = r.gpu_count * r.spec.busy_s
         row[fx.COMPUTE_S], row[fx.OVERLAP] = r.spec.profile.compute_s, r.overlap
-        row[fx.MPROG : fx.MPACE + 1] = r.step_progress, r.settled_s, r.pace_bytes_per_s
 
     @staticmethod
     def _store(jf: fl.F64, r: JobRun) -> None:
@@ -165,7 +164,6 @@ class CompiledLoop:
         r.iteration_start_s, r.compute_end_s, r.release_s = row[fx.ITER_START : fx.RELEASE_S + 1]
         r.iterations_done, r.busy_gpu_s, r.last_end_s = row[fx.ITERS : fx.LAST_END + 1]
         r.pending_delay_s = row[fx.DELAY]
-        r.step_progress, r.settled_s, r.pace_bytes_per_s = row[fx.MPROG : fx.MPACE + 1]
 
 
 def warm_up() -> int:

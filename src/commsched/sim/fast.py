@@ -166,7 +166,10 @@ class FastMode:
             t=now,
             phase=np.array([(now - r.iteration_start_s) / max(r.standalone_s, 1e-12) for r in runs]),
             step=np.array(
-                [(r.step + r.step_progress) if r.active else (-1.0 if not r.released else -2.0) for r in runs]
+                [
+                    (r.step + self._pacing.progress(r)) if r.active else (-1.0 if not r.released else -2.0)
+                    for r in runs
+                ]
             ),
             done=np.array([r.iterations_done for r in runs]),
             start=np.array([r.iteration_start_s for r in runs]),

@@ -63,9 +63,9 @@ Cache = dict[int, F64]
 (
     FLAT, FINISHED, COMPUTING, RELEASED, COMM_DONE, STEP, VERSION, STEP_VERSION, NSTEPS, STOP, BASE,
     COMP, KLASS, INTENSITY, BOUND, ITER_START, COMPUTE_END, RELEASE_S, ITERS, BUSY, LAST_END, DELAY,
-    TARGET, BUSY_PER_IT, COMPUTE_S, OVERLAP, MPROG, MSETTLED, MPACE,
-) = range(29)  # fmt: skip
-JOB_FIELDS = 29
+    TARGET, BUSY_PER_IT, COMPUTE_S, OVERLAP,
+) = range(26)  # fmt: skip
+JOB_FIELDS = 26
 # component fields (columns of CF): whether its configuration hash (in CH) is valid, bound, pending end
 HASH_OK, CBOUND, PEND_JOB, PEND_VER, PEND_T = range(5)
 COMP_FIELDS = 5
@@ -122,7 +122,6 @@ def _start(st: State, j: int, t: float) -> None:
     JF[j, RELEASED] = 0.0
     JF[j, COMM_DONE] = 1.0 if JF[j, NSTEPS] == 0.0 else 0.0
     JF[j, STEP] = -1.0
-    JF[j, MPROG] = 0.0
     if keys[j] != 0:
         keys[j] = 0
         CF[int(JF[j, COMP]), HASH_OK] = 0.0
@@ -209,9 +208,6 @@ def _step(st: State, fab: Fabric, cache: Cache, j: int, kind: int) -> None:
             CF[comp, PEND_JOB] = -1.0
         JF[j, STEP] = K[W_NEXT] if row >= 0 else -1.0
         JF[j, COMM_DONE] = 1.0 if row < 0 else 0.0
-    JF[j, MPROG] = 0.0
-    JF[j, MPACE] = 0.0
-    JF[j, MSETTLED] = now
     h = keys[keys.size - 1]
     keys[j] = keys[keys.size - 2]
     st[6][comp] = h

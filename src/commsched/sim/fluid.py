@@ -365,8 +365,6 @@ class FluidMode:
                 r.released = False
                 r.comm_done = False
                 r.step = -1
-                r.step_progress = 0.0
-                r.pace_bytes_per_s = 0.0
                 r.pending_delay_s = 0.0
                 r.step_version += 1
             r.version += 1

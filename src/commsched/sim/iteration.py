@@ -70,7 +70,6 @@ class Iterations:
         assert tr is not None
         r.comm_done = not tr.steps
         r.step = -1
-        r.step_progress = 0.0
         self._pacing.drop(r)  # a step abandoned (a job back from the fluid) leaves no slot behind
         r.version += 1
         self._kernel.push(r.compute_end_s, EventKind.COMPUTE_END, r.index, r.version)
@@ -94,7 +93,6 @@ class Iterations:
         for x in (r, dp):
             x.released = False
             x.step = -1
-            x.step_progress = 0.0
             self._pacing.drop(x)
             x.version += 1
         r.stop_step = plan.blocking_steps
@@ -147,9 +145,6 @@ class Iterations:
         x.released = True
         x.traffic = r.traffic
         x.step = first
-        x.step_progress = 0.0
-        x.settled_s = self._kernel.now
-        x.pace_bytes_per_s = 0.0
         self._pacing.begin(x)
 
     @staticmethod
@@ -177,9 +172,6 @@ class Iterations:
                 self._end(r)
             return
         r.step = 0
-        r.step_progress = 0.0
-        r.settled_s = self._kernel.now
-        r.pace_bytes_per_s = 0.0
         self._pacing.begin(r)
 
     def on_step_end(self, r: JobRun) -> None:

@@ -130,8 +130,7 @@ def move(
         if not r.released and not r.comm_done:
             kernel.push(r.release_s, EventKind.RELEASE, r.index, r.version)
         if r.active:
-            r.settled_s = kernel.now + c.shift
-            pacing.reschedule_step(r)
+            pacing.reschedule_step(r, settled_s=kernel.now + c.shift)
     ledger.busy_done_gpu_s += busy_inc
     ledger.link_bytes[c.links] += c.link_bytes
     ledger.link_iw_bytes[c.links] += c.link_iw_bytes

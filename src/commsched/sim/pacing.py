@@ -13,10 +13,9 @@ of every transfer schedule's steps), and the work an event does follows what it 
 * each component keeps one pending end event, its earliest step end; the others are on the arrays.
 
 A decision (new classes, new components) re-solves its components in full (:meth:`Pacing.reallocate`).
-The fast mode moves a job's step in time by setting ``settled_s`` and calling :meth:`reschedule_step`.
+The fast mode moves a job's step in time through :meth:`reschedule_step` (and on, through :meth:`advance`).
 
-A job's ``step_progress``, ``pace_bytes_per_s`` and ``settled_s`` mirror its slot as of its last
-:meth:`Pacing.settle` (the arrays hold the live state; the compiled loop: :mod:`commsched.sim.compiled`).
+A step's progress and pace live on the arrays only (its slot: :meth:`Pacing.progress`), not on its job.
 
 Units: the topology gives capacities in bits/s; this module works in **bytes/s** only
 (``capacity_bytes_per_s``), as do the traffic's transfer sizes.
@@ -149,16 +148,12 @@ class Pacing:
         """Advance an active step's progress and byte counters to ``now`` at its current pace."""
         now = self._kernel.now
         if not r.active or r.traffic is None:
-            r.settled_s = max(r.settled_s, now)
             if r.companion is not None:
                 self.settle(r.companion)
             return
         sf, s = self._sf, r.index
         fk.settle(sf, self._pool.pf, s, now)
         fk.flush(sf, self._pool.pf, self._lf, s)
-        r.step_progress = float(sf[s, fl.PROG])
-        r.settled_s = float(sf[s, fl.SETTLED])
-        r.pace_bytes_per_s = float(sf[s, fl.PACE])
         if r.companion is not None:
             self.settle(r.companion)
 
@@ -166,13 +161,13 @@ class Pacing:
         for i in running:
             self.settle(self._runs[i])
 
+    def progress(self, r: JobRun) -> float:
+        """Fraction of ``r``'s step in flight done, in ``[0, 1]``, as of its last settling (its slot's)."""
+        return float(self._sf[r.index, fl.PROG])
+
     def progress_rate(self, r: JobRun) -> float:
         """Fraction of the step in flight done per second at its pace (as of its last settling)."""
-        assert r.traffic is not None
-        s = r.traffic.steps[r.step]
-        if r.pace_bytes_per_s <= 0:
-            return 0.0
-        return 1.0 / (s.repeat * (s.latency_s + s.max_flow_bytes / r.pace_bytes_per_s))
+        return float(fk.progress_rate(self._sf, self._pool.pf, r.index))
 
     # ------------------------------------------------------------------ the steps of a job
     def begin(self, r: JobRun) -> None:
@@ -199,9 +194,6 @@ class Pacing:
         row = self._pool.row(tr, nxt, self._compact) if nxt < stop else -1
         r.step = nxt if row >= 0 else -1
         r.comm_done = row < 0
-        r.step_progress = 0.0
-        r.pace_bytes_per_s = 0.0
-        r.settled_s = self._kernel.now
         self._change(r, row)
 
     def drop(self, r: JobRun) -> None:
@@ -299,14 +291,14 @@ class Pacing:
         fk.resolve(sf, self._pool.pf, self._pool.bf, self._lf, slots, io)
         self._schedule(comp, force=True)
 
-    def reschedule_step(self, r: JobRun) -> None:
-        """``r``'s step was moved (its ``settled_s``, ``step_progress``): reschedule its end."""
+    def reschedule_step(self, r: JobRun, settled_s: float | None = None) -> None:
+        """``r``'s step was moved (:meth:`advance`; a jump: its slot now settled up to ``settled_s``):
+        reschedule its end."""
         if r.parent is not None:
             self._follow(r)
         sf, s = self._sf, r.index
-        sf[s, fl.PROG] = r.step_progress
-        sf[s, fl.SETTLED] = r.settled_s
-        sf[s, fl.PACE] = r.pace_bytes_per_s
+        if settled_s is not None:
+            sf[s, fl.SETTLED] = settled_s
         sf[s, fl.CLS] = r.priority_class if r.parent is None else r.priority_class + DP_SUBCLASS
         sf[s, fl.INTENS] = r.intensity
         self._rekey(s)
@@ -340,7 +332,6 @@ class Pacing:
             sf[s, fl.PACE] = 0.0  # set anew by the re-solve, with its end
             sf[s, fl.END] = math.inf
             self._rekey(s)
-            x.pace_bytes_per_s = 0.0
         self.components.hashes.pop(r.component, None)
 
     def advance(self, r: JobRun, fraction: float) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
@@ -353,7 +344,7 @@ class Pacing:
         row = int(sf[s, fl.ROW])
         new = min(max(float(sf[s, fl.PROG]) + fraction, 0.0), 1.0)
         moved = new - float(sf[s, fl.PROG])
-        sf[s, fl.PROG] = sf[s, fl.FLUSHED] = r.step_progress = new
+        sf[s, fl.PROG] = sf[s, fl.FLUSHED] = new
         entries = slice(int(pf[row, fl.LO]), int(pf[row, fl.HI]))
         return pf[entries, fl.LINK].astype(np.int64), moved * pf[row, fl.REPEAT] * pf[entries, fl.BPR]
 

@@ -5,7 +5,8 @@ fields are grouped by the part of the engine that writes them; the others only r
 
 * placement and decisions (:mod:`commsched.sim.lifecycle`, :mod:`commsched.sim.decisions`);
 * the iteration cycle (:mod:`commsched.sim.iteration`);
-* the step in flight and its pace (:mod:`commsched.sim.pacing`);
+* the step in flight (:mod:`commsched.sim.pacing`); its progress and pace are not copied here: they live
+  on the pacing's arrays, one slot per step in flight (:meth:`commsched.sim.pacing.Pacing.progress`);
 * the fast mode's jumps, which shift times and credit counters (:mod:`commsched.sim.fast`).
 
 Units: times in seconds of simulated time, paces in **bytes/s** (capacities of the topology are in
@@ -107,12 +108,6 @@ class JobRun:
         Whether the current iteration's communication is complete.
     step
         Index of the communication step in flight (-1: none).
-    step_progress
-        Fraction of the step in flight done, in ``[0, 1]``, as of ``settled_s``.
-    pace_bytes_per_s
-        Pace of the step in flight in bytes/s of its largest transfer (0: not yet allocated).
-    settled_s
-        Time up to which ``step_progress`` and the link counters account for the step.
     version
         Bumped to invalidate its pending compute-end and release events.
     step_version
@@ -148,7 +143,6 @@ class JobRun:
         "iterations_done",
         "last_end_s",
         "overlap",
-        "pace_bytes_per_s",
         "parent",
         "pending_delay_s",
         "placed",
@@ -156,13 +150,11 @@ class JobRun:
         "release_s",
         "released",
         "routed",
-        "settled_s",
         "shared_links",
         "spec",
         "standalone_s",
         "start_s",
         "step",
-        "step_progress",
         "step_version",
         "stop_step",
         "target_iterations",
@@ -206,9 +198,6 @@ class JobRun:
         self.released = False
         self.comm_done = False
         self.step = -1
-        self.step_progress = 0.0
-        self.pace_bytes_per_s = 0.0
-        self.settled_s = 0.0
         self.version = 0
         self.step_version = 0
         self.time_shift_s = 0.0
