@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from commsched.api.runner import simulate_scenario
 from commsched.errors import InputError
@@ -23,7 +25,7 @@ from commsched.sim.records import Loop, Mode, SimConfig
 from commsched.testing.crowded import crowded_case
 
 from .helpers import job
-from .scenarios import small_clos
+from .scenarios import random_jobs, small_clos, spread_jobs
 from .test_golden import CASES, Case, summary_of
 
 EXACT = [c for c in CASES if not c.slow and (c.mode or resolve_scenario(c.scenario).mode) == "exact"]
@@ -70,3 +72,27 @@ def test_compiled_loop_is_exact_mode_only() -> None:
             placement=pack,
             config=SimConfig(horizon_s=1.0, mode=Mode.FAST, loop=Loop.COMPILED),
         )
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n_jobs=st.integers(2, 16),
+    policy=st.sampled_from(["crux-full", "ecmp-fair", "sincronia", "cassini"]),
+    spread=st.booleans(),
+)
+def test_compiled_loop_on_random_scenarios(seed: int, n_jobs: int, policy: str, spread: bool) -> None:
+    """Random arrivals, sizes, overlaps and priorities (time shifts under CASSINI; jobs that finish):
+    the compiled loop's run is the interpreted one's."""
+    jobs = spread_jobs(seed) if spread else random_jobs(seed, n_jobs, spread_s=20.0)
+    out = []
+    for loop in (Loop.INTERPRETED, Loop.COMPILED):
+        sim = Simulation(
+            topology=small_clos(),
+            jobs=jobs,
+            policy=communication_policies()[policy],
+            placement=pack,
+            config=SimConfig(horizon_s=40.0, mode=Mode.EXACT, seed=seed, loop=loop),
+        )
+        out.append(summary_of(sim.run()))
+    assert out[1] == out[0]
