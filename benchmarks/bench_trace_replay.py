@@ -49,7 +49,7 @@ job whose data-parallel stream runs beside its blocking one) ``miss_count``, ``m
 
 ``--mode exact`` replays in exact mode instead of fast (every iteration simulated), and ``--loop
 interpreted|compiled`` picks exact mode's event loop: the interpreted one (the reference, the default) or
-the compiled one (``commsched.sim.flatloop``: the flat events in compiled code, the same results). With
+the compiled one (``commsched.sim.loop.flatloop``: the flat events in compiled code, the same results). With
 ``--loop`` the solves are not timed (they cannot be inside compiled code; both loops are measured alike,
 so run the two back to back: ``--gpus 2048 --days 1 --mode exact --loop interpreted`` then ``--loop
 compiled``); the JSON object's ``mode`` and ``loop`` name them.

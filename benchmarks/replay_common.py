@@ -7,7 +7,7 @@
   it moves under that (``fast_vs_exact_scale.py``'s draws, ``bench_trace_replay.py --jitter-draw`` and
   the exact-mode noise of its ``--agreement``).
 - :func:`solve_clock`: while open, every call of the compiled step change
-  (``commsched.sim.flowkernel.step_change``, which the engine looks up through its module at each call)
+  (``commsched.sim.rates.flowkernel.step_change``, which the engine looks up through its module at each call)
   is timed (this thread's CPU time around the call: wall time would count the time a loaded machine
   leaves the process waiting) and counted by the size of the component it was made for (the
   slots of its ``members``: one per job, two for a job whose data-parallel stream runs beside its
@@ -38,9 +38,10 @@ from commsched.io import yamlio
 from commsched.io.scenario import scenario_from_data
 from commsched.io.schema import Scenario
 from commsched.io.shipped import shipped_text
-from commsched.sim import compiled, flowkernel
-from commsched.sim.flowlayout import HIT
-from commsched.sim.records import SimConfig
+from commsched.sim.loop import compiled
+from commsched.sim.rates import flowkernel
+from commsched.sim.rates.flowlayout import HIT
+from commsched.sim.results.records import SimConfig
 
 DAY_S = 86_400.0
 #: the production-scale shape: jobs per GPU over the 14-day trace, GPUs per ToR

@@ -4,9 +4,9 @@ through the engine, one event loop, one clock.
 * the longest chain of imports between ``sim``'s own modules (its ``__init__`` left out) is at most
   :data:`MAX_DEPTH` modules, and there is no cycle;
 * ``FastMode`` and ``FluidMode`` are imported only by the engine that wires them (the iteration cycle and
-  the decisions reach them through the protocols of ``sim/hooks.py``);
-* nothing outside ``sim/kernel.py`` assigns the clock (``.now``), and the kernel's ``step()`` (pop, clock,
-  count) is called only by the engine's one event loop.
+  the decisions reach them through the protocols of ``sim/jobs/hooks.py``);
+* nothing outside ``sim/loop/kernel.py`` assigns the clock (``.now``), and the kernel's ``step()`` (pop,
+  clock, count) is called only by the engine's one event loop.
 """
 
 from __future__ import annotations

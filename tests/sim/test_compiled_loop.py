@@ -21,7 +21,7 @@ from commsched.io.shipped import resolve_scenario
 from commsched.scheduling.placement import pack
 from commsched.scheduling.policies import communication_policies
 from commsched.sim.engine import Simulation
-from commsched.sim.records import Loop, Mode, SimConfig
+from commsched.sim.results.records import Loop, Mode, SimConfig
 from commsched.testing.crowded import crowded_case
 
 from .helpers import job

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commsched.sim.steady import Signature, best_match, best_relative_match, distance
+from commsched.sim.fast.steady import Signature, best_match, best_relative_match, distance
 
 
 def _sig(t: float, phase: list[float], step: list[float], done: list[float]) -> Signature:

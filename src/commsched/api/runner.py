@@ -10,8 +10,8 @@ from commsched.catalog import placement_registry, policy_registry, queue_registr
 from commsched.io.scenario import Scenario
 from commsched.scheduling.interfaces import PlacementFn, PolicyBundle
 from commsched.sim.engine import SimJob, Simulation
-from commsched.sim.ideal import with_ideals
-from commsched.sim.records import Loop, Mode, SimConfig, SimResult
+from commsched.sim.results.ideal import with_ideals
+from commsched.sim.results.records import Loop, Mode, SimConfig, SimResult
 from commsched.topology import Topology
 from commsched.workload import JobSpec
 
@@ -27,7 +27,7 @@ def simulate_scenario(
     loop: str = "interpreted",
 ) -> SimResult:
     """Simulate a validated scenario; options override the scenario's own choices (``loop``: the event
-    loop, :class:`commsched.sim.records.Loop`)."""
+    loop, :class:`commsched.sim.results.records.Loop`)."""
     name = policy or scenario.policy
     bundle = policy_registry().get(name, where="--policy")
     job_scheduler = placement_registry().get(placement or scenario.placement, where="placement")
@@ -56,8 +56,8 @@ def run_bundle(
 ) -> SimResult:
     """Simulate a scenario under a resolved policy bundle and placement (the one place that builds a run).
 
-    Each job's ideal iteration (:mod:`commsched.sim.ideal`) is taken on the scenario's own cluster under
-    ``job_scheduler`` (default: ``placement``), never under a bundle's own placement or cluster change,
+    Each job's ideal iteration (:mod:`commsched.sim.results.ideal`) is taken on the scenario's own cluster
+    under ``job_scheduler`` (default: ``placement``), never under a bundle's own placement or cluster change,
     so that it is the same reference under every policy.
     """
     topology = bundle.topology(scenario.topology) if bundle.topology is not None else scenario.topology

@@ -3,12 +3,12 @@
 Modelling contract (see ``docs/simulator.md``)
 ----------------------------------------------
 * Fluid, flow-level; directed links with capacity (bits/s) and latency.
-* Strict priority between classes, max-min fair within a class (:mod:`commsched.sim.rates`).
+* Strict priority between classes, max-min fair within a class (:mod:`commsched.sim.reference.maxmin`).
 * A job iterates: compute ``c`` seconds; its communication (the steps of its collective, in order) is
   released after ``o * c``; the next iteration starts when both are done. GPU busy time is compute time.
 * A job with parallel groups runs two streams at once, each a slot of its own: its blocking steps after
   its compute, and beside them its overlapped ones (1F1B steady-state sends, then the DP steps after the
-  overlap); see :mod:`commsched.sim.streams`.
+  overlap); see :mod:`commsched.sim.jobs.streams`.
 * A step runs its transfers in lockstep at the pace of its slowest edge and costs, per repetition, the
   longest path latency ``alpha`` of its transfers plus its largest transfer over the pace.
 * Decisions (routes, classes) are recomputed on every arrival and departure, for the contention domain
@@ -20,15 +20,15 @@ Modelling contract (see ``docs/simulator.md``)
 
 Where each concern lives
 ------------------------
-* :mod:`commsched.sim.kernel`: the clock and the pending events;
-* :mod:`commsched.sim.runs`: each job's run state (:class:`JobRun`) and the event kinds;
-* :mod:`commsched.sim.lifecycle`: arrivals, the queue, placement, starts and departures;
-* :mod:`commsched.sim.decisions`: asking the policy and applying its routes, classes and time shifts;
-* :mod:`commsched.sim.iteration`: the compute / release / step cycle of a running job;
-* :mod:`commsched.sim.pacing`: the paces of the steps in flight (rates in bytes/s);
-* :mod:`commsched.sim.fast`: the fast mode's jumps and catch-ups;
-* :mod:`commsched.sim.accounting`: the cumulative counters and their samples;
-* :mod:`commsched.sim.summary`: the result, from the run state and the samples.
+* :mod:`commsched.sim.loop.kernel`: the clock and the pending events;
+* :mod:`commsched.sim.jobs.runs`: each job's run state (:class:`JobRun`) and the event kinds;
+* :mod:`commsched.sim.jobs.lifecycle`: arrivals, the queue, placement, starts and departures;
+* :mod:`commsched.sim.decide.decisions`: asking the policy and applying its routes, classes and time shifts;
+* :mod:`commsched.sim.jobs.iteration`: the compute / release / step cycle of a running job;
+* :mod:`commsched.sim.rates.pacing`: the paces of the steps in flight (rates in bytes/s);
+* :mod:`commsched.sim.fast.mode`: the fast mode's jumps and catch-ups;
+* :mod:`commsched.sim.results.accounting`: the cumulative counters and their samples;
+* :mod:`commsched.sim.results.summary`: the result, from the run state and the samples.
 """
 
 from __future__ import annotations
@@ -41,19 +41,19 @@ import numpy as np
 
 from commsched.errors import InputError
 from commsched.scheduling.interfaces import PlacementFn, PolicyFn, QueueOrderFn
-from commsched.sim.accounting import Ledger
-from commsched.sim.compiled import CompiledLoop
-from commsched.sim.decisions import DecisionApplier
-from commsched.sim.fast import FastMode
-from commsched.sim.fluid import FluidMode
-from commsched.sim.ideal import with_ideals
-from commsched.sim.iteration import Iterations
-from commsched.sim.kernel import EventKernel
-from commsched.sim.lifecycle import JobLifecycle, LifecycleHooks, QueueRules
-from commsched.sim.pacing import Pacing
-from commsched.sim.records import Loop, Mode, SimConfig, SimResult
-from commsched.sim.runs import EventKind, JobRun, SimJob, companion_of
-from commsched.sim.summary import summarise
+from commsched.sim.decide.decisions import DecisionApplier
+from commsched.sim.fast.fluid import FluidMode
+from commsched.sim.fast.mode import FastMode
+from commsched.sim.jobs.iteration import Iterations
+from commsched.sim.jobs.lifecycle import JobLifecycle, LifecycleHooks, QueueRules
+from commsched.sim.jobs.runs import EventKind, JobRun, SimJob, companion_of
+from commsched.sim.loop.compiled import CompiledLoop
+from commsched.sim.loop.kernel import EventKernel
+from commsched.sim.rates.pacing import Pacing
+from commsched.sim.results.accounting import Ledger
+from commsched.sim.results.ideal import with_ideals
+from commsched.sim.results.records import Loop, Mode, SimConfig, SimResult
+from commsched.sim.results.summary import summarise
 from commsched.topology import Topology
 from commsched.topology.records import NETWORK_LINK_KINDS
 
@@ -109,12 +109,13 @@ class Simulation:
         self.config = config
         self.policy_name = policy_name
         self._progress = progress
-        ideal = with_ideals(topology, jobs, placement)  # the jobs' one reference (commsched.sim.ideal)
+        # the jobs' one reference (commsched.sim.results.ideal)
+        ideal = with_ideals(topology, jobs, placement)
         self._runs = [
             JobRun(i, sj.spec, sj.iteration_model, sj.ideal_iteration_s) for i, sj in enumerate(ideal)
         ]
         grouped = [r for r in self._runs if r.spec.parallel is not None]
-        #: the overlapped streams of the grouped jobs: slots after the jobs' (see commsched.sim.streams)
+        #: the overlapped streams of the grouped jobs: slots after the jobs' (see commsched.sim.jobs.streams)
         self._streams = [companion_of(r, len(self._runs) + k) for k, r in enumerate(grouped)]
         self._kernel = EventKernel()
         self._ledger = Ledger(len(topology.links))
@@ -268,8 +269,8 @@ class Simulation:
         """The event loop, the one both modes use: handle the events in order, while the earliest is before
         ``until``, until the horizon or the end of the work; returns the time the run ends there (else the
         clock). The fast mode's catch-ups run it too, on one component's events set aside
-        (:meth:`commsched.sim.fast.FastMode.catch_up`); the compiled loop (exact mode) takes the flat
-        events at the head of the queue first (:mod:`commsched.sim.compiled`)."""
+        (:meth:`commsched.sim.fast.mode.FastMode.catch_up`); the compiled loop (exact mode) takes the flat
+        events at the head of the queue first (:mod:`commsched.sim.loop.compiled`)."""
         kernel, flat, n_jobs = self._kernel, self._flat, len(self._runs)
         active = self._lifecycle.active_work
         while kernel and kernel.next_time() < until:

@@ -30,7 +30,7 @@ import numpy as np
 from commsched.scheduling.interfaces import PolicyFn
 from commsched.scheduling.placement import pack
 from commsched.sim.engine import SimJob, Simulation
-from commsched.sim.records import JobResult, Mode, SimConfig, SimResult
+from commsched.sim.results.records import JobResult, Mode, SimConfig, SimResult
 from commsched.topology import NodeId, Topology
 from commsched.topology.builders import two_layer_clos
 from commsched.workload import JobId, JobSpec, ModelProfile
