@@ -3,7 +3,8 @@
 Modelling contract (see ``docs/simulator.md``)
 ----------------------------------------------
 * Fluid, flow-level; directed links with capacity (bits/s) and latency.
-* Strict priority between classes, max-min fair within a class (:mod:`commsched.sim.reference.maxmin`).
+* Strict priority between classes, max-min fair within a class (solved in ``sim/rates/``, held to the
+  reference allocation of :mod:`commsched.sim.reference.maxmin`).
 * A job iterates: compute ``c`` seconds; its communication (the steps of its collective, in order) is
   released after ``o * c``; the next iteration starts when both are done. GPU busy time is compute time.
 * A job with parallel groups runs two streams at once, each a slot of its own: its blocking steps after
@@ -13,22 +14,46 @@ Modelling contract (see ``docs/simulator.md``)
   longest path latency ``alpha`` of its transfers plus its largest transfer over the pace.
 * Decisions (routes, classes) are recomputed on every arrival and departure, for the contention domain
   it changes (the jobs that can ever share a link with the job that came or went, transitively); other
-  domains keep theirs. New classes apply at once; new routes apply from the job's next communication
-  release (a step in flight keeps its links).
+  domains keep theirs. New classes apply at once, and new routes at once to the bytes a step in flight
+  has not yet sent (:mod:`commsched.sim.decide.decisions`).
 * ``exact`` mode simulates every iteration; ``fast`` mode detects the periodic steady state of each
   group of jobs that share links and repeats it until the next arrival, departure or horizon.
 
-Where each concern lives
-------------------------
-* :mod:`commsched.sim.loop.kernel`: the clock and the pending events;
-* :mod:`commsched.sim.jobs.runs`: each job's run state (:class:`JobRun`) and the event kinds;
-* :mod:`commsched.sim.jobs.lifecycle`: arrivals, the queue, placement, starts and departures;
-* :mod:`commsched.sim.decide.decisions`: asking the policy and applying its routes, classes and time shifts;
-* :mod:`commsched.sim.jobs.iteration`: the compute / release / step cycle of a running job;
-* :mod:`commsched.sim.rates.pacing`: the paces of the steps in flight (rates in bytes/s);
-* :mod:`commsched.sim.fast.mode`: the fast mode's jumps and catch-ups;
-* :mod:`commsched.sim.results.accounting`: the cumulative counters and their samples;
-* :mod:`commsched.sim.results.summary`: the result, from the run state and the samples.
+Where each concern lives: the rooms of ``sim/``
+-----------------------------------------------
+* ``sim/engine.py`` (here): wires the rooms and runs the one event loop both modes use
+  (:meth:`Simulation.run`; the fast mode's catch-ups run it too);
+* ``sim/loop/``: the clock and the pending events (:mod:`commsched.sim.loop.kernel`: the clock is set
+  there only) and exact mode's compiled loop (:mod:`commsched.sim.loop.flatloop`, its Python side
+  :mod:`commsched.sim.loop.compiled`);
+* ``sim/jobs/``: each job's run state and the event kinds (:mod:`commsched.sim.jobs.runs`); arrivals,
+  the queue, placement, starts and departures (:mod:`commsched.sim.jobs.lifecycle`); the compute /
+  release / step cycle (:mod:`commsched.sim.jobs.iteration`); a grouped job's two streams
+  (:mod:`commsched.sim.jobs.streams`); the protocols through which the cycle and the decisions reach the
+  fast mode (:mod:`commsched.sim.jobs.hooks`);
+* ``sim/decide/``: asking the policy per contention domain and applying its routes, classes and time
+  shifts (:mod:`commsched.sim.decide.decisions`); the domains (:mod:`commsched.sim.decide.domains`) and
+  the components, cut at the links that can saturate (:mod:`commsched.sim.decide.partition`);
+* ``sim/rates/``: **where a component's rates are solved**, one path: :class:`Pacing.begin
+  <commsched.sim.rates.pacing.Pacing>` / ``end_step`` -> :func:`commsched.sim.rates.flowkernel.step_change`
+  (pace cache, lazy settling) -> :func:`commsched.sim.rates.flowfill.solve` (the water-filling), on the
+  arrays of :mod:`commsched.sim.rates.flowlayout` and the pool of :mod:`commsched.sim.rates.trafficpool`,
+  reading what :mod:`commsched.sim.rates.binding` says can bind, per component
+  (:mod:`commsched.sim.rates.components`);
+* ``sim/fast/``: the fast mode. **Where it decides to skip**: at its anchor job's iteration starts,
+  :meth:`FastMode.on_iteration_start <commsched.sim.fast.mode.FastMode>` looks for a period
+  (:mod:`commsched.sim.fast.steady`), else a regime at measured rates (:mod:`commsched.sim.fast.measured`,
+  checked by :mod:`commsched.sim.fast.checks`); after a decision, :meth:`FluidMode.apply
+  <commsched.sim.fast.fluid.FluidMode>` runs the large components as fluids
+  (:mod:`commsched.sim.fast.fluid`); :mod:`commsched.sim.fast.jumps` moves a component's state forward;
+* ``sim/results/``: the records of a run (:mod:`commsched.sim.results.records`), the counters and
+  their samples (:mod:`commsched.sim.results.accounting`), the result (:mod:`commsched.sim.results.summary`),
+  each job's ideal iteration (:mod:`commsched.sim.results.ideal`), derived figures
+  (:mod:`commsched.sim.results.metrics`, :mod:`commsched.sim.results.gputime`) and comparisons
+  (:mod:`commsched.sim.results.comparison`);
+* ``sim/reference/``: what the engine is held to in tests: the reference rate allocation
+  (:mod:`commsched.sim.reference.maxmin`) and the chunk-by-chunk ring
+  (:mod:`commsched.sim.reference.validation`).
 """
 
 from __future__ import annotations
