@@ -14,7 +14,7 @@ import numpy as np
 from commsched.scheduling.basic import fair_policy
 from commsched.scheduling.placement import pack
 from commsched.sim.engine import SimJob, Simulation
-from commsched.sim.records import Mode, SimConfig, SimResult
+from commsched.sim.results.records import Mode, SimConfig, SimResult
 from commsched.topology.builders import two_layer_clos
 from commsched.workload import JobId, JobSpec
 from commsched.workload.zoo import get_model

@@ -45,9 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from commsched.scheduling.policies import communication_policies
-from commsched.sim.flowkernel import warm_up
-from commsched.sim.flowlayout import COMPILED
-from commsched.sim.records import Mode
+from commsched.sim.rates.flowkernel import warm_up
+from commsched.sim.rates.flowlayout import COMPILED
+from commsched.sim.results.records import Mode
 from commsched.testing.crowded import crowded_case, run_case
 from replay_common import solve_clock  # the sibling helper (the benchmarks' folder is on the path)
 

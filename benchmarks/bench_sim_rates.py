@@ -11,7 +11,7 @@ import time
 import numpy as np
 from scipy import sparse
 
-from commsched.sim.rates import max_min_rates
+from commsched.sim.reference.maxmin import max_min_rates
 from commsched.topology.builders import two_layer_clos
 
 TARGET_S = 0.020

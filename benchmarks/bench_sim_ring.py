@@ -1,8 +1,8 @@
 """One 1 GiB ring all-reduce on 1,024 GPUs (128 hosts x 8 GPUs, two-layer Clos): simulator wall time.
 
 Target: under 0.5 s (ASTRA-sim needs 16 CPU-s for the same on a one-dimensional switch). The reference
-measured in the same run is the chunk-by-chunk ring simulation of ``commsched.sim.validation`` over the
-same per-edge bandwidths.
+measured in the same run is the chunk-by-chunk ring simulation of ``commsched.sim.reference.validation`` over
+the same per-edge bandwidths.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from types import MappingProxyType
 from commsched.scheduling.placement import pack
 from commsched.scheduling.state import Decisions
 from commsched.sim.engine import SimJob, Simulation
-from commsched.sim.records import SimConfig
-from commsched.sim.validation import ring_chunk_duration
+from commsched.sim.reference.validation import ring_chunk_duration
+from commsched.sim.results.records import SimConfig
 from commsched.topology.builders import two_layer_clos
 from commsched.workload import JobId, JobSpec, ModelProfile
 

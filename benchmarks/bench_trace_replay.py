@@ -47,6 +47,13 @@ extrapolated), ``largest_component``, ``largest_domain``, ``fluid_min_jobs``, an
 job whose data-parallel stream runs beside its blocking one) ``miss_count``, ``miss_us``, ``hit_count``,
 ``hit_us``, ``collision_count`` and ``collision_us`` (cached paces found not the configuration's).
 
+``--mode exact`` replays in exact mode instead of fast (every iteration simulated), and ``--loop
+interpreted|compiled`` picks exact mode's event loop: the interpreted one (the reference, the default) or
+the compiled one (``commsched.sim.loop.flatloop``: the flat events in compiled code, the same results). With
+``--loop`` the solves are not timed (they cannot be inside compiled code; both loops are measured alike,
+so run the two back to back: ``--gpus 2048 --days 1 --mode exact --loop interpreted`` then ``--loop
+compiled``); the JSON object's ``mode`` and ``loop`` name them.
+
 ``--jitter-draw K`` (K >= 1) replays draw K of the trace on any of these paths: every arrival delayed
 by a uniform draw in ``[0, 1 ms)``, generator seeded ``[seed, K]`` (``fast_vs_exact_scale.py``'s draw K).
 
@@ -102,7 +109,9 @@ def _scenario(args: argparse.Namespace, placement: str) -> Scenario:
 def _worker(args: argparse.Namespace) -> None:
     """One replay in this process (a child of :func:`_in_child`): prints its figures as one JSON line."""
     sc = _scenario(args, args.placement)
-    run = measured_replay(sc, args.policy, "fast", solve_costs=not args.no_solve_costs)
+    loop = args.loop or "interpreted"
+    costs = not args.no_solve_costs and args.loop is None  # --loop: both loops measured alike, untimed
+    run = measured_replay(sc, args.policy, args.mode, solve_costs=costs, loop=loop)
     run |= {"days": args.days, "policy": args.policy, "jitter_draw": args.jitter_draw or 0}
     run["placement"] = "first-fit" if args.gpus else args.placement
     print(json.dumps(run))
@@ -112,7 +121,9 @@ def _in_child(args: argparse.Namespace, flag: str, extra: list[str]) -> dict[str
     """Run ``flag``'s replay in a process of its own; its figures, and its CPU (user + system) and wall
     seconds as a whole process (interpreter, imports, kernel load and scenario build included)."""
     cmd = [sys.executable, __file__, flag, "--days", str(args.days), "--seed", str(args.seed)]
-    cmd += ["--policy", args.policy, *extra]
+    cmd += ["--policy", args.policy, "--mode", args.mode, *extra]
+    if args.loop is not None:
+        cmd += ["--loop", args.loop]
     if args.fluid_min_jobs is not None:
         cmd += ["--fluid-min-jobs", str(args.fluid_min_jobs)]
     if args.jitter_draw:
@@ -316,10 +327,23 @@ def main() -> None:
         action="store_true",
         help="do not time the step changes (the cost per solve by size; about 1.5 us a call)",
     )
+    ap.add_argument(
+        "--mode",
+        choices=("fast", "exact"),
+        default="fast",
+        help="the engine's mode of the replays (default fast; --agreement runs both)",
+    )
+    ap.add_argument(
+        "--loop",
+        choices=("interpreted", "compiled"),
+        help="exact mode's event loop (default interpreted, the reference); with it, the solves go untimed",
+    )
     ap.add_argument("--scale-worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--replay-worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.jitter_draw = _jitter_draw(args.jitter_draw)
+    if args.loop == "compiled" and args.mode != "exact":
+        fail("--loop", "compiled", "--mode exact: the compiled loop runs exact mode only")
     if args.scale_worker or args.replay_worker:
         _worker(args)
     elif args.gpus or args.series:

@@ -41,12 +41,12 @@ from commsched.scheduling.interfaces import PolicyContext
 from commsched.scheduling.policies import communication_plans, contention_matrix
 from commsched.scheduling.priority import job_facts
 from commsched.scheduling.state import ClusterState, Decisions
-from commsched.sim import decisions as sim_decisions
-from commsched.sim import fluid as sim_fluid
-from commsched.sim import pacing as sim_pacing
+from commsched.sim.decide import decisions as sim_decisions
 from commsched.sim.engine import SimJob, Simulation
-from commsched.sim.rates import max_min_rates_coo
-from commsched.sim.records import Mode, SimConfig
+from commsched.sim.fast import fluid as sim_fluid
+from commsched.sim.rates import pacing as sim_pacing
+from commsched.sim.reference.maxmin import max_min_rates_coo
+from commsched.sim.results.records import Mode, SimConfig
 from commsched.workload import JobId
 from fig23_gaps import windowed_scenario  # the same window and jitter (run from benchmarks/)
 

@@ -31,8 +31,8 @@ from dataclasses import replace
 from commsched.api.comparing import compare_named as compare
 from commsched.io.scenario import Scenario
 from commsched.io.shipped import resolve_scenario
-from commsched.sim.comparison import Comparison, throughput_loss
-from commsched.sim.records import SimResult
+from commsched.sim.results.comparison import Comparison, throughput_loss
+from commsched.sim.results.records import SimResult
 
 PARTS = ("testbed", "fig23", "jobsched", "fairness")
 BASELINES = ("sincronia", "taccl-star", "cassini")

@@ -31,7 +31,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 
 from commsched.scheduling.policies import communication_policies
-from commsched.sim.records import Mode
+from commsched.sim.results.records import Mode
 from commsched.testing.crowded import (
     ITER_MAX_BOUND,
     ITER_NOISE,

@@ -49,7 +49,8 @@ SPREAD_FLOOR = 1e-6
 
 def _switch_off(jumps: str) -> None:
     """Leave the fast mode only the kind of jump ``jumps`` names (this process only)."""
-    from commsched.sim import fast, measured, steady
+    from commsched.sim.fast import measured, steady
+    from commsched.sim.fast import mode as fast
 
     if jumps in ("measured", "none"):  # no period is ever found
 

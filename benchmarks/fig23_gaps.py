@@ -20,8 +20,8 @@ import numpy as np
 from commsched.api.comparing import compare_named as compare
 from commsched.io.scenario import Scenario
 from commsched.io.shipped import resolve_scenario
-from commsched.sim.comparison import LossDistribution, throughput_loss
-from commsched.sim.records import JobResult
+from commsched.sim.results.comparison import LossDistribution, throughput_loss
+from commsched.sim.results.records import JobResult
 from commsched.topology import Topology
 
 

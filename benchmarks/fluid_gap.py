@@ -40,9 +40,9 @@ from commsched.api import runner
 from commsched.catalog import placement_registry, policy_registry
 from commsched.io.scenario import Scenario
 from commsched.scheduling.policies import common as policies_common
-from commsched.sim import decisions as sim_decisions
-from commsched.sim import fluid as sim_fluid
-from commsched.sim.records import JobResult, Mode, SimConfig, SimResult
+from commsched.sim.decide import decisions as sim_decisions
+from commsched.sim.fast import fluid as sim_fluid
+from commsched.sim.results.records import JobResult, Mode, SimConfig, SimResult
 from fig23_gaps import windowed_scenario  # the same window and jitter (run from benchmarks/)
 
 #: per decision: its time and, per running job, (id, GPUs, whole iterations done)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from commsched.api.runner import simulate_scenario
-from commsched.sim.records import SimResult
+from commsched.sim.results.records import SimResult
 from replay_common import jittered, trace_scenario
 
 #: fast against exact (issue 16): GPU utilisation within 0.5 points, per-job JCT within 2 % at p95

@@ -7,7 +7,7 @@
   it moves under that (``fast_vs_exact_scale.py``'s draws, ``bench_trace_replay.py --jitter-draw`` and
   the exact-mode noise of its ``--agreement``).
 - :func:`solve_clock`: while open, every call of the compiled step change
-  (``commsched.sim.flowkernel.step_change``, which the engine looks up through its module at each call)
+  (``commsched.sim.rates.flowkernel.step_change``, which the engine looks up through its module at each call)
   is timed (this thread's CPU time around the call: wall time would count the time a loaded machine
   leaves the process waiting) and counted by the size of the component it was made for (the
   slots of its ``members``: one per job, two for a job whose data-parallel stream runs beside its
@@ -38,9 +38,10 @@ from commsched.io import yamlio
 from commsched.io.scenario import scenario_from_data
 from commsched.io.schema import Scenario
 from commsched.io.shipped import shipped_text
-from commsched.sim import flowkernel
-from commsched.sim.flowlayout import HIT
-from commsched.sim.records import SimConfig
+from commsched.sim.loop import compiled
+from commsched.sim.rates import flowkernel
+from commsched.sim.rates.flowlayout import HIT
+from commsched.sim.results.records import SimConfig
 
 DAY_S = 86_400.0
 #: the production-scale shape: jobs per GPU over the 14-day trace, GPUs per ToR
@@ -225,18 +226,21 @@ def solve_clock(clock: Callable[[], float] = time.thread_time) -> Iterator[Solve
 
 
 def measured_replay(
-    sc: Scenario, policy: str, mode: str = "fast", *, solve_costs: bool = True
+    sc: Scenario, policy: str, mode: str = "fast", *, solve_costs: bool = True, loop: str = "interpreted"
 ) -> dict[str, Any]:
     """Replay ``sc`` in this process: its figures, the CPU seconds of the replay alone (scenario built
     before, the compiled kernel loaded before: once per process, not a cost of the replay), this
-    process's peak memory after it, and (``solve_costs``) the cost per solve by size."""
+    process's peak memory after it, and (``solve_costs``) the cost per solve by size; ``loop``: the
+    event loop (``interpreted`` or ``compiled``, exact mode)."""
     flowkernel.warm_up()
+    if loop == "compiled":  # each loop loads (or compiles) its own kernels only
+        compiled.warm_up()
     c0 = time.process_time()
     if solve_costs:
         with solve_clock() as log:
-            res = simulate_scenario(sc, policy=policy, mode=mode)
+            res = simulate_scenario(sc, policy=policy, mode=mode, loop=loop)
     else:
-        res = simulate_scenario(sc, policy=policy, mode=mode)
+        res = simulate_scenario(sc, policy=policy, mode=mode, loop=loop)
     cpu_s = time.process_time() - c0
     fluid = (
         sc.fluid_min_jobs
@@ -253,6 +257,7 @@ def measured_replay(
         "gpus": sc.topology.n_gpus,
         "events": res.events,
         "mode": mode,
+        "loop": loop,
         "fluid_min_jobs": fluid,
         "extrapolated_job_fraction": res.extrapolated_job_fraction,
         "largest_component": res.largest_component,

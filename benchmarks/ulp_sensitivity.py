@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from commsched.scheduling.policies import communication_policies
-from commsched.sim.flowkernel import warm_up
-from commsched.sim.records import Mode, SimResult
+from commsched.sim.rates.flowkernel import warm_up
+from commsched.sim.results.records import Mode, SimResult
 from commsched.testing.crowded import ITER_NOISE, CrowdedCase, crowded_case, run_case
 from commsched.topology import Topology
 

@@ -65,9 +65,9 @@ class Mutant:
     planted: bool = False  # one of the bugs the house-keeping issue planted by hand
 
 
-_FLUID = "src/commsched/sim/fluid.py"
-_RATES = "src/commsched/sim/rates.py"
-_ITER = "src/commsched/sim/iteration.py"
+_FLUID = "src/commsched/sim/fast/fluid.py"
+_RATES = "src/commsched/sim/reference/maxmin.py"
+_ITER = "src/commsched/sim/jobs/iteration.py"
 _FLUID_EXACT = "tests/sim/test_fluid_against_exact.py"
 _GOLDEN = "tests/sim/test_golden.py::test_golden"
 _CRUX = "tests/policies/test_policy_crux.py"
@@ -116,7 +116,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         name="pace ignores a step's repeats",
-        path="src/commsched/sim/flowkernel.py",
+        path="src/commsched/sim/rates/flowkernel.py",
         original="return float(1.0 / (PF[row, REPEAT] * (PF[row, LAT] + PF[row, MAXFLOW] / pace)))",
         replacement="return float(1.0 / (PF[row, LAT] + PF[row, MAXFLOW] / pace))",
         tests=("tests/sim/test_collective_timing.py",),

@@ -67,11 +67,11 @@ _EXPORTS: dict[str, str] = {
     "PolicyBundle": "commsched.scheduling.interfaces",
     "PlacementRequest": "commsched.scheduling.interfaces",
     "Allocation": "commsched.scheduling.interfaces",
-    "SimResult": "commsched.sim.records",
-    "JobResult": "commsched.sim.records",
-    "TimeSeries": "commsched.sim.records",
-    "Comparison": "commsched.sim.comparison",
-    "PolicySummary": "commsched.sim.comparison",
+    "SimResult": "commsched.sim.results.records",
+    "JobResult": "commsched.sim.results.records",
+    "TimeSeries": "commsched.sim.results.records",
+    "Comparison": "commsched.sim.results.comparison",
+    "PolicySummary": "commsched.sim.results.comparison",
     "PlanReport": "commsched.api.planning",
     "ResultFrames": "commsched.api.frames",
     "Topology": "commsched.topology",
@@ -160,8 +160,8 @@ if TYPE_CHECKING:
     from commsched.io.scenario import Scenario, ScenarioJob
     from commsched.scheduling.interfaces import Allocation, PlacementRequest, PolicyBundle, PolicyContext
     from commsched.scheduling.state import ClusterState, ConnectionKey, Decisions, PlacedJob
-    from commsched.sim.comparison import Comparison, PolicySummary
-    from commsched.sim.records import JobResult, SimResult, TimeSeries
+    from commsched.sim.results.comparison import Comparison, PolicySummary
+    from commsched.sim.results.records import JobResult, SimResult, TimeSeries
     from commsched.topology import Topology
     from commsched.workload import JobSpec, ModelProfile
     from commsched.workload.grouped_jobs import grouped_job, job_from_aicb

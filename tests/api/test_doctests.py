@@ -26,8 +26,8 @@ MODULES = (
     "commsched.io.results",
     "commsched.scheduling.state",
     "commsched.scheduling.interfaces",
-    "commsched.sim.records",
-    "commsched.sim.comparison",
+    "commsched.sim.results.records",
+    "commsched.sim.results.comparison",
     "commsched.errors",
 )
 

@@ -42,7 +42,8 @@ def test_compare_means_one_thing_before_and_after_importing_the_api() -> None:
     code = (
         "import commsched, importlib\n"
         "before = commsched.compare\n"
-        "import commsched.api, commsched.api.comparing, commsched.sim.comparison, commsched.experiments\n"
+        "import commsched.api, commsched.api.comparing, commsched.experiments\n"
+        "import commsched.sim.results.comparison\n"
         "assert commsched.compare is before is commsched.api.compare, 'commsched.compare changed'\n"
         "assert callable(before) and not isinstance(before, type(commsched))\n"
         "try:\n"
@@ -52,7 +53,7 @@ def test_compare_means_one_thing_before_and_after_importing_the_api() -> None:
         "else:\n"
         "    raise AssertionError(f'commsched.experiments.compare is {compare!r}: the API compares')\n"
         "from commsched import Comparison\n"
-        "assert Comparison is importlib.import_module('commsched.sim.comparison').Comparison\n"
+        "assert Comparison is importlib.import_module('commsched.sim.results.comparison').Comparison\n"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr

@@ -13,7 +13,7 @@ import commsched as cs
 from commsched.cli.app import app
 from commsched.errors import InputError
 from commsched.io.numbers import tidy
-from commsched.sim.comparison import resolved
+from commsched.sim.results.comparison import resolved
 
 pd = pytest.importorskip("pandas")
 

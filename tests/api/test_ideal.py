@@ -1,4 +1,5 @@
-"""The ideal iteration: one reference for every policy (``commsched.sim.ideal``), held by closed forms."""
+"""The ideal iteration: one reference for every policy (``commsched.sim.results.ideal``), held by closed
+forms."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from commsched.catalog import policy_registry
 from commsched.scheduling.placement import pack
 from commsched.sim.engine import SimJob, Simulation
-from commsched.sim.records import SimConfig, SimResult
+from commsched.sim.results.records import SimConfig, SimResult
 from commsched.topology import NodeId, two_layer_clos
 from commsched.workload import JobId, JobSpec, ModelProfile
 

@@ -52,5 +52,6 @@ def test_cli_compare_runs_the_plugin_by_name() -> None:
     obj = json.loads(proc.stdout)
     assert list(obj["policies"]) == ["crux-full", "mypkg:mine"]
     api = cs.simulate("crux-fig19", policy="mypkg:mine", mode="fast")
-    # a comparison's figures are written to 10 significant digits (commsched.sim.comparison.RESOLVED_DIGITS)
+    # a comparison's figures are written to 10 significant digits
+    # (commsched.sim.results.comparison.RESOLVED_DIGITS)
     assert obj["policies"]["mypkg:mine"]["gpu_utilization"] == float(f"{api.gpu_utilization:.10g}")

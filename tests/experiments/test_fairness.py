@@ -11,7 +11,7 @@ from commsched.io.shipped import resolve_scenario
 from commsched.scheduling.guard import guard_classes, predicted_loss
 from commsched.scheduling.policies import GUARD_LOSS, communication_plans
 from commsched.scheduling.priority import JobFacts, job_facts, network_link_mask
-from commsched.sim.comparison import LossDistribution, summarise_policy, throughput_loss
+from commsched.sim.results.comparison import LossDistribution, summarise_policy, throughput_loss
 from commsched.topology import Topology
 from commsched.topology.builders import single_link
 from tests.policies.helpers import CTX, abstract, spec, state

@@ -11,7 +11,7 @@ import pytest
 from commsched.api.comparing import compare_named as compare
 from commsched.io.scenario import Scenario
 from commsched.io.shipped import resolve_scenario
-from commsched.sim.comparison import Comparison
+from commsched.sim.results.comparison import Comparison
 
 pytest.importorskip("matplotlib")
 
@@ -147,7 +147,7 @@ def test_a_zero_loss_bar_says_so(demo: tuple[Scenario, Comparison]) -> None:
     import matplotlib.pyplot as plt
 
     from commsched.experiments.plots import _plt, loss_figure
-    from commsched.sim.comparison import throughput_loss
+    from commsched.sim.results.comparison import throughput_loss
 
     _scenario, cmp = demo
     fig = loss_figure(_plt(), cmp)

@@ -14,7 +14,7 @@ import pytest
 
 from commsched.api.runner import simulate_scenario
 from commsched.io.scenario import scenario_from_data
-from commsched.sim.records import JobResult
+from commsched.sim.results.records import JobResult
 from commsched.workload.grouped_jobs import resolve_model
 
 NIC_BPS, NVLINK_BPS = 200e9, 2.4e12

@@ -11,7 +11,7 @@ import pytest
 
 from commsched.api.runner import simulate_scenario
 from commsched.io.scenario import scenario_from_data
-from commsched.sim.records import SimResult
+from commsched.sim.results.records import SimResult
 from commsched.workload.grouped_jobs import resolve_model
 
 # links so fast (1 Pb/s) that the pipeline sends and TP all-reduces take microseconds: compute-bound

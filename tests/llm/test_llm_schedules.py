@@ -13,7 +13,7 @@ import pytest
 
 from commsched.api.runner import simulate_scenario
 from commsched.io.scenario import scenario_from_data
-from commsched.sim.records import JobResult
+from commsched.sim.results.records import JobResult
 from commsched.workload.grouped_jobs import grouped_job, resolve_model
 from commsched.workload.parallel import GroupKind, ParallelSpec
 

@@ -12,7 +12,7 @@ from commsched.scheduling.placement import pack
 from commsched.scheduling.policies import communication_plans, communication_policies
 from commsched.scheduling.state import PlacedJob
 from commsched.sim.engine import SimJob, Simulation
-from commsched.sim.records import Mode, SimConfig
+from commsched.sim.results.records import Mode, SimConfig
 from commsched.topology.builders import single_link, two_layer_clos
 from commsched.topology.ecmp import path_for_port
 from commsched.workload import JobId, JobSpec

@@ -14,13 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import sparse
 
+from commsched.scheduling.compression import componentwise_compression
 from commsched.scheduling.interfaces import PolicyContext, PolicyFn
 from commsched.scheduling.placement import pack
-from commsched.scheduling.policies.crux import componentwise_compression
 from commsched.scheduling.state import ClusterState, Decisions
 from commsched.sim.engine import Simulation
-from commsched.sim.rates import max_min_rates
-from commsched.sim.records import Mode, SimConfig, SimResult
+from commsched.sim.reference.maxmin import max_min_rates
+from commsched.sim.results.records import Mode, SimConfig, SimResult
 from tests.sim.helpers import job
 from tests.sim.scenarios import small_clos
 

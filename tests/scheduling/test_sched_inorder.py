@@ -20,7 +20,7 @@ from tests.paths import REPO
 SRC = REPO / "src" / "commsched"
 #: the modules that serve a queue of jobs in order
 CALLERS = (
-    "sim/lifecycle.py",
+    "sim/jobs/lifecycle.py",
     "api/planning.py",
     "experiments/testbed_run/placing.py",
     "runtime/daemon/replay.py",

@@ -11,7 +11,7 @@ from commsched.scheduling.interfaces import PolicyContext
 from commsched.scheduling.placement import pack
 from commsched.scheduling.state import ClusterState, Decisions
 from commsched.sim.engine import SimJob, Simulation
-from commsched.sim.records import Mode, SimConfig, SimResult
+from commsched.sim.results.records import Mode, SimConfig, SimResult
 from commsched.topology import NodeId, Topology
 from commsched.workload import JobId, JobSpec, ModelProfile
 

@@ -3,9 +3,10 @@
 Each problem is a random component (slots whose steps load random links with random shares, in random
 classes, on tie-heavy capacities: a few values, equal capacity-per-share ratios everywhere, and near-ties
 one part in 1e12 or 1e7 apart). Its rows are bound the way the engine binds them
-(:class:`commsched.sim.binding.Binding`: shared links plus the tightest private entries), the compiled
+(:class:`commsched.sim.rates.binding.Binding`: shared links plus the tightest private entries), the compiled
 water-filling runs over the active slots, and every pace must equal
-:func:`commsched.sim.rates.max_min_rates_coo` computed over the full rows (every entry), bit for bit.
+:func:`commsched.sim.reference.maxmin.max_min_rates_coo` computed over the full rows (every entry), bit for
+bit.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ import numpy as np
 import pytest
 
 from commsched.scheduling.traffic import JobTraffic, StepLoad
-from commsched.sim import flowfill
-from commsched.sim import flowlayout as fl
-from commsched.sim.binding import Binding
-from commsched.sim.rates import max_min_rates_coo
-from commsched.sim.trafficpool import TrafficPool
+from commsched.sim.rates import flowfill
+from commsched.sim.rates import flowlayout as fl
+from commsched.sim.rates.binding import Binding
+from commsched.sim.rates.trafficpool import TrafficPool
+from commsched.sim.reference.maxmin import max_min_rates_coo
 
 PROBLEMS = 10_000
 _CAPS = np.array([1.0, 2.0, 4.0, 10.0]) * 1e6

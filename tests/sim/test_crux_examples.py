@@ -8,8 +8,8 @@ import pytest
 
 from commsched.api.runner import simulate_scenario
 from commsched.io.scenario import scenario_from_text
-from commsched.sim.metrics import theorem1
-from commsched.sim.records import Mode
+from commsched.sim.results.metrics import theorem1
+from commsched.sim.results.records import Mode
 from commsched.topology.builders import single_link
 
 from .helpers import job, run

@@ -19,9 +19,9 @@ from commsched.scheduling.interfaces import PolicyContext
 from commsched.scheduling.paths import PathTable
 from commsched.scheduling.policies import crux_plan
 from commsched.scheduling.state import ClusterState, PlacedJob
-from commsched.sim.domains import DomainIndex
+from commsched.sim.decide.domains import DomainIndex
 from commsched.sim.engine import SimJob
-from commsched.sim.records import Mode, SimResult
+from commsched.sim.results.records import Mode, SimResult
 from commsched.topology import NodeId
 from commsched.topology.builders.clos import two_layer_clos
 from tests.equal_cost_reference import merged_groups, reference_reach

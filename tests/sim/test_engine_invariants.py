@@ -14,7 +14,7 @@ from commsched.scheduling.basic import fair_policy
 from commsched.scheduling.routing import ecmp_routes
 from commsched.scheduling.state import ClusterState, PlacedJob
 from commsched.scheduling.traffic import job_traffic
-from commsched.sim.records import Mode
+from commsched.sim.results.records import Mode
 from commsched.topology import NodeId
 
 from .helpers import classes_policy, job, run

@@ -10,7 +10,7 @@ three contend from the right state. Fast mode must agree with exact mode on ever
 from __future__ import annotations
 
 from commsched.sim.engine import Simulation
-from commsched.sim.records import Mode
+from commsched.sim.results.records import Mode
 
 from .helpers import job, simulation
 from .scenarios import small_clos

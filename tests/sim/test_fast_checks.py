@@ -16,7 +16,7 @@ from functools import cache
 
 from commsched.api.runner import simulate_scenario
 from commsched.io.scenario import scenario_from_text
-from commsched.sim.records import SimResult
+from commsched.sim.results.records import SimResult
 
 #: the reproducer of the contended job extrapolated as if alone (crux-full, exact against fast)
 SCENARIO = """

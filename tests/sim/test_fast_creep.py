@@ -16,8 +16,8 @@ from functools import cache
 
 import numpy as np
 
-from commsched.sim.records import Mode, SimResult
-from commsched.sim.steady import MeasuredRates, Signature, measured_rates
+from commsched.sim.fast.steady import MeasuredRates, Signature, measured_rates
+from commsched.sim.results.records import Mode, SimResult
 from commsched.topology.builders import single_link
 
 from .helpers import job, run, simulation

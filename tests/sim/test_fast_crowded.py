@@ -18,7 +18,7 @@ from functools import cache
 import pytest
 
 from commsched.scheduling.policies import communication_policies
-from commsched.sim.records import Mode, SimResult
+from commsched.sim.results.records import Mode, SimResult
 from commsched.testing.crowded import Agreement, CrowdedCase, compare, crowded_case, jittered, run_case
 
 #: (seed, policy, horizon in seconds): the horizons keep each case to a few CPU-seconds per run

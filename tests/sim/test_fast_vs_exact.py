@@ -10,7 +10,7 @@ import math
 import pytest
 
 from commsched.scheduling.basic import static_policy
-from commsched.sim.records import Mode
+from commsched.sim.results.records import Mode
 
 from .helpers import run
 from .scenarios import random_jobs, small_clos

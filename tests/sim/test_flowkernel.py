@@ -3,9 +3,9 @@
 Random components (jobs whose steps load random links with random shares, several classes, random
 capacities) go through random sequences of step starts and ends; after each one the paces the kernel
 keeps (re-solved on the arrays, or served from the pace cache for a recurring configuration) must be
-the paces :func:`commsched.sim.rates.max_min_rates_coo` computes from scratch over the steps in flight,
-bit for bit (the exact engine's results depend on it: crowded components are chaotic). The bytes flushed
-to the link counters must be each finished step's bytes.
+the paces :func:`commsched.sim.reference.maxmin.max_min_rates_coo` computes from scratch over the steps in
+flight, bit for bit (the exact engine's results depend on it: crowded components are chaotic). The bytes
+flushed to the link counters must be each finished step's bytes.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from commsched.scheduling.traffic import JobTraffic, StepLoad
-from commsched.sim import flowkernel as fk
-from commsched.sim import flowlayout as fl
-from commsched.sim.rates import max_min_rates_coo
-from commsched.sim.trafficpool import TrafficPool
+from commsched.sim.rates import flowkernel as fk
+from commsched.sim.rates import flowlayout as fl
+from commsched.sim.rates.trafficpool import TrafficPool
+from commsched.sim.reference.maxmin import max_min_rates_coo
 
 N_LINKS = 12
 

@@ -1,4 +1,4 @@
-"""The fast mode's fluid steady state for large components (``commsched.sim.fluid``)."""
+"""The fast mode's fluid steady state for large components (``commsched.sim.fast.fluid``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from commsched.scheduling.basic import static_policy
 from commsched.scheduling.placement import pack
 from commsched.scheduling.traffic import JobTraffic, StepLoad
 from commsched.sim.engine import Simulation
-from commsched.sim.fluid import fluid_load, fluid_periods
-from commsched.sim.records import Mode, SimConfig, SimResult
+from commsched.sim.fast.fluid import fluid_load, fluid_periods
+from commsched.sim.results.records import Mode, SimConfig, SimResult
 
 from .scenarios import small_clos, spread_jobs
 

@@ -16,8 +16,8 @@ from commsched.scheduling.placement import pack
 from commsched.scheduling.state import PlacedJob
 from commsched.scheduling.traffic import job_traffic
 from commsched.sim.engine import Simulation
-from commsched.sim.fluid import fluid_load, fluid_periods
-from commsched.sim.records import Mode, SimConfig, SimResult
+from commsched.sim.fast.fluid import fluid_load, fluid_periods
+from commsched.sim.results.records import Mode, SimConfig, SimResult
 from commsched.testing.crowded import crowded_topology
 from commsched.topology import NodeId
 

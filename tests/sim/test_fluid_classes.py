@@ -19,8 +19,8 @@ from commsched.scheduling.placement import pack
 from commsched.scheduling.state import ClusterState, Decisions
 from commsched.scheduling.traffic import JobTraffic, StepLoad, job_traffic
 from commsched.sim.engine import Simulation
-from commsched.sim.fluid import fluid_load, fluid_periods
-from commsched.sim.records import Mode, SimConfig, SimResult
+from commsched.sim.fast.fluid import fluid_load, fluid_periods
+from commsched.sim.results.records import Mode, SimConfig, SimResult
 
 from .scenarios import small_clos, spread_jobs
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from commsched.scheduling.traffic import JobTraffic, StepLoad
-from commsched.sim.fluid import fluid_load, fluid_periods
+from commsched.sim.fast.fluid import fluid_load, fluid_periods
 
 
 def _step(links: list[int], *, repeat: int, latency_s: float) -> StepLoad:

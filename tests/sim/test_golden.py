@@ -29,7 +29,7 @@ import pytest
 
 from commsched.api.runner import simulate_scenario
 from commsched.io.shipped import resolve_scenario, shipped_names, shipped_text
-from commsched.sim.records import SimResult
+from commsched.sim.results.records import SimResult
 
 from .golden_compare import check
 

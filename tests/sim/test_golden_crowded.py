@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pytest
 
 from commsched.scheduling.policies import communication_policies
-from commsched.sim.records import Mode
+from commsched.sim.results.records import Mode
 from commsched.testing.crowded import CrowdedCase, crowded_case, run_case
 
 from .golden_compare import check

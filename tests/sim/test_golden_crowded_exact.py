@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from commsched.scheduling.policies import communication_policies
-from commsched.sim.records import Mode, SimResult
+from commsched.sim.results.records import Mode, SimResult
 from commsched.testing.crowded import ITER_NOISE, crowded_case, jittered, run_case
 
 from .test_golden import GOLDEN, REGEN, summary_of

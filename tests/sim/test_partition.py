@@ -1,9 +1,9 @@
 """Components cut at the links that can saturate: each part solved apart gives the paces of the whole.
 
 Random jobs (one or two steps over random links, random shares, random classes) on random capacities:
-the parts :class:`commsched.sim.partition.Partition` finds are solved one by one with the reference
-solver (:func:`commsched.sim.rates.max_min_rates_coo`), every combination of one step per job in flight,
-and each pace must equal the pace of the same step in the solve of all the jobs together (within 1e-9
+the parts :class:`commsched.sim.decide.partition.Partition` finds are solved one by one with the reference
+solver (:func:`commsched.sim.reference.maxmin.max_min_rates_coo`), every combination of one step per job in
+flight, and each pace must equal the pace of the same step in the solve of all the jobs together (within 1e-9
 relative: the water rises in other rounds). The summed standalone demands that decide a cut are
 recomputed here from the definition (each step's pace alone times its share).
 """
@@ -15,8 +15,8 @@ import itertools
 import numpy as np
 
 from commsched.scheduling.traffic import JobTraffic, StepLoad
-from commsched.sim.partition import Partition
-from commsched.sim.rates import max_min_rates_coo
+from commsched.sim.decide.partition import Partition
+from commsched.sim.reference.maxmin import max_min_rates_coo
 
 
 def _traffic(rng: np.random.Generator, n_links: int) -> JobTraffic:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import sparse
 
-from commsched.sim.rates import DENSE_LIMIT, max_min_rates, max_min_rates_coo
+from commsched.sim.reference.maxmin import DENSE_LIMIT, max_min_rates, max_min_rates_coo
 
 BRANCHES = pytest.mark.parametrize("dense", [True, False], ids=["dense", "sparse"])
 

@@ -21,7 +21,7 @@ from commsched.scheduling.routemap import JobRoutes, RouteMap
 from commsched.scheduling.routing import network_pair
 from commsched.scheduling.state import ClusterState, Decisions
 from commsched.scheduling.traffic import job_connections
-from commsched.sim.records import SimResult
+from commsched.sim.results.records import SimResult
 from commsched.topology.builders import two_layer_clos
 
 from .helpers import job, run

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commsched.sim.steady import (
+from commsched.sim.fast.steady import (
     History,
     Signature,
     best_match,

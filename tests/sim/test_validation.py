@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from commsched.sim.validation import ring_chunk_duration, ring_lockstep_duration
+from commsched.sim.reference.validation import ring_chunk_duration, ring_lockstep_duration
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 8, 16])

@@ -6,7 +6,7 @@ import numpy as np
 
 from commsched.scheduling.vclos.bundles import vclos_bundles
 from commsched.sim.engine import SimJob, Simulation
-from commsched.sim.records import Mode, SimConfig
+from commsched.sim.results.records import Mode, SimConfig
 from commsched.topology.builders import leaf_spine
 from commsched.workload import JobId, JobSpec, ModelProfile
 

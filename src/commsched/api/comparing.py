@@ -2,7 +2,7 @@
 
 Each policy runs in its own simulation on the same cluster and jobs; runs are spread over local cores
 (joblib) or a Ray cluster (:func:`commsched.experiments.spread.spread`). The records are
-:mod:`commsched.sim.comparison`'s.
+:mod:`commsched.sim.results.comparison`'s.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from commsched.api.runner import simulate_scenario
 from commsched.errors import InputError
 from commsched.experiments.spread import spread
 from commsched.io.scenario import Scenario
-from commsched.sim.comparison import Comparison, summarise_policy
-from commsched.sim.records import SimResult
+from commsched.sim.results.comparison import Comparison, summarise_policy
+from commsched.sim.results.records import SimResult
 
 
 def _run_one(scenario: Scenario, policy: str, job_scheduler: str | None, mode: str | None) -> SimResult:

@@ -1,7 +1,7 @@
 """Results as pandas DataFrames (extra ``pandas``), from memory or from what the command line wrote.
 
 The frames have the columns of the CSV files ``commsched simulate --out`` writes, so a frame built
-from a :class:`~commsched.sim.records.SimResult` and one read back from its output directory agree
+from a :class:`~commsched.sim.results.records.SimResult` and one read back from its output directory agree
 (up to the six significant digits of the CSV time series).
 """
 
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from commsched.errors import InputError
-from commsched.sim.comparison import Comparison, comparison_json
-from commsched.sim.records import SimResult
+from commsched.sim.results.comparison import Comparison, comparison_json
+from commsched.sim.results.records import SimResult
 from commsched.topology import Topology
 
 if TYPE_CHECKING:

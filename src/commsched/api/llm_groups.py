@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from commsched.io.scenario import Scenario
-from commsched.sim.records import SimResult
+from commsched.sim.results.records import SimResult
 from commsched.workload.grouped_jobs import flattened
 
 __all__ = ["LlmComparison", "LlmRow", "flat_scenario", "grouped_vs_flat", "write_llm_plots"]

@@ -10,8 +10,8 @@ from commsched.catalog import placement_registry, policy_registry, queue_registr
 from commsched.io.scenario import Scenario
 from commsched.scheduling.interfaces import PlacementFn, PolicyBundle
 from commsched.sim.engine import SimJob, Simulation
-from commsched.sim.ideal import with_ideals
-from commsched.sim.records import Mode, SimConfig, SimResult
+from commsched.sim.results.ideal import with_ideals
+from commsched.sim.results.records import Loop, Mode, SimConfig, SimResult
 from commsched.topology import Topology
 from commsched.workload import JobSpec
 
@@ -24,8 +24,10 @@ def simulate_scenario(
     mode: str | None = None,
     seed: int | None = None,
     progress: Callable[[float], None] | None = None,
+    loop: str = "interpreted",
 ) -> SimResult:
-    """Simulate a validated scenario; options override the scenario's own choices."""
+    """Simulate a validated scenario; options override the scenario's own choices (``loop``: the event
+    loop, :class:`commsched.sim.results.records.Loop`)."""
     name = policy or scenario.policy
     bundle = policy_registry().get(name, where="--policy")
     job_scheduler = placement_registry().get(placement or scenario.placement, where="placement")
@@ -37,6 +39,7 @@ def simulate_scenario(
         mode=Mode(mode or scenario.mode),
         seed=scenario.seed if seed is None else seed,
         progress=progress,
+        loop=Loop(loop),
     )
 
 
@@ -49,16 +52,19 @@ def run_bundle(
     seed: int,
     progress: Callable[[float], None] | None = None,
     job_scheduler: PlacementFn | None = None,
+    loop: Loop = Loop.INTERPRETED,
 ) -> SimResult:
     """Simulate a scenario under a resolved policy bundle and placement (the one place that builds a run).
 
-    Each job's ideal iteration (:mod:`commsched.sim.ideal`) is taken on the scenario's own cluster under
-    ``job_scheduler`` (default: ``placement``), never under a bundle's own placement or cluster change,
+    Each job's ideal iteration (:mod:`commsched.sim.results.ideal`) is taken on the scenario's own cluster
+    under ``job_scheduler`` (default: ``placement``), never under a bundle's own placement or cluster change,
     so that it is the same reference under every policy.
     """
     topology = bundle.topology(scenario.topology) if bundle.topology is not None else scenario.topology
     queue_order = bundle.queue_order or queue_registry().get(scenario.queue, where="queue")
-    config = SimConfig(horizon_s=scenario.horizon_s, mode=mode, seed=seed, warmup_s=scenario.warmup_s)
+    config = SimConfig(
+        horizon_s=scenario.horizon_s, mode=mode, seed=seed, warmup_s=scenario.warmup_s, loop=loop
+    )
     if scenario.fluid_min_jobs is not None:
         config = replace(config, fluid_min_jobs=scenario.fluid_min_jobs)
     jobs = [

@@ -17,8 +17,8 @@ from commsched.catalog import as_bundle, placement_registry, policy_registry
 from commsched.errors import InputError
 from commsched.io.scenario import Scenario
 from commsched.scheduling.interfaces import PlacementFn, PolicyBundle, PolicyFn
-from commsched.sim.comparison import Comparison, summarise_policy
-from commsched.sim.records import Mode, SimResult
+from commsched.sim.results.comparison import Comparison, summarise_policy
+from commsched.sim.results.records import Mode, SimResult
 
 __all__ = [
     "PlacementLike",

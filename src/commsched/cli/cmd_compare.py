@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from commsched.io.scenario import Scenario
-    from commsched.sim.comparison import Comparison
+    from commsched.sim.results.comparison import Comparison
 
 #: the most local worker processes ``--workers`` may start
 MAX_WORKERS = 256
@@ -142,7 +142,7 @@ def _warm_kernels(err: Console | None) -> None:
     no policy's wall time carries the compilation; its time is said apart on ``err``."""
     import time
 
-    from commsched.sim.flowkernel import warm_up
+    from commsched.sim.rates.flowkernel import warm_up
 
     t0 = time.perf_counter()
     if err is not None:
@@ -194,7 +194,7 @@ def run_compare(req: CompareRequest) -> None:
     """Check the options, run the comparison, write and print it (a table with its legend, or JSON)."""
     from commsched.api import load_scenario
     from commsched.io.budget import check_run_budget
-    from commsched.sim.comparison import comparison_json, resolved
+    from commsched.sim.results.comparison import comparison_json, resolved
 
     _check(req)
     sc = load_scenario(req.scenario)

@@ -1,6 +1,6 @@
 """The operator's answer printed under a comparison: the headline sentence and who pays.
 
-Both read the ``compare --json`` object only (:func:`commsched.sim.comparison.comparison_json`).
+Both read the ``compare --json`` object only (:func:`commsched.sim.results.comparison.comparison_json`).
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def _f(x: float | None, digits: int = 1, *, sign: bool = False) -> str:
 def gpu_time_table(obj: dict[str, Any]) -> Table:
     """Per policy: useful GPU-hours, GPU-hours lost against the ideal, and recovered over the baseline
     (in all, in %, and per job size band)."""
-    from commsched.sim.gputime import SIZE_BANDS
+    from commsched.sim.results.gputime import SIZE_BANDS
 
     base = obj.get("baseline")
     t = Table(title=f"GPU time (GPU-hours; recovered over {base})", header_style="bold")

@@ -31,7 +31,7 @@ from commsched.scheduling.policies import communication_plans, contention_matrix
 from commsched.scheduling.priority import job_facts, network_link_mask
 from commsched.scheduling.state import ClusterState, Decisions
 from commsched.sim.engine import SimJob, Simulation
-from commsched.sim.records import Mode, SimConfig
+from commsched.sim.results.records import Mode, SimConfig
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from commsched.sim.comparison import Comparison
-from commsched.sim.records import SimResult
+from commsched.sim.results.comparison import Comparison
+from commsched.sim.results.records import SimResult
 from commsched.topology import Topology
 
 __all__ = ["TOP_JOBS", "TOP_LINKS", "busiest_links", "link_intensity_figure", "who_pays_figure"]

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from commsched.sim.comparison import Comparison, throughput_loss
+from commsched.sim.results.comparison import Comparison, throughput_loss
 from commsched.topology import Topology
 
 __all__ = [

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from commsched.io.numbers import clamp_fraction, tidy, tidy_float
-from commsched.sim.records import SimResult
+from commsched.sim.results.records import SimResult
 from commsched.topology import Topology
 
 
@@ -73,7 +73,7 @@ def result_summary(
                 "run_s": _num(j.run_s),
                 "standalone_iteration_s": _num(j.standalone_iteration_s),
                 # alone on the empty cluster, its flows spread: the same under every policy (slowdown's
-                # reference, commsched.sim.ideal)
+                # reference, commsched.sim.results.ideal)
                 "ideal_iteration_s": _num(j.ideal_iteration_s),
                 "mean_iteration_s": _num(j.mean_iteration_s),
                 "slowdown": _num(j.slowdown),

@@ -185,5 +185,5 @@ class Scenario:
     mode: str
     notes: tuple[str, ...] = ()
     #: fast mode: components of at least this many jobs run as fluids (0 never; ``None``: the engine's
-    #: default, :attr:`commsched.sim.records.SimConfig.fluid_min_jobs`)
+    #: default, :attr:`commsched.sim.results.records.SimConfig.fluid_min_jobs`)
     fluid_min_jobs: int | None = None

@@ -10,7 +10,7 @@ Every policy of commsched decides per domain: it sees the jobs of one domain at 
 for a domain depends on that domain's jobs only (Crux's reference job is the heaviest job of the
 domain, a rank position is a position within the domain, a random draw is seeded by what it decides).
 This is what lets the simulator re-decide only the domain an arrival or departure touches
-(:mod:`commsched.sim.decisions`), and the daemon decides the same way (:func:`plan_per_domain`), so
+(:mod:`commsched.sim.decide.decisions`), and the daemon decides the same way (:func:`plan_per_domain`), so
 the two agree.
 
 Examples

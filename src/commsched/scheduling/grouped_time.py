@@ -4,7 +4,7 @@ Each step alone moves at the pace of its most loaded link: ``repeat x (latency +
 (the engine's standalone pace of a step). The TP, EP and DP times are the sums over their steps; the
 PP steps split into the fill and the drain (the first and the last ``pp - 1``, on the critical path)
 and the steady state (overlapped with the compute) as the engine runs them
-(:mod:`commsched.sim.streams`); :func:`~commsched.workload.grouped.grouped_iteration_s` combines them
+(:mod:`commsched.sim.jobs.streams`); :func:`~commsched.workload.grouped.grouped_iteration_s` combines them
 with the 1F1B bubble and the overlap (docs/llm-jobs.md).
 """
 

@@ -8,16 +8,16 @@ from commsched._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from commsched.sim.engine import SimJob, Simulation
-    from commsched.sim.records import JobResult, Mode, SimConfig, SimResult, TimeSeries
+    from commsched.sim.results.records import JobResult, Mode, SimConfig, SimResult, TimeSeries
 
 _EXPORTS = {
     "SimJob": "commsched.sim.engine",
     "Simulation": "commsched.sim.engine",
-    "JobResult": "commsched.sim.records",
-    "Mode": "commsched.sim.records",
-    "SimConfig": "commsched.sim.records",
-    "SimResult": "commsched.sim.records",
-    "TimeSeries": "commsched.sim.records",
+    "JobResult": "commsched.sim.results.records",
+    "Mode": "commsched.sim.results.records",
+    "SimConfig": "commsched.sim.results.records",
+    "SimResult": "commsched.sim.results.records",
+    "TimeSeries": "commsched.sim.results.records",
 }
 
 __all__ = ["JobResult", "Mode", "SimConfig", "SimJob", "SimResult", "Simulation", "TimeSeries"]

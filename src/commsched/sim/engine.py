@@ -3,32 +3,57 @@
 Modelling contract (see ``docs/simulator.md``)
 ----------------------------------------------
 * Fluid, flow-level; directed links with capacity (bits/s) and latency.
-* Strict priority between classes, max-min fair within a class (:mod:`commsched.sim.rates`).
+* Strict priority between classes, max-min fair within a class (solved in ``sim/rates/``, held to the
+  reference allocation of :mod:`commsched.sim.reference.maxmin`).
 * A job iterates: compute ``c`` seconds; its communication (the steps of its collective, in order) is
   released after ``o * c``; the next iteration starts when both are done. GPU busy time is compute time.
 * A job with parallel groups runs two streams at once, each a slot of its own: its blocking steps after
   its compute, and beside them its overlapped ones (1F1B steady-state sends, then the DP steps after the
-  overlap); see :mod:`commsched.sim.streams`.
+  overlap); see :mod:`commsched.sim.jobs.streams`.
 * A step runs its transfers in lockstep at the pace of its slowest edge and costs, per repetition, the
   longest path latency ``alpha`` of its transfers plus its largest transfer over the pace.
 * Decisions (routes, classes) are recomputed on every arrival and departure, for the contention domain
   it changes (the jobs that can ever share a link with the job that came or went, transitively); other
-  domains keep theirs. New classes apply at once; new routes apply from the job's next communication
-  release (a step in flight keeps its links).
+  domains keep theirs. New classes apply at once, and new routes at once to the bytes a step in flight
+  has not yet sent (:mod:`commsched.sim.decide.decisions`).
 * ``exact`` mode simulates every iteration; ``fast`` mode detects the periodic steady state of each
   group of jobs that share links and repeats it until the next arrival, departure or horizon.
 
-Where each concern lives
-------------------------
-* :mod:`commsched.sim.kernel`: the clock and the pending events;
-* :mod:`commsched.sim.runs`: each job's run state (:class:`JobRun`) and the event kinds;
-* :mod:`commsched.sim.lifecycle`: arrivals, the queue, placement, starts and departures;
-* :mod:`commsched.sim.decisions`: asking the policy and applying its routes, classes and time shifts;
-* :mod:`commsched.sim.iteration`: the compute / release / step cycle of a running job;
-* :mod:`commsched.sim.pacing`: the paces of the steps in flight (rates in bytes/s);
-* :mod:`commsched.sim.fast`: the fast mode's jumps and catch-ups;
-* :mod:`commsched.sim.accounting`: the cumulative counters and their samples;
-* :mod:`commsched.sim.summary`: the result, from the run state and the samples.
+Where each concern lives: the rooms of ``sim/``
+-----------------------------------------------
+* ``sim/engine.py`` (here): wires the rooms and runs the one event loop both modes use
+  (:meth:`Simulation.run`; the fast mode's catch-ups run it too);
+* ``sim/loop/``: the clock and the pending events (:mod:`commsched.sim.loop.kernel`: the clock is set
+  there only) and exact mode's compiled loop (:mod:`commsched.sim.loop.flatloop`, its Python side
+  :mod:`commsched.sim.loop.compiled`);
+* ``sim/jobs/``: each job's run state and the event kinds (:mod:`commsched.sim.jobs.runs`); arrivals,
+  the queue, placement, starts and departures (:mod:`commsched.sim.jobs.lifecycle`); the compute /
+  release / step cycle (:mod:`commsched.sim.jobs.iteration`); a grouped job's two streams
+  (:mod:`commsched.sim.jobs.streams`); the protocols through which the cycle and the decisions reach the
+  fast mode (:mod:`commsched.sim.jobs.hooks`);
+* ``sim/decide/``: asking the policy per contention domain and applying its routes, classes and time
+  shifts (:mod:`commsched.sim.decide.decisions`); the domains (:mod:`commsched.sim.decide.domains`) and
+  the components, cut at the links that can saturate (:mod:`commsched.sim.decide.partition`);
+* ``sim/rates/``: **where a component's rates are solved**, one path: :class:`Pacing.begin
+  <commsched.sim.rates.pacing.Pacing>` / ``end_step`` -> :func:`commsched.sim.rates.flowkernel.step_change`
+  (pace cache, lazy settling) -> :func:`commsched.sim.rates.flowfill.solve` (the water-filling), on the
+  arrays of :mod:`commsched.sim.rates.flowlayout` and the pool of :mod:`commsched.sim.rates.trafficpool`,
+  reading what :mod:`commsched.sim.rates.binding` says can bind, per component
+  (:mod:`commsched.sim.rates.components`);
+* ``sim/fast/``: the fast mode. **Where it decides to skip**: at its anchor job's iteration starts,
+  :meth:`FastMode.on_iteration_start <commsched.sim.fast.mode.FastMode>` looks for a period
+  (:mod:`commsched.sim.fast.steady`), else a regime at measured rates (:mod:`commsched.sim.fast.measured`,
+  checked by :mod:`commsched.sim.fast.checks`); after a decision, :meth:`FluidMode.apply
+  <commsched.sim.fast.fluid.FluidMode>` runs the large components as fluids
+  (:mod:`commsched.sim.fast.fluid`); :mod:`commsched.sim.fast.jumps` moves a component's state forward;
+* ``sim/results/``: the records of a run (:mod:`commsched.sim.results.records`), the counters and
+  their samples (:mod:`commsched.sim.results.accounting`), the result (:mod:`commsched.sim.results.summary`),
+  each job's ideal iteration (:mod:`commsched.sim.results.ideal`), derived figures
+  (:mod:`commsched.sim.results.metrics`, :mod:`commsched.sim.results.gputime`) and comparisons
+  (:mod:`commsched.sim.results.comparison`);
+* ``sim/reference/``: what the engine is held to in tests: the reference rate allocation
+  (:mod:`commsched.sim.reference.maxmin`) and the chunk-by-chunk ring
+  (:mod:`commsched.sim.reference.validation`).
 """
 
 from __future__ import annotations
@@ -41,18 +66,19 @@ import numpy as np
 
 from commsched.errors import InputError
 from commsched.scheduling.interfaces import PlacementFn, PolicyFn, QueueOrderFn
-from commsched.sim.accounting import Ledger
-from commsched.sim.decisions import DecisionApplier
-from commsched.sim.fast import FastMode
-from commsched.sim.fluid import FluidMode
-from commsched.sim.ideal import with_ideals
-from commsched.sim.iteration import Iterations
-from commsched.sim.kernel import EventKernel
-from commsched.sim.lifecycle import JobLifecycle, LifecycleHooks, QueueRules
-from commsched.sim.pacing import Pacing
-from commsched.sim.records import Mode, SimConfig, SimResult
-from commsched.sim.runs import EventKind, JobRun, SimJob, companion_of
-from commsched.sim.summary import summarise
+from commsched.sim.decide.decisions import DecisionApplier
+from commsched.sim.fast.fluid import FluidMode
+from commsched.sim.fast.mode import FastMode
+from commsched.sim.jobs.iteration import Iterations
+from commsched.sim.jobs.lifecycle import JobLifecycle, LifecycleHooks, QueueRules
+from commsched.sim.jobs.runs import EventKind, JobRun, SimJob, companion_of
+from commsched.sim.loop.compiled import CompiledLoop
+from commsched.sim.loop.kernel import EventKernel
+from commsched.sim.rates.pacing import Pacing
+from commsched.sim.results.accounting import Ledger
+from commsched.sim.results.ideal import with_ideals
+from commsched.sim.results.records import Loop, Mode, SimConfig, SimResult
+from commsched.sim.results.summary import summarise
 from commsched.topology import Topology
 from commsched.topology.records import NETWORK_LINK_KINDS
 
@@ -102,16 +128,19 @@ class Simulation:
     ) -> None:
         if config.horizon_s <= 0 or not math.isfinite(config.horizon_s):
             raise InputError("horizon must be a positive finite number of seconds", where="horizon_s")
+        if config.loop is Loop.COMPILED and config.mode is not Mode.EXACT:
+            raise InputError("the compiled loop runs exact mode only (mode: exact)", where="loop")
         self.topology = topology
         self.config = config
         self.policy_name = policy_name
         self._progress = progress
-        ideal = with_ideals(topology, jobs, placement)  # the jobs' one reference (commsched.sim.ideal)
+        # the jobs' one reference (commsched.sim.results.ideal)
+        ideal = with_ideals(topology, jobs, placement)
         self._runs = [
             JobRun(i, sj.spec, sj.iteration_model, sj.ideal_iteration_s) for i, sj in enumerate(ideal)
         ]
         grouped = [r for r in self._runs if r.spec.parallel is not None]
-        #: the overlapped streams of the grouped jobs: slots after the jobs' (see commsched.sim.streams)
+        #: the overlapped streams of the grouped jobs: slots after the jobs' (see commsched.sim.jobs.streams)
         self._streams = [companion_of(r, len(self._runs) + k) for k, r in enumerate(grouped)]
         self._kernel = EventKernel()
         self._ledger = Ledger(len(topology.links))
@@ -142,10 +171,20 @@ class Simulation:
             pacing=self._pacing,
             fast=self._fast,
             fluid=self._fluid,
-            iterations=self._iterations,
+            start=self._iterations.start,
         )
         self.cluster_gpus = self._lifecycle.cluster_gpus
         self._lifecycle.check_jobs()
+        self._flat = (
+            CompiledLoop(
+                runs=[*self._runs, *self._streams],
+                kernel=self._kernel,
+                pacing=self._pacing,
+                ledger=self._ledger,
+            )
+            if config.loop is Loop.COMPILED
+            else None
+        )
 
     def _wire_modes(self) -> None:
         """The fast mode, the iteration cycle and the fluid mode, over the runs, clock, ledger and paces."""
@@ -156,7 +195,7 @@ class Simulation:
             kernel=self._kernel,
             ledger=self._ledger,
             pacing=self._pacing,
-            dispatch=self._dispatch,
+            replay=self._events,
         )
         self._iterations = Iterations(
             kernel=self._kernel,
@@ -211,6 +250,11 @@ class Simulation:
         return self._decisions.largest_component
 
     @property
+    def compiled_events(self) -> int:
+        """Compiled loop: the events it handled on its arrays (0 with the interpreted loop)."""
+        return 0 if self._flat is None else self._flat.handled
+
+    @property
     def fast_catch_ups(self) -> int:
         """Fast mode: how often a component ahead of the clock was brought back to it."""
         return self._fast.catch_ups
@@ -228,22 +272,8 @@ class Simulation:
         for t in sorted(times):
             kernel.push(t, EventKind.SAMPLE)
         self._record_sample()  # t = 0
-        end = cfg.horizon_s
-        active = self._lifecycle.active_work
-        while kernel:
-            t, kind, _, job, version = kernel.pop()
-            if kind == EventKind.SAMPLE and not active():
-                continue
-            kernel.now = t
-            kernel.events += 1
-            if kind == EventKind.HORIZON:
-                end = t
-                break
-            self._dispatch(EventKind(kind), job, version)
-            if not active():
-                end = kernel.now
-                break
-        kernel.now = end
+        end = self._events(math.inf)
+        kernel.move_to(end)
         self._pacing.settle_all(self._lifecycle.running)
         self._fluid.settle_all()
         self._record_sample()
@@ -259,6 +289,30 @@ class Simulation:
         )
         result = replace(result, largest_domain=self.largest_domain, largest_component=self.largest_component)
         return self._fast.report(result)
+
+    def _events(self, until: float) -> float:
+        """The event loop, the one both modes use: handle the events in order, while the earliest is before
+        ``until``, until the horizon or the end of the work; returns the time the run ends there (else the
+        clock). The fast mode's catch-ups run it too, on one component's events set aside
+        (:meth:`commsched.sim.fast.mode.FastMode.catch_up`); the compiled loop (exact mode) takes the flat
+        events at the head of the queue first (:mod:`commsched.sim.loop.compiled`)."""
+        kernel, flat, n_jobs = self._kernel, self._flat, len(self._runs)
+        active = self._lifecycle.active_work
+        while kernel and kernel.next_time() < until:
+            if flat is not None:
+                flat.run_flat(n_jobs)
+                if not kernel:
+                    break
+            if kernel.next_kind() == EventKind.SAMPLE and not active():
+                kernel.pop()  # nothing to sample: dropped, uncounted
+                continue
+            t, kind, _, job, version = kernel.step()
+            if kind == EventKind.HORIZON:
+                return t
+            self._dispatch(EventKind(kind), job, version)
+            if not active():
+                return kernel.now
+        return self.config.horizon_s if not kernel else kernel.now
 
     def _dispatch(self, kind: EventKind, job: int, version: int) -> None:
         if kind == EventKind.SAMPLE:

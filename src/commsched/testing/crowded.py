@@ -30,7 +30,7 @@ import numpy as np
 from commsched.scheduling.interfaces import PolicyFn
 from commsched.scheduling.placement import pack
 from commsched.sim.engine import SimJob, Simulation
-from commsched.sim.records import JobResult, Mode, SimConfig, SimResult
+from commsched.sim.results.records import JobResult, Mode, SimConfig, SimResult
 from commsched.topology import NodeId, Topology
 from commsched.topology.builders import two_layer_clos
 from commsched.workload import JobId, JobSpec, ModelProfile
@@ -259,13 +259,15 @@ def run_case(
     case: CrowdedCase, policy: PolicyFn, mode: Mode, *, fluid_min_jobs: int | None = None
 ) -> tuple[SimResult, Simulation]:
     """Simulate a case under ``policy`` in ``mode`` (``fluid_min_jobs`` overrides the default)."""
-    extra = {} if fluid_min_jobs is None else {"fluid_min_jobs": fluid_min_jobs}
+    config = SimConfig(horizon_s=case.horizon_s, mode=mode, seed=case.seed)
+    if fluid_min_jobs is not None:
+        config = replace(config, fluid_min_jobs=fluid_min_jobs)
     sim = Simulation(
         topology=case.topology,
         jobs=list(case.jobs),
         policy=policy,
         placement=pack,
-        config=SimConfig(horizon_s=case.horizon_s, mode=mode, seed=case.seed, **extra),
+        config=config,
         priority_levels=case.priority_levels,
     )
     return sim.run(), sim

@@ -256,7 +256,7 @@ def check_capacity(
     """
     from commsched.scheduling.placement import pack
     from commsched.sim.engine import SimJob, Simulation
-    from commsched.sim.records import Mode, SimConfig
+    from commsched.sim.results.records import Mode, SimConfig
 
     sim = Simulation(
         topology=state.topology,

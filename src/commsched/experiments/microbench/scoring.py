@@ -29,7 +29,7 @@ from commsched.scheduling.routing import network_pair
 from commsched.scheduling.state import ClusterState, ConnectionKey, Decisions
 from commsched.scheduling.traffic import job_connections
 from commsched.sim.engine import SimJob, Simulation
-from commsched.sim.records import Mode, SimConfig
+from commsched.sim.results.records import Mode, SimConfig
 
 __all__ = ["Best", "Scorer", "best_for", "choice_of"]
 

@@ -28,7 +28,7 @@ from commsched.io.scenario import Scenario
 from commsched.scheduling.interfaces import PolicyContext
 from commsched.scheduling.state import ClusterState, ConnectionKey, Decisions
 from commsched.sim.engine import SimJob, Simulation
-from commsched.sim.records import Mode, SimConfig, SimResult
+from commsched.sim.results.records import Mode, SimConfig, SimResult
 from commsched.topology import LinkId, NodeId, Topology
 from commsched.workload import JobId
 

@@ -1,4 +1,4 @@
-"""The metrics of the vClos evaluation from a :class:`~commsched.sim.records.SimResult`.
+"""The metrics of the vClos evaluation from a :class:`~commsched.sim.results.records.SimResult`.
 
 * JRT (run time, start -> end), JWT (wait, arrival -> start), JCT (completion, arrival -> end).
 * Queue depth over time: jobs that arrived and have not started, a step function of the arrivals and
@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from commsched.scheduling.vclos.policy import Refusal, RefusalCause
-from commsched.sim.records import JobResult, SimResult
+from commsched.sim.results.records import JobResult, SimResult
 from commsched.topology import Topology
 from commsched.workload import JobId
 
@@ -179,7 +179,7 @@ def jwt_cdf(result: SimResult) -> tuple[NDArray[np.float64], NDArray[np.float64]
 
 def _demo() -> SimResult:
     """A hand-built two-job result for the doctests (a: waits 2 s, runs 18; b: runs 10)."""
-    from commsched.sim.records import Mode, TimeSeries
+    from commsched.sim.results.records import Mode, TimeSeries
 
     def job(i: str, arr: float, start: float, end: float) -> JobResult:
         return JobResult(

@@ -43,7 +43,7 @@ from commsched.scheduling.interfaces import PolicyBundle
 from commsched.scheduling.vclos.bundles import vclos_bundles, vclos_queue_orders
 from commsched.scheduling.vclos.policy import FabricPlacement
 from commsched.sim.engine import SimJob, Simulation
-from commsched.sim.records import Mode, SimConfig, SimResult
+from commsched.sim.results.records import Mode, SimConfig, SimResult
 
 __all__ = [
     "TABLE5_LAMBDAS",

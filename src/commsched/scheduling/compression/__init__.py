@@ -20,9 +20,11 @@ topological orders and, for each, solves the sequence K-cut exactly by dynamic p
 (``max_k_cut_table``), keeping the best.
 Baselines: ``sincronia_compression`` and ``varys_compression`` (crux-spec §8.1, in
 ``compression.sincronia`` and ``compression.varys``); an exact ``brute_force_compression`` for small
-DAGs (``compression.exact``) serves the tests. The shared DAG helpers (validity, cut weight, BFS
-orders) live in ``compression.dag``; this module re-exports every name and lists the family
-(:func:`compressions`).
+DAGs (``compression.exact``) serves the tests. Crux runs its solver per connected component of the
+DAG (``componentwise_compression``, in ``compression.componentwise``: the cut weight and the validity
+are sums over components, and each component's draws are seeded by its own jobs). The shared DAG
+helpers (validity, cut weight, BFS orders) live in ``compression.dag``; this module re-exports every
+name and lists the family (:func:`compressions`).
 
 References
 ----------
@@ -37,6 +39,7 @@ from collections.abc import Callable
 
 from numpy.typing import ArrayLike
 
+from commsched.scheduling.compression.componentwise import component_seed, componentwise_compression
 from commsched.scheduling.compression.dag import (
     Compression,
     bfs_topological_order,
@@ -61,6 +64,8 @@ __all__ = [
     "KCutTable",
     "bfs_topological_order",
     "brute_force_compression",
+    "component_seed",
+    "componentwise_compression",
     "compressions",
     "crux_compression",
     "cut_weight",

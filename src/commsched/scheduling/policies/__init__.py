@@ -28,7 +28,7 @@ as many classes as jobs (unique priorities, the ideal of crux-spec §6.6). TACCL
 its own; it gets the balanced (Varys-style) split of its hop-count ranking, which keeps equally long
 jobs together. Random draws derive from ``ctx.seed`` and what they decide only: an ECMP source port from its
 connection (:func:`~commsched.scheduling.routing.connection_seed`), the BFS orders of the compression
-from the jobs of their contention component (:func:`~commsched.scheduling.policies.crux.component_seed`).
+from the jobs of their contention component (:func:`~commsched.scheduling.compression.component_seed`).
 A decision is therefore the same whenever its jobs are, which lets the simulator decide per contention
 domain (:mod:`commsched.scheduling.domains`). ``crux-full-guard`` is ``crux-full`` with the opt-in
 starvation guard of :mod:`commsched.scheduling.guard` at :data:`GUARD_LOSS`.

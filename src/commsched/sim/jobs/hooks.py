@@ -1,0 +1,61 @@
+"""What the iteration cycle and the decisions ask of the fast mode: two small protocols.
+
+The fast mode (:class:`commsched.sim.fast.mode.FastMode`, :class:`commsched.sim.fast.fluid.FluidMode`) is
+wired in by the engine alone; the iteration cycle (:mod:`commsched.sim.jobs.iteration`) and the decisions
+(:mod:`commsched.sim.decide.decisions`) reach it only through these, so that neither imports it, and exact
+mode runs the same cycle and decisions with the fast mode's parts doing nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+from commsched.sim.jobs.runs import JobRun
+
+
+class IterationWatch(Protocol):
+    """Told of every iteration start (fast mode: where it looks for a period and decides to skip)."""
+
+    def on_iteration_start(self, r: JobRun, t: float) -> None: ...
+
+
+class Regimes(Protocol):
+    """What a decision asks of the fast mode's step-by-step regimes (periodic and measured jumps)."""
+
+    @property
+    def ahead(self) -> Mapping[int, object]:
+        """The components a jump moved ahead of the clock."""
+        ...
+
+    def catch_up(self, comp: int) -> None:
+        """Bring ``comp`` back to the clock."""
+        ...
+
+    def expire(self, comps: Iterable[int]) -> None:
+        """Forget the jumps of ``comps`` that the clock has passed."""
+        ...
+
+    def adopt(self, comps: Mapping[int, list[int]]) -> None:
+        """New components, each starting afresh."""
+        ...
+
+    def forget(self, comps: Iterable[int]) -> None:
+        """Components that no longer exist."""
+        ...
+
+
+class Fluids(Protocol):
+    """What a decision asks of the fluid mode (large components at their analytic steady state)."""
+
+    def is_fluid(self, job: int) -> bool:
+        """Whether ``job`` runs as a fluid."""
+        ...
+
+    def settle(self, job: int) -> None:
+        """Credit a fluid job's progress up to the clock."""
+        ...
+
+    def apply(self, comps: dict[int, list[int]], keep: set[int]) -> set[int]:
+        """After a decision: which components run as fluids."""
+        ...
