@@ -64,17 +64,19 @@ if role == "a": print(json.dumps(times[3:]), flush=True)
 def _ring_steps(tb: Testbed, steps: int, gap_s: float) -> list[float]:
     a_ip, b_ip = tb.nic_address("h0/nic0"), tb.nic_address("h4/nic0")
     args = [str(CHUNK), str(steps), str(gap_s)]
-    b = subprocess.Popen(tb.exec_argv("h4", [sys.executable, "-c", _RANK, "b", b_ip, a_ip, *args]),
-                         stdout=subprocess.PIPE, text=True)  # fmt: skip
-    try:
-        assert b.stdout is not None
-        b.stdout.readline()
-        a = subprocess.run(tb.exec_argv("h0", [sys.executable, "-c", _RANK, "a", a_ip, b_ip, *args]),
-                           capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
-        return [float(x) for x in json.loads(a.stdout.splitlines()[-1])]
-    finally:
-        b.kill()
-        b.wait(10)
+    with subprocess.Popen(
+        tb.exec_argv("h4", [sys.executable, "-c", _RANK, "b", b_ip, a_ip, *args]),
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as b:
+        try:
+            assert b.stdout is not None
+            b.stdout.readline()
+            a = subprocess.run(tb.exec_argv("h0", [sys.executable, "-c", _RANK, "a", a_ip, b_ip, *args]),
+                               capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+            return [float(x) for x in json.loads(a.stdout.splitlines()[-1])]
+        finally:
+            b.kill()
 
 
 @pytest.mark.slow
