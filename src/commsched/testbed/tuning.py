@@ -1,4 +1,4 @@
-"""A built testbed tuned for real jobs: deeper class queues, steady TCP, smaller packets, a shaped loopback.
+"""A built testbed tuned for real jobs: deep class queues, steady TCP, small packets and bursts, shaped lo.
 
 Deeper switch queues are a lossless fabric, as RoCE with PFC is (Crux §6, vClos §8). The testbed's
 class queues hold ~5 ms of traffic (at least 192 KiB), right for its shaping and priority checks. A
