@@ -21,8 +21,11 @@ from typing import Any
 import pytest
 
 from commsched.experiments.testbed_run.twin import GOODPUT
+from commsched.experiments.testbed_run.twin_profile import compute_over, twin_profile
 from commsched.runtime.profiling.stepgaps import step_gaps_s
 from commsched.runtime.profiling.traffic import outside_profile
+
+from .test_twin_compute import _job
 
 DATA = Path(__file__).parent / "data"
 UPLINK_BPS = 100e9 * 0.000625 * GOODPUT  # TCP payload bits/s of a ToR-Agg link at the run's scale
@@ -66,3 +69,32 @@ def test_the_step_gaps_are_what_the_logged_iteration_holds_beyond_compute_and_by
     assert compute + gap + bytes_s == pytest.approx(logged, rel=0.01)
     assert logged / (compute + bytes_s) - 1 > 0.025
     assert statistics.pstdev(gaps) < 0.005  # every host of the ring reads the same gaps
+
+
+def test_the_twin_takes_the_compute_and_pauses_of_the_clean_measuring_window() -> None:
+    """The recorded ring of two, cut into a profiling window (its first 12 s, whose agent posted a
+    profile) and a measuring window (the rest): both are clean and agree on the bytes, and the twin's
+    compute and pauses are the measuring window's reading (where the twin is compared with the
+    program), not the profiling window's, whatever the agent posted there."""
+    doc = _doc("duo")
+    start, end = float(doc["start"]), float(doc["end"])
+    hosts = list(doc["hosts"])
+    job = _job(hosts, 1)
+    decision = {
+        "connections": [
+            {"job": job.id, "src": f"{a}/gpu0", "dst": f"{b}/gpu0", "share": 1.0}
+            for a, b in (hosts, hosts[::-1])
+        ]
+    }
+    posted = {"compute_s": 0.5, "comm_bytes": 2 * (768 * 768 + 768) * 4, "period_s": 0.88, "overlap": 1.0}
+    p_end = start + 12.0
+    data = {
+        h: {"report": {"profile": {"posted": posted, "window": [start, p_end - 2.4]}}, "traffic": tr}
+        for h, tr in doc["hosts"].items()
+    }
+    prof = twin_profile(job, data, decision, end=p_end, until=end)
+    later = compute_over(job, data, p_end, end)
+    assert prof["compute_window"] == "measuring"
+    assert prof["compute_s"] == later["compute_s"] == pytest.approx(0.22, abs=0.015)
+    assert prof["pause_s"] == later["pause_s"]
+    assert prof["comm_bytes"] == posted["comm_bytes"]  # the posted bytes stand
