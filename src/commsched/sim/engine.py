@@ -42,7 +42,8 @@ Where each concern lives: the rooms of ``sim/``
   (:mod:`commsched.sim.rates.components`);
 * ``sim/fast/``: the fast mode. **Where it decides to skip**: at its anchor job's iteration starts,
   :meth:`FastMode.on_iteration_start <commsched.sim.fast.mode.FastMode>` looks for a period
-  (:mod:`commsched.sim.fast.steady`), else a regime at measured rates (:mod:`commsched.sim.fast.measured`,
+  (:mod:`commsched.sim.fast.steady`, its searches compiled in :mod:`commsched.sim.fast.searches`), else a
+  regime at measured rates (:mod:`commsched.sim.fast.measured`,
   checked by :mod:`commsched.sim.fast.checks`); after a decision, :meth:`FluidMode.apply
   <commsched.sim.fast.fluid.FluidMode>` runs the large components as fluids
   (:mod:`commsched.sim.fast.fluid`); :mod:`commsched.sim.fast.jumps` moves a component's state forward;

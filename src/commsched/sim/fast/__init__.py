@@ -8,6 +8,7 @@ the large components that run as fluids (:meth:`FluidMode.apply <commsched.sim.f
 * :mod:`.mode`: :class:`~commsched.sim.fast.mode.FastMode`, the periodic jumps and the catch-ups;
 * :mod:`.measured`: regimes extrapolated at measured rates, each checked by the detail after it;
 * :mod:`.steady`: steady states of a component (signatures, periods, measured rates);
+* :mod:`.searches`: the searches of :mod:`.steady` over a component's history, compiled;
 * :mod:`.jumps`: moving a component's state forward in time and crediting its counters;
 * :mod:`.checks`: the fast mode's self-checks of every stretch it extrapolated;
 * :mod:`.fluid`: :class:`~commsched.sim.fast.fluid.FluidMode`, large components at their analytic

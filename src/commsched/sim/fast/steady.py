@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from commsched.sim.fast.searches import match, measured_opening, relative_match
+
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Signature:
@@ -174,18 +176,8 @@ def best_match(history: History | Sequence[Signature], now: Signature) -> tuple[
     c = _history(history).candidates(now)
     if c is None:
         return -1, float("inf")
-    ok = np.all(now.done - c.done >= 1, axis=1)
-    if not ok.any():
-        return -1, float("inf")
-    d = np.zeros(c.idx.size)
-    if now.phase.size:
-        d = np.max(np.abs(c.phase - now.phase), axis=1)
-    if now.step.size:
-        d = np.maximum(d, np.max(np.abs(c.step - now.step), axis=1))
-    d_ok = np.where(ok, d, np.inf)
-    best_d = float(d_ok.min())
-    last = int(np.flatnonzero(d_ok == best_d)[-1])
-    return int(c.idx[last]), best_d
+    row, d = match(c.done, c.phase, c.step, now.done, now.phase, now.step)
+    return (int(c.idx[row]), float(d)) if row >= 0 else (-1, float("inf"))
 
 
 def best_relative_match(history: History | Sequence[Signature], now: Signature) -> tuple[int, float]:
@@ -199,20 +191,8 @@ def best_relative_match(history: History | Sequence[Signature], now: Signature) 
     c = _history(history).candidates(now)
     if c is None or not now.done.size:
         return -1, float("inf")
-    adv = now.done - c.done
-    ok = np.all(adv >= 1, axis=1)
-    if not ok.any():
-        return -1, float("inf")
-    mis = np.zeros(adv.shape)
-    if now.phase.size:
-        mis = np.abs(c.phase - now.phase)
-    if now.step.size:
-        mis = np.maximum(mis, np.abs(c.step - now.step))
-    rel = np.max(mis / np.where(adv >= 1, adv, 1.0), axis=1)
-    rel = np.where(ok, rel, np.inf)
-    best = float(rel.min())
-    last = int(np.flatnonzero(rel == best)[-1])
-    return int(c.idx[last]), best
+    row, rel = relative_match(c.done, c.phase, c.step, now.done, now.phase, now.step)
+    return (int(c.idx[row]), float(rel)) if row >= 0 else (-1, float("inf"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -306,61 +286,25 @@ def measured_rates(
     c = _history(history).candidates(now) if now.done.size else None
     if c is None or c.idx.size < 2:
         return None
-    times, done, start = c.t, c.done, c.start
-    # per opening signature a (all but the last): the middle one, nearest (t_a + t_now) / 2 and after a
-    later = np.arange(c.idx.size)[None, :] > np.arange(c.idx.size - 1)[:, None]
-    gap = np.abs(times[None, :] - (times[:-1, None] + now.t) / 2.0)
-    mid = np.argmin(np.where(later, gap, np.inf), axis=1)
-    d1, t1 = done[mid] - done[:-1], start[mid] - start[:-1]
-    d2, t2 = now.done - done[mid], now.start - start[mid]
-    timed = (t1 > 0) & (t2 > 0)
-    counted = (d1 >= min_iterations) & (d2 >= min_iterations) & timed
-    with np.errstate(divide="ignore", invalid="ignore"):
-        d, span = now.done - done[:-1], now.start - start[:-1]
-        rate = np.where(counted, d / span, 0.0)
-        gaps = np.where(counted, np.abs(d1 / t1 - d2 / t2) / rate, np.inf)
-    agree = counted & (gaps <= tolerance)
-    half = np.minimum(times[mid] - times[:-1], now.t - times[mid])  # the shorter window, per a
-    limit = np.full(now.done.size, np.inf) if starved is None else starved
-    creeping, creep = _creeping(c, now, mid, (d1 == 0) & (d2 == 0), tolerance=tolerance)
-    creeping &= (creep > 0) | (half[:, None] >= limit[None, :])
-    ok = np.all(agree | creeping, axis=1) & agree.any(axis=1) & (now.t - times[:-1] >= min_window_s)
-    good = np.flatnonzero(ok)
-    if not good.size:
+    n = now.done.size
+    limit = np.full(n, np.inf) if starved is None else np.asarray(starved, dtype=np.float64)
+    out, flags = np.zeros((4, n)), np.zeros((2, n), dtype=np.bool_)
+    a = measured_opening(
+        c.t, c.done, c.start, c.step, float(now.t), now.done, now.start, now.step,
+        float(min_iterations), float(tolerance), limit, float(min_window_s), out, flags,
+    )  # fmt: skip
+    if a < 0:
         return None
-    a = int(good[0])  # the earliest: the longest windows
+    agree, creeping = flags[0], flags[1]
     return MeasuredRates(
         since=int(c.idx[a]),
-        rate=rate[a],
-        spread=float(np.max(np.where(agree[a], gaps[a], 0.0))),
-        window_s=now.t - float(times[a]),
-        precise=bool(agree[a].all()),
-        creep=np.where(creeping[a], creep[a], 0.0),
-        creeping=creeping[a],
+        rate=out[0],
+        spread=float(np.max(np.where(agree, out[1], 0.0))),
+        window_s=now.t - float(c.t[a]),
+        precise=bool(agree.all()),
+        creep=np.where(creeping, out[2], 0.0),
+        creeping=creeping,
     )
-
-
-def _creeping(
-    c: Candidates,
-    now: Signature,
-    mid: NDArray[np.int64],
-    idle: NDArray[np.bool_],
-    *,
-    tolerance: float,
-) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
-    """Per opening signature and job: whether the job creeps (it completed no iteration and stayed in one
-    step over both windows, its two rates through the step agreeing or both 0), and its rate over both."""
-    times, step = c.t, c.step
-    s_a, s_m = step[:-1], step[mid]
-    k = np.floor(s_a)
-    same = idle & (s_a >= 0) & (np.floor(s_m) == k) & (np.floor(now.step)[None, :] == k)
-    t1 = (times[mid] - times[:-1])[:, None]
-    t2 = (now.t - times[mid])[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        c1, c2 = (s_m - s_a) / t1, (now.step - s_m) / t2
-        creep = np.where(same, (now.step - s_a) / (t1 + t2), 0.0)
-        close = np.abs(c1 - c2) <= tolerance * creep
-    return same & (c1 >= 0) & (c2 >= 0) & (close | (creep == 0)), creep
 
 
 def remember(hist: History, sig: Signature, *, keep: int) -> None:

@@ -1,0 +1,163 @@
+"""The fast mode's searches of a component's history, compiled: one call a search instead of some forty
+array operations.
+
+:func:`commsched.sim.fast.steady.best_match`, :func:`~commsched.sim.fast.steady.best_relative_match` and
+:func:`~commsched.sim.fast.steady.measured_rates` run at every anchor iteration start without a period,
+on a history of a few dozen signatures: their cost is the calls, not the arithmetic. These loops do the
+same arithmetic element by element (the same operations in the same order on the same operands, so the
+same results bit for bit; IEEE semantics for a division by zero, as NumPy's), and stop at the first
+opening that qualifies where the vectorised form computed them all. The candidates are stacked by
+:class:`commsched.sim.fast.steady.History` (one row a signature).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import numpy as np
+from numpy.typing import NDArray
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+F64 = NDArray[np.float64]
+B1 = NDArray[np.bool_]
+
+
+def _jit(fn: _F) -> _F:
+    """Compile ``fn`` with numba (cached on disk, NumPy's semantics for a division by zero) when it is
+    installed, else leave it as it is."""
+    if importlib.util.find_spec("numba") is None:  # pragma: no cover - numba is a dependency
+        return fn
+    from numba import njit
+
+    return cast(_F, njit(cache=True, nogil=True, error_model="numpy")(fn))
+
+
+@_jit
+def match(  # noqa: PLR0917 -- flat arrays
+    done: F64, phase: F64, step: F64, now_done: F64, now_phase: F64, now_step: F64
+) -> tuple[int, float]:
+    """Row and distance of the candidate closest to ``now`` after which every job advanced a whole
+    iteration (the latest of equal ones); ``(-1, inf)`` when none did."""
+    best, best_d = -1, np.inf
+    for i in range(done.shape[0]):
+        ok = True
+        for j in range(done.shape[1]):
+            if not now_done[j] - done[i, j] >= 1:
+                ok = False
+                break
+        if not ok:
+            continue
+        d = 0.0
+        for j in range(phase.shape[1]):
+            d = max(d, abs(phase[i, j] - now_phase[j]))
+        e = 0.0
+        for j in range(step.shape[1]):
+            e = max(e, abs(step[i, j] - now_step[j]))
+        d = max(d, e) if step.shape[1] else d
+        if d <= best_d:
+            best, best_d = i, d
+    return best, best_d
+
+
+@_jit
+def relative_match(  # noqa: PLR0917 -- flat arrays
+    done: F64, phase: F64, step: F64, now_done: F64, now_phase: F64, now_step: F64
+) -> tuple[int, float]:
+    """Row and relative mismatch of the candidate making the best approximate period (the latest of
+    equal ones): per job its phase (or step) mismatch over the iterations it completed since."""
+    best, best_r = -1, np.inf
+    for i in range(done.shape[0]):
+        ok = True
+        for j in range(done.shape[1]):
+            if not now_done[j] - done[i, j] >= 1:
+                ok = False
+                break
+        if not ok:
+            continue
+        r = -np.inf
+        for j in range(done.shape[1]):
+            mis = abs(phase[i, j] - now_phase[j]) if phase.shape[1] else 0.0
+            if step.shape[1]:
+                mis = max(mis, abs(step[i, j] - now_step[j]))
+            r = max(r, mis / (now_done[j] - done[i, j]))
+        if r <= best_r:
+            best, best_r = i, r
+    return best, best_r
+
+
+@_jit
+def _creeps(  # noqa: PLR0917 -- scalars
+    s_a: float, s_m: float, s_now: float, t1: float, t2: float, tolerance: float
+) -> tuple[bool, float]:
+    """Whether an idle job creeps (stayed in one step, moving through it at rates that agree over both
+    windows, or not at all) and its rate through the step over both (0 if it left the step)."""
+    k = np.floor(s_a)
+    if not (s_a >= 0 and np.floor(s_m) == k and np.floor(s_now) == k):
+        return False, 0.0
+    c1, c2 = (s_m - s_a) / t1, (s_now - s_m) / t2
+    creep = (s_now - s_a) / (t1 + t2)
+    close = abs(c1 - c2) <= tolerance * creep
+    return c1 >= 0 and c2 >= 0 and (close or creep == 0), creep
+
+
+@_jit
+def measured_opening(  # noqa: PLR0913, PLR0917 -- flat arrays
+    times: F64,
+    done: F64,
+    start: F64,
+    step: F64,
+    now_t: float,
+    now_done: F64,
+    now_start: F64,
+    now_step: F64,
+    min_iterations: float,
+    tolerance: float,
+    limit: F64,
+    min_window_s: float,
+    out: F64,
+    flags: B1,
+) -> int:
+    """The earliest opening row ``a`` whose two windows (``a`` to the middle row, the middle to ``now``)
+    qualify, as :func:`commsched.sim.fast.steady.measured_rates` states; -1 when none does.
+
+    For the row found, per job: ``out[0]`` its rate, ``out[1]`` the gap between its windows' rates,
+    ``out[2]`` its creep, ``out[3]`` the opening's shorter window, and ``flags[0]`` / ``flags[1]``
+    whether it agrees / creeps.
+    """
+    n_c, n_j = times.shape[0], now_done.shape[0]
+    for a in range(n_c - 1):
+        if not now_t - times[a] >= min_window_s:
+            continue
+        centre = (times[a] + now_t) / 2.0
+        mid, best = a + 1, np.inf
+        for m in range(a + 1, n_c):
+            g = abs(times[m] - centre)
+            if g < best:
+                mid, best = m, g
+        half = min(times[mid] - times[a], now_t - times[mid])
+        t1c, t2c = times[mid] - times[a], now_t - times[mid]
+        good, any_agree = True, False
+        for j in range(n_j):
+            d1, t1 = done[mid, j] - done[a, j], start[mid, j] - start[a, j]
+            d2, t2 = now_done[j] - done[mid, j], now_start[j] - start[mid, j]
+            counted = d1 >= min_iterations and d2 >= min_iterations and t1 > 0 and t2 > 0
+            rate, gap, agree = 0.0, np.inf, False
+            if counted:
+                rate = (now_done[j] - done[a, j]) / (now_start[j] - start[a, j])
+                gap = abs(d1 / t1 - d2 / t2) / rate
+                agree = gap <= tolerance
+            creeping, creep = False, 0.0
+            if d1 == 0 and d2 == 0:
+                creeping, creep = _creeps(step[a, j], step[mid, j], now_step[j], t1c, t2c, tolerance)
+                creeping = creeping and (creep > 0 or half >= limit[j])
+            if not (agree or creeping):
+                good = False
+                break
+            any_agree = any_agree or agree
+            out[0, j], out[1, j], out[2, j], out[3, j] = rate, gap, creep, half
+            flags[0, j], flags[1, j] = agree, creeping
+        if good and any_agree:
+            return a
+    return -1
