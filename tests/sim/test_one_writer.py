@@ -45,8 +45,8 @@ _FAST = frozenset({"fast/fluid.py", "fast/jumps.py"})  # jumps shift times and c
 SHARED: dict[str, frozenset[str]] = {
     "computing": _CYCLE | {"fast/fluid.py"},
     "released": _CYCLE | {"fast/fluid.py"},
-    "comm_done": _CYCLE | {"fast/fluid.py", "rates/pacing.py"},  # a step's end ends the communication
-    "step": _CYCLE | {"fast/fluid.py", "rates/pacing.py"},
+    "comm_done": _CYCLE | {"fast/fluid.py"},
+    "step": _CYCLE | {"fast/fluid.py"},
     "iteration_start_s": _CYCLE | {"fast/jumps.py"},
     "compute_end_s": _CYCLE | {"fast/jumps.py"},
     "release_s": _CYCLE | {"fast/jumps.py"},

@@ -126,7 +126,8 @@ class Iterations:
             elif dp.step < 0:  # the steady-state sends are done: the DP steps start
                 self._dp_phase(dp, r, n)
         else:
-            self._pacing.end_step(dp)
+            dp.step = self._pacing.end_step(dp)
+            dp.comm_done = dp.step < 0
             if dp.comm_done and dp.stop_step < n:  # the steady-state sends are done
                 dp.comm_done = False
                 if self._kernel.now >= dp.release_s:
@@ -175,7 +176,8 @@ class Iterations:
         self._pacing.begin(r)
 
     def on_step_end(self, r: JobRun) -> None:
-        self._pacing.end_step(r)  # the next step starts, or the communication is done
+        r.step = self._pacing.end_step(r)  # the next step starts, or the communication is done
+        r.comm_done = r.step < 0
         if r.comm_done and not r.computing and (r.companion is None or r.companion.comm_done):
             self._end(r)
 

@@ -180,8 +180,9 @@ class Pacing:
         sf[s, fl.INTENS] = r.intensity
         self._change(r, self._pool.row(r.traffic, r.step, self._compact))
 
-    def end_step(self, r: JobRun) -> None:
-        """``r``'s step in flight ends now: settle it, start its next step (or end its communication)."""
+    def end_step(self, r: JobRun) -> int:
+        """``r``'s step in flight ends now: settle it and start its next step; returns that step (-1: its
+        communication is done), which the iteration cycle records."""
         tr = r.traffic
         assert tr is not None
         if r.parent is not None:
@@ -192,9 +193,8 @@ class Pacing:
         nxt = r.step + 1
         stop = len(tr.steps) if r.stop_step < 0 else r.stop_step
         row = self._pool.row(tr, nxt, self._compact) if nxt < stop else -1
-        r.step = nxt if row >= 0 else -1
-        r.comm_done = row < 0
         self._change(r, row)
+        return nxt if row >= 0 else -1
 
     def drop(self, r: JobRun) -> None:
         """Forget ``r``'s slot without re-solving (a job leaving the fluid starts a new iteration)."""
