@@ -39,7 +39,7 @@ OWNER: dict[str, str | None] = {
     "companion": None,
     "parent": None,
 }
-_CYCLE = frozenset({"jobs/iteration.py", "loop/compiled.py"})  # the compiled loop hands its fields back
+_CYCLE = frozenset({"jobs/iteration.py"})
 _FAST = frozenset({"fast/fluid.py", "fast/jumps.py"})  # jumps shift times and credit counters
 #: fields with several writers still: field -> the modules that may write it
 SHARED: dict[str, frozenset[str]] = {
@@ -55,7 +55,7 @@ SHARED: dict[str, frozenset[str]] = {
     "last_end_s": _CYCLE | _FAST | {"jobs/lifecycle.py"},  # its start time before the first iteration
     "version": _CYCLE | _FAST | {"jobs/lifecycle.py"},  # a departure invalidates pending events
     "pending_delay_s": _CYCLE | {"fast/fluid.py", "decide/decisions.py"},  # set by a time shift
-    "step_version": frozenset({"rates/pacing.py", "loop/compiled.py", "fast/fluid.py"}),
+    "step_version": frozenset({"rates/pacing.py", "fast/fluid.py"}),
     "traffic": frozenset({"decide/decisions.py", "jobs/iteration.py", "rates/pacing.py"}),
     # a grouped job's overlapped stream follows its job's (rates/pacing.py: Pacing._follow)
     "priority_class": frozenset({"decide/decisions.py", "rates/pacing.py"}),

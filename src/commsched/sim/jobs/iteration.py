@@ -15,12 +15,40 @@ order) changes at an iteration start.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from commsched.sim.jobs.hooks import IterationWatch
 from commsched.sim.jobs.runs import EventKind, JobRun
 from commsched.sim.loop.kernel import EventKernel
 from commsched.sim.rates.pacing import Pacing
 from commsched.sim.results.accounting import Ledger
+
+
+class CycleFields(NamedTuple):
+    """A job's iteration-cycle fields as another loop hands them back (:mod:`commsched.sim.loop.compiled`)."""
+
+    computing: bool
+    released: bool
+    comm_done: bool
+    step: int
+    version: int
+    iteration_start_s: float
+    compute_end_s: float
+    release_s: float
+    iterations_done: float
+    busy_gpu_s: float
+    last_end_s: float
+    pending_delay_s: float
+
+
+def restore(r: JobRun, f: CycleFields) -> None:
+    """Set ``r``'s iteration-cycle fields to ``f`` (the compiled loop's, taken back)."""
+    r.computing, r.released, r.comm_done, r.step, r.version = (
+        f.computing, f.released, f.comm_done, f.step, f.version,
+    )  # fmt: skip
+    r.iteration_start_s, r.compute_end_s, r.release_s = f.iteration_start_s, f.compute_end_s, f.release_s
+    r.iterations_done, r.busy_gpu_s, r.last_end_s = f.iterations_done, f.busy_gpu_s, f.last_end_s
+    r.pending_delay_s = f.pending_delay_s
 
 
 class Iterations:

@@ -110,8 +110,11 @@ class Pacing:
         """``comp``'s pending step end (job, step version, time), if any."""
         return self._pending.get(comp)
 
-    def took_back(self, comp: int, pending: tuple[int, int, float] | None) -> None:
-        """``comp``'s slots were moved on the arrays: its pending end is ``pending``, its keys anew."""
+    def took_back(self, comp: int, pending: tuple[int, int, float] | None, versions: Sequence[int]) -> None:
+        """``comp``'s slots were moved on the arrays: its pending end is ``pending``, its jobs' step versions
+        ``versions`` (in its order), its keys anew."""
+        for i, v in zip(self.components[comp], versions, strict=True):
+            self._runs[i].step_version = v
         self._pending.pop(comp, None)
         if pending is not None:
             self._pending[comp] = pending
