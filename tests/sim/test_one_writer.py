@@ -52,8 +52,8 @@ SHARED: dict[str, frozenset[str]] = {
     "release_s": _CYCLE | {"fast/jumps.py"},
     "iterations_done": _CYCLE | _FAST,
     "busy_gpu_s": _CYCLE | _FAST,
-    "last_end_s": _CYCLE | _FAST | {"jobs/lifecycle.py"},  # its start time before the first iteration
-    "version": _CYCLE | _FAST | {"jobs/lifecycle.py"},  # a departure invalidates pending events
+    "last_end_s": _CYCLE | _FAST,
+    "version": _CYCLE | _FAST,
     "pending_delay_s": _CYCLE | {"fast/fluid.py", "decide/decisions.py"},  # set by a time shift
     "step_version": frozenset({"rates/pacing.py", "fast/fluid.py"}),
     "traffic": frozenset({"decide/decisions.py", "jobs/iteration.py", "rates/pacing.py"}),

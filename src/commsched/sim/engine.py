@@ -347,6 +347,7 @@ class Simulation:
             self._progress(self._kernel.now)
 
     def _joined(self, r: JobRun) -> None:
+        self._iterations.placed(r)
         self._decisions.joined(r)
 
     def _left(self, r: JobRun) -> None:
@@ -356,6 +357,7 @@ class Simulation:
         self._decisions.decide()
 
     def _depart(self, r: JobRun) -> None:
+        self._iterations.stopped(r)
         self._lifecycle.depart(r)
 
     def _record_sample(self) -> None:

@@ -84,6 +84,15 @@ class Iterations:
         self._jumps = jumps
         self._on_finished = on_finished
 
+    def placed(self, r: JobRun) -> None:
+        """``r`` was placed now: the end of its last iteration, before the first, is its start."""
+        r.last_end_s = self._kernel.now
+
+    @staticmethod
+    def stopped(r: JobRun) -> None:
+        """``r`` completed its last iteration: its pending events are stale from now on."""
+        r.version += 1
+
     def start(self, r: JobRun, t: float) -> None:
         """Start an iteration of ``r`` at ``t`` (compute now, communication after ``overlap``)."""
         if r.companion is not None:
