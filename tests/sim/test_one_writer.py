@@ -19,6 +19,11 @@ from tests.test_layers import SRC
 SIM = SRC / "commsched" / "sim"
 RECORD = "jobs/runs.py"
 
+#: the iteration cycle's fields (the fast mode writes them through the cycle's functions)
+_CYCLE_FIELDS = (
+    "computing", "released", "comm_done", "step", "version", "iteration_start_s", "compute_end_s",
+    "release_s", "last_end_s", "iterations_done", "busy_gpu_s",
+)  # fmt: skip
 #: fields with one writer (or none outside the record's constructor)
 OWNER: dict[str, str | None] = {
     "placed": "jobs/lifecycle.py",
@@ -32,6 +37,8 @@ OWNER: dict[str, str | None] = {
     "time_shift_s": "decide/decisions.py",
     "shared_links": "decide/decisions.py",
     "stop_step": "jobs/iteration.py",
+    **dict.fromkeys(_CYCLE_FIELDS, "jobs/iteration.py"),
+    "step_version": "rates/pacing.py",
     "index": None,
     "spec": None,
     "iteration_model": None,
@@ -39,23 +46,10 @@ OWNER: dict[str, str | None] = {
     "companion": None,
     "parent": None,
 }
-_CYCLE = frozenset({"jobs/iteration.py"})
-_FAST = frozenset({"fast/fluid.py", "fast/jumps.py"})  # jumps shift times and credit counters
+_CYCLE = frozenset({"jobs/iteration.py"})  # the iteration cycle's fields
 #: fields with several writers still: field -> the modules that may write it
 SHARED: dict[str, frozenset[str]] = {
-    "computing": _CYCLE | {"fast/fluid.py"},
-    "released": _CYCLE | {"fast/fluid.py"},
-    "comm_done": _CYCLE | {"fast/fluid.py"},
-    "step": _CYCLE | {"fast/fluid.py"},
-    "iteration_start_s": _CYCLE | {"fast/jumps.py"},
-    "compute_end_s": _CYCLE | {"fast/jumps.py"},
-    "release_s": _CYCLE | {"fast/jumps.py"},
-    "iterations_done": _CYCLE | _FAST,
-    "busy_gpu_s": _CYCLE | _FAST,
-    "last_end_s": _CYCLE | _FAST,
-    "version": _CYCLE | _FAST,
-    "pending_delay_s": _CYCLE | {"fast/fluid.py", "decide/decisions.py"},  # set by a time shift
-    "step_version": frozenset({"rates/pacing.py", "fast/fluid.py"}),
+    "pending_delay_s": _CYCLE | {"decide/decisions.py"},  # set by a time shift, spent by the cycle
     "traffic": frozenset({"decide/decisions.py", "jobs/iteration.py", "rates/pacing.py"}),
     # a grouped job's overlapped stream follows its job's (rates/pacing.py: Pacing._follow)
     "priority_class": frozenset({"decide/decisions.py", "rates/pacing.py"}),

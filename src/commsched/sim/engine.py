@@ -212,6 +212,7 @@ class Simulation:
             ledger=self._ledger,
             capacity_bytes_per_s=self._pacing.capacity_bytes_per_s,
             start_detail=self._iterations.start,
+            forget_step=self._pacing.forget_step,
         )
 
     @property

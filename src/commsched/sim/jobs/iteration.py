@@ -17,10 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from commsched.sim.jobs.hooks import IterationWatch
+from commsched.sim.jobs.hooks import IterationWatch, Paces
 from commsched.sim.jobs.runs import EventKind, JobRun
 from commsched.sim.loop.kernel import EventKernel
-from commsched.sim.rates.pacing import Pacing
 from commsched.sim.results.accounting import Ledger
 
 
@@ -51,6 +50,51 @@ def restore(r: JobRun, f: CycleFields) -> None:
     r.pending_delay_s = f.pending_delay_s
 
 
+def shift(r: JobRun, dt: float, done: float, busy: float) -> None:
+    """A jump moved ``r`` ``dt`` on: ``done`` iterations and ``busy`` GPU-seconds credited, its times
+    shifted, its pending events stale (:mod:`commsched.sim.fast.jumps`)."""
+    r.iterations_done += done
+    r.busy_gpu_s += busy
+    r.last_end_s += dt
+    r.iteration_start_s += dt
+    r.compute_end_s += dt
+    r.release_s += dt
+    r.version += 1
+
+
+def credit(r: JobRun, done: float, busy: float) -> None:
+    """``done`` iterations and ``busy`` GPU-seconds credited to ``r``, nothing moved in time (a measured
+    regime's correction, :func:`commsched.sim.fast.jumps.correct`)."""
+    r.iterations_done += done
+    r.busy_gpu_s += busy
+
+
+def credit_busy(r: JobRun, busy: float) -> None:
+    """``busy`` GPU-seconds of compute credited to ``r`` (a fluid's progress)."""
+    r.busy_gpu_s += busy
+
+
+def set_progress(r: JobRun, iterations: float, last_end_s: float | None = None) -> None:
+    """``r`` has completed ``iterations`` (the last one ending at ``last_end_s``, if given)."""
+    if last_end_s is not None:
+        r.last_end_s = last_end_s
+    r.iterations_done = iterations
+
+
+def pause(r: JobRun) -> None:
+    """``r`` leaves its iteration cycle (it runs as a fluid): nothing computing, released or in flight."""
+    r.computing = False
+    r.released = False
+    r.comm_done = False
+    r.step = -1
+    r.pending_delay_s = 0.0
+
+
+def invalidate(r: JobRun) -> None:
+    """``r``'s pending compute end and release are stale from now on."""
+    r.version += 1
+
+
 class Iterations:
     """Handles the iteration events of the running jobs.
 
@@ -72,7 +116,7 @@ class Iterations:
         *,
         kernel: EventKernel,
         ledger: Ledger,
-        pacing: Pacing,
+        pacing: Paces,
         fast: IterationWatch,
         jumps: bool,
         on_finished: Callable[[JobRun], None],

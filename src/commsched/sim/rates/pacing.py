@@ -199,6 +199,11 @@ class Pacing:
         self._change(r, row)
         return nxt if row >= 0 else -1
 
+    @staticmethod
+    def forget_step(r: JobRun) -> None:
+        """Make ``r``'s pending step end stale (it leaves the detail: a fluid)."""
+        r.step_version += 1
+
     def drop(self, r: JobRun) -> None:
         """Forget ``r``'s slot without re-solving (a job leaving the fluid starts a new iteration)."""
         if r.parent is not None:
