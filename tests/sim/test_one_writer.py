@@ -39,6 +39,8 @@ OWNER: dict[str, str | None] = {
     "stop_step": "jobs/iteration.py",
     **dict.fromkeys(_CYCLE_FIELDS, "jobs/iteration.py"),
     "step_version": "rates/pacing.py",
+    "pending_delay_s": "jobs/iteration.py",
+    "traffic": "jobs/iteration.py",
     "index": None,
     "spec": None,
     "iteration_model": None,
@@ -46,11 +48,8 @@ OWNER: dict[str, str | None] = {
     "companion": None,
     "parent": None,
 }
-_CYCLE = frozenset({"jobs/iteration.py"})  # the iteration cycle's fields
 #: fields with several writers still: field -> the modules that may write it
 SHARED: dict[str, frozenset[str]] = {
-    "pending_delay_s": _CYCLE | {"decide/decisions.py"},  # set by a time shift, spent by the cycle
-    "traffic": frozenset({"decide/decisions.py", "jobs/iteration.py", "rates/pacing.py"}),
     # a grouped job's overlapped stream follows its job's (rates/pacing.py: Pacing._follow)
     "priority_class": frozenset({"decide/decisions.py", "rates/pacing.py"}),
     "intensity": frozenset({"decide/decisions.py", "rates/pacing.py"}),

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from commsched.scheduling.traffic import JobTraffic
 from commsched.sim.jobs.hooks import IterationWatch, Paces
 from commsched.sim.jobs.runs import EventKind, JobRun
 from commsched.sim.loop.kernel import EventKernel
@@ -60,6 +61,16 @@ def shift(r: JobRun, dt: float, done: float, busy: float) -> None:
     r.compute_end_s += dt
     r.release_s += dt
     r.version += 1
+
+
+def run_traffic(r: JobRun, traffic: JobTraffic | None) -> None:
+    """``r`` runs ``traffic`` from now on (a decision's routes; ``None``: a job gone)."""
+    r.traffic = traffic
+
+
+def delay_next(r: JobRun, delay_s: float) -> None:
+    """``r``'s next iteration starts ``delay_s`` late (once: a change of time shift)."""
+    r.pending_delay_s = delay_s
 
 
 def credit(r: JobRun, done: float, busy: float) -> None:

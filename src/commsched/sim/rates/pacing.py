@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from commsched.scheduling.traffic import JobTraffic
+from commsched.sim.jobs.iteration import run_traffic
 from commsched.sim.jobs.runs import EventKind, JobRun
 from commsched.sim.jobs.streams import DP_SUBCLASS, StreamPlan, stream_plan
 from commsched.sim.loop.kernel import EventKernel
@@ -333,7 +334,7 @@ class Pacing:
                 moving.append(x)
         for x in streams:
             if x is r or x.traffic is not None:
-                x.traffic = traffic
+                run_traffic(x, traffic)
         for x in moving:
             s = x.index
             sf[s, fl.ROW] = self._pool.row(traffic, x.step, self._compact)
