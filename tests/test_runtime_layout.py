@@ -17,6 +17,11 @@ line    packages of ``commsched.runtime``
 
 So the agent server and the job-side client never import each other, and what crosses a socket
 (``protocol``) and the local HTTP helpers (``http``) import nothing else of the runtime.
+
+``enforce`` has rooms of its own: its core (the enforcer, its loops, pins, reports and ledger, directly
+under ``enforce/``) may import each of them; ``pinning`` (path oracles, probes, the replies' ports) may
+import ``marking`` (nftables, netlink counters, tracked connections, NCCL's traffic class); ``marking``
+and ``processes`` (cgroups, started and adopted processes) import no other room and never the core.
 """
 
 from __future__ import annotations
@@ -60,6 +65,17 @@ SHARED_NAMES: dict[str, tuple[frozenset[str], str]] = {
 }
 
 
+ENFORCE = RUNTIME / "enforce"
+
+#: room of ``commsched.runtime.enforce`` ("" = its core, the modules directly under it) -> rooms it may import
+ENFORCE_ROOMS: dict[str, frozenset[str]] = {
+    "": frozenset({"pinning", "marking", "processes"}),
+    "pinning": frozenset({"marking"}),
+    "marking": frozenset(),
+    "processes": frozenset(),
+}
+
+
 def loose_modules(root: Path) -> list[str]:
     """Modules directly under ``root`` other than its ``__init__``."""
     return sorted(p.name for p in root.glob("*.py") if p.name != "__init__.py")
@@ -86,6 +102,19 @@ def _package(module: str) -> str | None:
     if parts[:2] != ["commsched", "runtime"]:
         return None
     return parts[2] if len(parts) > 2 else ""
+
+
+def enforce_room(module: str, is_package: bool) -> str | None:
+    """``commsched.runtime.enforce.pinning.oracle``: ``pinning``; a core module: ``""``; outside: ``None``."""
+    parts = module.split(".")
+    if parts[:3] != ["commsched", "runtime", "enforce"] or len(parts) == 3:
+        return None
+    return parts[3] if len(parts) > 4 or is_package else ""
+
+
+def room_violations(edges: list[tuple[str, str]], rooms: dict[str, frozenset[str]]) -> list[tuple[str, str]]:
+    """The ``(room, room)`` import edges (``""``: the core) that ``rooms`` does not allow."""
+    return sorted({(a, b) for a, b in edges if a != b and b not in rooms[a]})
 
 
 def test_no_loose_module_under_runtime() -> None:
@@ -117,6 +146,50 @@ def test_runtime_imports_go_down() -> None:
             if LINE_OF[there] >= LINE_OF[here]:
                 bad.append(f"{path.relative_to(SRC)}:{line}: {name} -> {target}")
     assert not bad, "imports against the runtime's order:\n" + "\n".join(bad)
+
+
+def test_every_enforce_room_is_listed() -> None:
+    found = {p.parent.name for p in ENFORCE.glob("*/__init__.py")}
+    assert found == set(ENFORCE_ROOMS) - {""}, "list the rooms of enforce/ in ENFORCE_ROOMS and the docstring"
+    assert not list(ENFORCE.glob("*/*/*.py")), "enforce/'s rooms hold modules, not rooms of their own"
+
+
+def test_enforce_rooms_import_as_allowed() -> None:
+    modules = all_modules()
+    edges: list[tuple[str, str]] = []
+    where: dict[tuple[str, str], str] = {}
+    for name, path in modules.items():
+        here = enforce_room(name, path.name == "__init__.py")
+        if here is None:
+            continue
+        for line, target in imports_of(name, path, modules):
+            there = enforce_room(target, modules[target].name == "__init__.py")
+            if there is not None:
+                edges.append((here, there))
+                where.setdefault((here, there), f"{path.relative_to(SRC)}:{line} -> {target}")
+    bad = [where[e] for e in room_violations(edges, ENFORCE_ROOMS)]
+    assert not bad, "imports between enforce/'s rooms against their order:\n" + "\n".join(bad)
+    # the check sees an import the order does not allow (the rooms import at all: the core uses them)
+    assert {("", "pinning"), ("", "marking"), ("", "processes"), ("pinning", "marking")} <= set(edges)
+
+
+@pytest.mark.parametrize(
+    ("module", "is_package", "room"),
+    [
+        ("commsched.runtime.enforce", True, None),
+        ("commsched.runtime.enforce.enforcer", False, ""),
+        ("commsched.runtime.enforce.pinning.oracle", True, "pinning"),
+        ("commsched.runtime.enforce.pinning.oracle", False, "pinning"),
+        ("commsched.runtime.agent.app", False, None),
+    ],
+)
+def test_enforce_room_of_a_module(module: str, is_package: bool, room: str | None) -> None:
+    assert enforce_room(module, is_package) == room
+
+
+def test_room_violations_see_a_wrong_way() -> None:
+    edges = [("", "pinning"), ("pinning", "marking"), ("marking", "pinning"), ("processes", ""), ("", "")]
+    assert room_violations(edges, ENFORCE_ROOMS) == [("marking", "pinning"), ("processes", "")]
 
 
 @pytest.mark.parametrize(

@@ -78,7 +78,7 @@ def _need_tools() -> None:
     for tool in ("nft", "tcpdump", "nsenter"):
         if shutil.which(tool) is None:
             pytest.skip(f"needs {tool!r} (Debian packages nftables, tcpdump, util-linux; make sysdeps)")
-    from commsched.runtime.enforce.cgroups import cgroup2_root
+    from commsched.runtime.enforce.processes.cgroups import cgroup2_root
 
     try:
         cgroup2_root()
@@ -127,7 +127,7 @@ def test_enforcement_on_the_fabric(  # noqa: PLR0915 -- one end-to-end run on th
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _need_tools()
-    from commsched.runtime.enforce.cgroups import cgroup2_root
+    from commsched.runtime.enforce.processes.cgroups import cgroup2_root
     from commsched.runtime.launch.procs import Processes, cli_argv
     from commsched.testbed import Testbed, build
     from commsched.testbed.probe import trace_tuples

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from commsched.errors import InputError, ValidationError
-from commsched.runtime.enforce import nft
-from commsched.runtime.enforce.cgroups import JobCgroup, parse_mountinfo
-from commsched.runtime.enforce.conns import parse_conntrack, parse_proc_tcp
 from commsched.runtime.enforce.ledger import Ledger, clean_dir, read_ledger, write_ledger
-from commsched.runtime.enforce.nccl import class_table, job_environment
-from commsched.runtime.enforce.nflink import decode_objects, dump_request
-from commsched.runtime.enforce.pinning import PortSearch, find_ports
+from commsched.runtime.enforce.marking import nft
+from commsched.runtime.enforce.marking.conns import parse_conntrack, parse_proc_tcp
+from commsched.runtime.enforce.marking.nccl import class_table, job_environment
+from commsched.runtime.enforce.marking.nflink import decode_objects, dump_request
+from commsched.runtime.enforce.pinning.oracle import PortSearch, find_ports
+from commsched.runtime.enforce.processes.cgroups import JobCgroup, parse_mountinfo
 
 
 def test_nft_scripts_name_every_rule_and_key() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from commsched.errors import InputError
-from commsched.runtime.enforce.fabricmap import fabric_from_json, fabric_to_json, load_fabric
-from commsched.runtime.enforce.pathprobe import FabricMap
+from commsched.runtime.enforce.pinning.fabricmap import fabric_from_json, fabric_to_json, load_fabric
+from commsched.runtime.enforce.pinning.pathprobe import FabricMap
 from commsched.topology import NodeId, crux_testbed
 
 

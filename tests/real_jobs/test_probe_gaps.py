@@ -10,8 +10,8 @@ fabric is :class:`tests.real_jobs.test_probe_parts.FakeFabric`, whose own hash i
 
 from __future__ import annotations
 
-from commsched.runtime.enforce.pinning import PortSearch
-from commsched.runtime.enforce.probeoracle import ProbeOracle
+from commsched.runtime.enforce.pinning.oracle import PortSearch
+from commsched.runtime.enforce.pinning.probeoracle import ProbeOracle
 from tests.real_jobs.test_probe_parts import _setup
 
 

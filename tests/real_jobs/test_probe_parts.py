@@ -12,10 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from commsched.runtime.enforce.pathprobe import FabricMap, PathProbing, ProbeSettings
-from commsched.runtime.enforce.pinning import PortSearch
-from commsched.runtime.enforce.probe import IcmpBudget, Probe, checksum, parse_time_exceeded, probe_packet
-from commsched.runtime.enforce.probeoracle import ProbeOracle
+from commsched.runtime.enforce.pinning.oracle import PortSearch
+from commsched.runtime.enforce.pinning.pathprobe import FabricMap, PathProbing, ProbeSettings
+from commsched.runtime.enforce.pinning.probe import (
+    IcmpBudget,
+    Probe,
+    checksum,
+    parse_time_exceeded,
+    probe_packet,
+)
+from commsched.runtime.enforce.pinning.probeoracle import ProbeOracle
 from commsched.topology import crux_testbed
 
 

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from commsched.runtime.enforce.replies import replies_base_script, rin_script, rout_script
+from commsched.runtime.enforce.pinning.replies import replies_base_script, rin_script, rout_script
 from commsched.testbed import netns
 
 

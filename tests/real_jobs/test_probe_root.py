@@ -23,9 +23,9 @@ pytestmark = pytest.mark.slow
 
 CHILD = r"""
 import json, sys, time
-from commsched.runtime.enforce.pathprobe import FabricMap, ProbeSettings
-from commsched.runtime.enforce.pinning import PortSearch
-from commsched.runtime.enforce.probeoracle import ProbeOracle
+from commsched.runtime.enforce.pinning.pathprobe import FabricMap, ProbeSettings
+from commsched.runtime.enforce.pinning.oracle import PortSearch
+from commsched.runtime.enforce.pinning.probeoracle import ProbeOracle
 job = json.load(sys.stdin)
 oracle = ProbeOracle(FabricMap.from_testbed(job["name"]))
 t = time.monotonic()

@@ -8,8 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from commsched.runtime.enforce import nft
-from commsched.runtime.enforce.cgroups import process_start, stop_processes
+from commsched.runtime.enforce.marking import nft
+from commsched.runtime.enforce.processes.cgroups import process_start, stop_processes
 
 # a process that ignores SIGTERM (so only SIGKILL ends it) and one that exits on it
 STUBBORN = "import signal as s, time; s.signal(s.SIGTERM, s.SIG_IGN); print('ok', flush=True); time.sleep(60)"

@@ -72,7 +72,7 @@ def _sum(samples: Samples, name: str, **labels: str) -> float:
 
 
 def _alive(pid: int, start: int) -> bool:
-    from commsched.runtime.enforce.cgroups import process_start
+    from commsched.runtime.enforce.processes.cgroups import process_start
 
     return process_start(pid) == start
 
@@ -91,7 +91,7 @@ def test_nothing_left_behind_and_agent_metrics(  # noqa: PLR0915 -- one run on t
 ) -> None:
     _need_tools()
     pytest.importorskip("prometheus_client")
-    from commsched.runtime.enforce.cgroups import cgroup2_root, process_start
+    from commsched.runtime.enforce.processes.cgroups import cgroup2_root, process_start
     from commsched.runtime.launch.procs import Processes, cli_argv
     from commsched.testbed import Testbed, build
     from commsched.testbed.state import agents_dir

@@ -138,7 +138,8 @@ def test_agent_follows_decisions_and_answers_ports(stack: dict[str, Any]) -> Non
     wait_until(lambda: follower.version == 2, timeout_s=2.0, what="agent catches version 2")
     assert set(agent.get("/v1/decision").json()["jobs"]) == {"a"}  # b has no GPU on h0
     assert svc.host_view("h5").jobs.keys() == {"b"}
-    assert read_state(follower.state_path)["version"] == 2  # type: ignore[index]
+    stored = read_state(follower.state_path)
+    assert stored is not None and stored.version == 2 and stored.jobs.keys() == {"a"}
 
 
 def test_probe_table_wins_over_the_hash_model(stack: dict[str, Any]) -> None:
@@ -183,7 +184,7 @@ def test_agent_keeps_serving_without_the_daemon_and_restarts_from_disk(stack: di
     )
     try:
         assert again.version == 1
-        out = answer(again.view, None, "a", conn["src_rank"], conn["dst_rank"])
+        out = answer(again.host_view, None, "a", conn["src_rank"], conn["dst_rank"])
         assert out is not None and out.src_port == before["src_port"]
     finally:
         again._client.close()

@@ -34,7 +34,7 @@ def missing() -> str | None:
     for tool in TOOLS:
         if shutil.which(tool) is None:
             return f"needs {tool!r} (Debian packages slurm-wlm, munge, nftables, iproute2: make sysdeps)"
-    from commsched.runtime.enforce.cgroups import cgroup2_root
+    from commsched.runtime.enforce.processes.cgroups import cgroup2_root
     from commsched.testbed import netns
 
     why = netns.missing_capability()

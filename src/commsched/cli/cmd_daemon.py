@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from commsched.cli.common import read_token, user_errors
 from commsched.errors import InputError
+
+if TYPE_CHECKING:
+    from commsched.runtime.protocol.control_json import NicJSON
 
 
 def _need_runtime() -> None:
@@ -245,9 +248,9 @@ def _enforcer(follower: Any, metrics: Any, enforce: bool, **opts: Any) -> Any:
     )
 
 
-def _parse_nics(items: list[str]) -> list[dict[str, str | None]]:
+def _parse_nics(items: list[str]) -> list[NicJSON]:
     """``--nic NIC_ID=IP`` options as the agent's registration lists them."""
-    nics: list[dict[str, str | None]] = []
+    nics: list[NicJSON] = []
     for item in items:
         nid, sep, ip = item.partition("=")
         if not sep or not nid:

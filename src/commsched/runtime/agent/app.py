@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
 
+from commsched.runtime.agent.answers import AgentDecisionJSON, AgentHealthJSON, CountersJSON
 from commsched.runtime.agent.counters import CounterSource
 from commsched.runtime.agent.follower import Follower
 from commsched.runtime.agent.jobs_api import add_job_routes
@@ -52,7 +53,7 @@ def create_agent_app(
     add_shape_handlers(app)  # errors as {"error", "field"}, as the daemon's
 
     @app.get("/health")
-    def health() -> dict[str, Any]:
+    def health() -> AgentHealthJSON:
         return {
             "status": "ok",
             "api": AGENT_API_VERSION,
@@ -85,11 +86,11 @@ def create_agent_app(
         return replace(out, stale=not follower.connected).to_json()
 
     @app.get("/v1/decision")
-    def decision() -> dict[str, Any]:
-        return {**follower.view, "api": AGENT_API_VERSION, "stale": not follower.connected}
+    def decision() -> AgentDecisionJSON:
+        return {**follower.host_view.to_json(), "api": AGENT_API_VERSION, "stale": not follower.connected}
 
     @app.get("/v1/counters")
-    def get_counters(report: bool = Query(False)) -> dict[str, Any]:
+    def get_counters(report: bool = Query(False)) -> CountersJSON:
         values = counters.read()
         sent = follower.report_counters(values) if report else False
         return {"host": follower.host, "counters": values, "reported": sent}

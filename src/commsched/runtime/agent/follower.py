@@ -14,33 +14,39 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from commsched.errors import InputError
 from commsched.runtime.http.localclient import LocalClient, LocalHTTPError
 from commsched.runtime.protocol.control import HostView
+from commsched.runtime.protocol.control_json import RegistrationJSON
 
-__all__ = ["Follower", "read_state", "write_state"]
+__all__ = ["Follower", "PostedProfileJSON", "read_state", "write_state"]
 
 
-def write_state(path: Path, view: dict[str, Any]) -> None:
+class PostedProfileJSON(TypedDict):
+    """What posting a profile to the daemon gave: its HTTP status and its answer (JSON, else text)."""
+
+    status: int
+    answer: object
+
+
+def write_state(path: Path, view: HostView) -> None:
     """Write ``view`` to ``path`` atomically (temporary file, fsync, rename)."""
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     with open(tmp, "w") as fh:
-        json.dump(view, fh, separators=(",", ":"))
+        json.dump(view.to_json(), fh, separators=(",", ":"))
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
 
 
-def read_state(path: Path) -> dict[str, Any] | None:
+def read_state(path: Path) -> HostView | None:
     """The last stored view, or ``None`` when there is none (or it cannot be read, or is no host view)."""
     try:
-        data = json.loads(path.read_text())
-        HostView.from_json(data, where=str(path))
+        return HostView.from_json(json.loads(path.read_text()), where=str(path))
     except (OSError, json.JSONDecodeError, InputError):
         return None
-    return data if isinstance(data, dict) else None
 
 
 class Follower:
@@ -69,7 +75,7 @@ class Follower:
         host: str,
         token: str | None,
         state_path: Path,
-        registration: dict[str, Any],
+        registration: RegistrationJSON,
         wait_s: float = 20.0,
     ) -> None:
         self.daemon = daemon.rstrip("/")
@@ -82,21 +88,16 @@ class Follower:
         self._token = token
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._view: dict[str, Any] = read_state(state_path) or {}
-        self._host_view = (
-            HostView.from_json(self._view) if self._view else HostView(version=0, policy="", host=host)
-        )
+        stored = read_state(state_path)
+        #: whether a view is held (from the state file or the daemon), not the empty one of version 0
+        self._held = stored is not None
+        self._host_view = stored or HostView(version=0, policy="", host=host)
         self.connected = False
         self.registered = False
         self.last_error = ""
         #: called with each new host view, typed (the enforcer's ``apply_safely``, the metrics' counter)
         self.listeners: list[Callable[[HostView], None]] = []
         self._thread = threading.Thread(target=self._run, name=f"follower-{host}", daemon=True)
-
-    @property
-    def view(self) -> dict[str, Any]:
-        with self._lock:
-            return self._view
 
     @property
     def host_view(self) -> HostView:
@@ -138,17 +139,16 @@ class Follower:
             return False
         return r.status_code == 200
 
-    def post_profile(self, job: str, body: dict[str, Any]) -> dict[str, Any]:
+    def post_profile(self, job: str, body: dict[str, float]) -> PostedProfileJSON:
         """``PUT /v1/jobs/{job}/profile`` (a job's profile measured from outside); the daemon's answer."""
         import urllib.parse
 
         r = self._client.put(f"/v1/jobs/{urllib.parse.quote(job, safe='')}/profile", json=body, timeout=10.0)
-        out: dict[str, Any] = {"status": r.status_code}
         try:
-            out["answer"] = r.json()
+            answer = r.json()
         except ValueError:
-            out["answer"] = r.text[:200]
-        return out
+            answer = r.text[:200]
+        return {"status": r.status_code, "answer": answer}
 
     def _register(self) -> None:
         if self._token:
@@ -164,13 +164,12 @@ class Follower:
         }
         r = self._client.get("/v1/decisions/latest", params=params)
         r.raise_for_status()
-        view = r.json()
-        typed = HostView.from_json(view, where="GET /v1/decisions/latest")  # refuses a malformed view
+        typed = HostView.from_json(r.json(), where="GET /v1/decisions/latest")  # refuses a malformed view
         self.connected = True
-        if typed.version != self.version or not self.view:
-            write_state(self.state_path, view)
+        if typed.version != self.version or not self._held:
+            write_state(self.state_path, typed)
             with self._lock:
-                self._view, self._host_view = view, typed
+                self._host_view, self._held = typed, True
             for fn in self.listeners:
                 fn(typed)
 

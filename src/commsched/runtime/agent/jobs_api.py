@@ -2,7 +2,7 @@
 
 ``GET /v1/jobs/{job}/env`` works on every agent: the environment a job's processes on this host get
 (NCCL's traffic class, service level and interfaces for the job's class and rails, see
-:mod:`commsched.runtime.enforce.nccl`). The others need an agent started with ``--enforce``
+:mod:`commsched.runtime.enforce.marking.nccl`). The others need an agent started with ``--enforce``
 (:mod:`commsched.runtime.enforce`); they answer 409 otherwise. The routes that start, adopt or stop
 processes need the agent's bearer token when it has one (``--token-file``), since the agent runs them
 with its own privileges.
@@ -20,7 +20,17 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from commsched.errors import InputError
+from commsched.runtime.agent.answers import (
+    AdoptAnswer,
+    ConnectionsAnswer,
+    ForgetAnswer,
+    JobEnvAnswer,
+    StopAnswer,
+)
 from commsched.runtime.agent.follower import Follower
+from commsched.runtime.enforce.host import JobProfileJSON
+from commsched.runtime.enforce.processes.spawn import ProcessJSON
+from commsched.runtime.enforce.reports import ReportJSON, TrafficJSON
 from commsched.runtime.protocol.control import JobDecision
 
 __all__ = ["AdoptIn", "ProcessIn", "ProfileIn", "add_job_routes"]
@@ -114,8 +124,8 @@ def _env_route(app: FastAPI, g: _Guard) -> None:
     follower, enforcer, decided = g.follower, g.enforcer, g.decided
 
     @app.get("/v1/jobs/{job}/env")
-    def job_env(job: Annotated[str, PathParam(pattern=_JOB)]) -> dict[str, Any]:
-        from commsched.runtime.enforce.nccl import interface_addresses, job_environment, rdma_devices
+    def job_env(job: Annotated[str, PathParam(pattern=_JOB)]) -> JobEnvAnswer:
+        from commsched.runtime.enforce.marking.nccl import interface_addresses, job_environment, rdma_devices
 
         info = decided(job)
         view = follower.host_view
@@ -137,9 +147,7 @@ def _process_routes(app: FastAPI, g: _Guard) -> None:
     allowed, decided, enforcing = g.allowed, g.decided, g.enforcing
 
     @app.post("/v1/jobs/{job}/adopt")
-    def adopt(
-        job: str, body: AdoptIn, authorization: Annotated[str | None, Header()] = None
-    ) -> dict[str, Any]:
+    def adopt(job: str, body: AdoptIn, authorization: Annotated[str | None, Header()] = None) -> AdoptAnswer:
         allowed(authorization)
         decided(job)
         moved = enforcing().adopt(job, list(body.pids))
@@ -148,8 +156,8 @@ def _process_routes(app: FastAPI, g: _Guard) -> None:
     @app.post("/v1/jobs/{job}/processes", status_code=201)
     def start(
         job: str, body: ProcessIn, authorization: Annotated[str | None, Header()] = None
-    ) -> dict[str, Any]:
-        from commsched.runtime.enforce.spawn import ProcessSpec
+    ) -> ProcessJSON:
+        from commsched.runtime.enforce.processes.spawn import ProcessSpec
 
         allowed(authorization)
         decided(job)
@@ -161,7 +169,7 @@ def _process_routes(app: FastAPI, g: _Guard) -> None:
             proc = e.spawn(job, spec)
         except OSError as exc:
             raise _RefusedError(400, f"cannot start {body.argv[0]!r}: {exc.strerror}", "argv") from None
-        started: dict[str, Any] = proc.to_json()
+        started: ProcessJSON = proc.to_json()
         return started
 
     @app.delete("/v1/jobs/{job}/processes")
@@ -169,7 +177,7 @@ def _process_routes(app: FastAPI, g: _Guard) -> None:
         job: str,
         grace_s: float = Query(3.0, ge=0, le=600),
         authorization: Annotated[str | None, Header()] = None,
-    ) -> dict[str, Any]:
+    ) -> StopAnswer:
         allowed(authorization)
         codes = enforcing().stop(job, grace_s)
         return {"job": job, "stopped": {str(k): v for k, v in codes.items()}}
@@ -179,22 +187,23 @@ def _measure_routes(app: FastAPI, g: _Guard) -> None:
     allowed, enforcing = g.allowed, g.enforcing
 
     @app.get("/v1/jobs/{job}")
-    def report(job: str) -> dict[str, Any]:
-        out: dict[str, Any] = enforcing().report(job)
+    def report(job: str) -> ReportJSON:
+        out: ReportJSON = enforcing().report(job)
         return out
 
     @app.get("/v1/jobs/{job}/connections")
-    def connections(job: str) -> dict[str, Any]:
+    def connections(job: str) -> ConnectionsAnswer:
         return {"job": job, "connections": enforcing().connections(job)}
 
     @app.get("/v1/jobs/{job}/traffic")
-    def traffic(job: str, since: float = Query(0.0, ge=0)) -> dict[str, Any]:
-        return dict(enforcing().traffic(job, since))
+    def traffic(job: str, since: float = Query(0.0, ge=0)) -> TrafficJSON:
+        out: TrafficJSON = enforcing().traffic(job, since)
+        return out
 
     @app.post("/v1/jobs/{job}/profile")
     def profile(
         job: str, body: ProfileIn, authorization: Annotated[str | None, Header()] = None
-    ) -> dict[str, Any]:
+    ) -> JobProfileJSON:
         from commsched.runtime.enforce.loops import profile_now
 
         allowed(authorization)
@@ -204,7 +213,7 @@ def _measure_routes(app: FastAPI, g: _Guard) -> None:
         return profile_now(e, e.job(job), body.start, body.end)
 
     @app.delete("/v1/jobs/{job}")
-    def forget(job: str, authorization: Annotated[str | None, Header()] = None) -> dict[str, Any]:
+    def forget(job: str, authorization: Annotated[str | None, Header()] = None) -> ForgetAnswer:
         allowed(authorization)
         e = enforcing()
         e.job(job)

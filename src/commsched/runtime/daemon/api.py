@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
@@ -85,10 +84,9 @@ def create_app(service: DaemonService, *, token: str, tick_s: float | None = Non
     )
     add_error_handlers(app)
     read, write = token_guards(token)
-    guards: dict[str, Any] = {"read": read, "write": write}
-    app.include_router(cluster_router(service, **guards))
-    app.include_router(jobs_router(service, **guards))
-    app.include_router(hosts_router(service, **guards))
+    app.include_router(cluster_router(service, read=read, write=write))
+    app.include_router(jobs_router(service, read=read, write=write))
+    app.include_router(hosts_router(service, read=read, write=write))
     app.include_router(decisions_router(service, versions, read=read))
     app.include_router(status_router(service, read=read))
     app.state.metrics = DaemonMetrics(service)

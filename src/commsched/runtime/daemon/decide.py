@@ -35,8 +35,10 @@ from commsched.runtime.protocol.control import (
     JobDecision,
     LinkLoad,
 )
+from commsched.runtime.protocol.control_json import DecisionJSON
 from commsched.runtime.protocol.marks import mark_for_class
 from commsched.scheduling.memo import Memo
+from commsched.scheduling.policies.common import PlanFn
 from commsched.scheduling.state import ClusterState, PlacedJob
 from commsched.topology import NodeId, Topology
 from commsched.workload import JobId, JobSpec, ModelProfile
@@ -90,7 +92,7 @@ def _classes(
     return rank, cls
 
 
-def daemon_plans(policy: str | None = None) -> dict[str, Any]:
+def daemon_plans(policy: str | None = None) -> dict[str, PlanFn]:
     """The policies the daemon serves: name -> plan function (decisions + intensities).
 
     Every communication plan of :func:`commsched.scheduling.policies.communication_plans`, and the
@@ -108,7 +110,7 @@ def daemon_plans(policy: str | None = None) -> dict[str, Any]:
     from commsched.scheduling.policies import communication_plans
     from commsched.scheduling.policies.common import Plan
 
-    plans: dict[str, Any] = dict(communication_plans())
+    plans = dict(communication_plans())
     reg = policy_registry()
     wanted = reg.names() if policy is None else (policy,) if policy in reg else ()
     for name in wanted:
@@ -135,7 +137,7 @@ def decide(
     cause: Cause,
     memo: Memo | None = None,
     port_cache: dict[tuple[str, str, int], int] | None = None,
-) -> dict[str, Any]:
+) -> DecisionJSON:
     """:func:`decision` as its JSON document (``format`` 1; see ``docs/runtime-daemon.md``)."""
     return decision(
         topology, cfg, jobs, version=version, cause=cause, memo=memo, port_cache=port_cache

@@ -19,7 +19,10 @@ from commsched.runtime.daemon.jobrequest import UnknownJobError
 from commsched.runtime.daemon.models import API_VERSION
 from commsched.runtime.daemon.page import render_status
 from commsched.runtime.daemon.service import DaemonService
+from commsched.runtime.daemon.shapes import EventJSON, HealthJSON, HistoryRowJSON
 from commsched.runtime.http.strictjson import StrictJSONRoute
+from commsched.runtime.protocol.control import Decision
+from commsched.runtime.protocol.control_json import DecisionJSON
 
 __all__ = ["Versions", "decisions_router", "status_router"]
 
@@ -46,15 +49,9 @@ class Versions:
                 await asyncio.wait_for(ev.wait(), remaining)
 
 
-def _empty_doc(service: DaemonService) -> dict[str, Any]:
-    return {
-        "format": 1,
-        "version": 0,
-        "policy": service.config.policy,
-        "jobs": {},
-        "connections": [],
-        "link_load": [],
-    }
+def _empty_doc(service: DaemonService) -> DecisionJSON:
+    """The document before the first decision: version 0, the cluster's policy, no job."""
+    return Decision(version=0, policy=service.config.policy).to_json()
 
 
 def status_router(service: DaemonService, *, read: list[Any]) -> APIRouter:
@@ -62,7 +59,7 @@ def status_router(service: DaemonService, *, read: list[Any]) -> APIRouter:
     router = APIRouter(route_class=StrictJSONRoute, dependencies=read)
 
     @router.get("/health")
-    async def health() -> dict[str, Any]:
+    async def health() -> HealthJSON:
         return {
             "status": "ok",
             "api": API_VERSION,
@@ -74,7 +71,7 @@ def status_router(service: DaemonService, *, read: list[Any]) -> APIRouter:
     @router.get("/v1/events")
     def events(
         after: int = Query(0, ge=0, le=2**62), limit: int = Query(100, ge=1, le=10_000)
-    ) -> list[dict[str, Any]]:
+    ) -> list[EventJSON]:
         return service.store.events(after, limit)
 
     @router.get("/", response_class=HTMLResponse)
@@ -129,7 +126,7 @@ def decisions_router(service: DaemonService, versions: Versions, *, read: list[A
         return Response(content=row.body, media_type="application/json")
 
     @router.get("/v1/decisions")
-    def history(limit: int = Query(50, ge=1, le=10_000)) -> list[dict[str, Any]]:
+    def history(limit: int = Query(50, ge=1, le=10_000)) -> list[HistoryRowJSON]:
         return [
             {"version": r.version, "created_s": r.created_s, "cause": r.cause}
             for r in service.store.history(limit)

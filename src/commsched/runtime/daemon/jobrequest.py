@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from commsched.errors import InputError
 from commsched.runtime.daemon.decide import placed_job
 from commsched.runtime.daemon.records import ClusterConfig, JobRecord
+from commsched.runtime.daemon.shapes import ParallelJSON
 from commsched.topology import NodeId, Topology
 
 __all__ = ["JobRequest", "StateConflictError", "UnknownJobError", "resolve_job"]
@@ -43,7 +43,7 @@ class JobRequest:
     comm_bytes: float | None = None
     overlap: float | None = None
     collective: str = "ring"
-    parallel: dict[str, Any] | None = None  # ParallelSpec fields (docs/llm-jobs.md)
+    parallel: ParallelJSON | None = None  # ParallelSpec fields (docs/llm-jobs.md)
     priority: int | None = None  # the class written on the job (the static policy's)
 
 
@@ -171,7 +171,7 @@ def resolve_job(
         started_s=now_s,
         profiling=cfg.profiling_window_s > 0,
         profiling_until_s=now_s + cfg.profiling_window_s,
-        parallel=dict(req.parallel) if req.parallel is not None else None,
+        parallel=ParallelJSON(**req.parallel) if req.parallel is not None else None,
         priority=req.priority,
     )
     if gpus is not None:

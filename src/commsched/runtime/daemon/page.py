@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from commsched.runtime.daemon.service import DaemonService
+    from commsched.runtime.daemon.shapes import HostListedJSON
     from commsched.runtime.protocol.control import Decision
 
 __all__ = ["render_status"]
@@ -74,11 +75,11 @@ def _links(decision: Decision, max_rows: int) -> str:
 
 
 def _hosts(service: DaemonService) -> str:
-    def nics(h: dict[str, Any]) -> list[str]:
-        return [n.get("id") + (f"={n['ip']}" if n.get("ip") else "") for n in h.get("nics", [])]
+    def nics(h: HostListedJSON) -> list[str]:
+        return [n["id"] + (f"={n['ip']}" if n["ip"] else "") for n in h["nics"]]
 
     rows = [
-        (name, nics(h), h.get("agent"), len(h["counters"]) - 1 if h.get("counters") else 0)
+        (name, nics(h), h["agent"], len(h["counters"]) - 1 if h["counters"] else 0)
         for name, h in sorted(service.hosts().items())
     ]
     return _table("hosts", "Hosts", ("host", "NICs", "agent", "counters"), rows)

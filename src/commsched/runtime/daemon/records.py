@@ -6,8 +6,10 @@ keeps them as text and a restarted daemon reads back exactly what it wrote.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
+
+from commsched.runtime.daemon.shapes import ClusterConfigJSON, JobJSON, ParallelJSON, ProfileJSON
 
 __all__ = ["ClusterConfig", "JobRecord", "ProfileRecord"]
 
@@ -46,11 +48,20 @@ class ClusterConfig:
     profiling_window_s: float = 30.0
     heartbeat_timeout_s: float = 10.0
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_json(self) -> ClusterConfigJSON:
+        return {
+            "topology": dict(self.topology),
+            "priority_levels": self.priority_levels,
+            "policy": self.policy,
+            "placement": self.placement,
+            "hash_name": self.hash_name,
+            "seed": self.seed,
+            "profiling_window_s": self.profiling_window_s,
+            "heartbeat_timeout_s": self.heartbeat_timeout_s,
+        }
 
     @staticmethod
-    def from_json(data: dict[str, Any]) -> ClusterConfig:
+    def from_json(data: ClusterConfigJSON) -> ClusterConfig:
         return ClusterConfig(**data)
 
 
@@ -68,8 +79,11 @@ class ProfileRecord:
     period_s: float
     overlap: float | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_json(self) -> ProfileJSON:
+        """The record as stored (not a body to post: :mod:`commsched.runtime.profiling.body` builds that)."""
+        return ProfileJSON(
+            compute_s=self.compute_s, comm_bytes=self.comm_bytes, period_s=self.period_s, overlap=self.overlap
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,7 +107,7 @@ class JobRecord:
     profiling_until_s: float = 0.0
     profile: ProfileRecord | None = None
     #: TP/PP/DP/EP groups (``ParallelSpec`` fields; None: one data-parallel collective)
-    parallel: dict[str, Any] | None = None
+    parallel: ParallelJSON | None = None
     #: the priority class written on the job (0 = highest; the static policy's class), if any
     priority: int | None = None
 
@@ -105,15 +119,39 @@ class JobRecord:
             seen.setdefault(g.split("/", 1)[0], None)
         return tuple(seen)
 
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["gpus"] = list(self.gpus)
-        return out
+    def to_json(self) -> JobJSON:
+        return {
+            "id": self.id,
+            "gpus": list(self.gpus),
+            "compute_s": self.compute_s,
+            "comm_bytes": self.comm_bytes,
+            "overlap": self.overlap,
+            "collective": self.collective,
+            "model": self.model,
+            "started_s": self.started_s,
+            "profiling": self.profiling,
+            "profiling_until_s": self.profiling_until_s,
+            "profile": None if self.profile is None else self.profile.to_json(),
+            "parallel": None if self.parallel is None else ParallelJSON(**self.parallel),
+            "priority": self.priority,
+        }
 
     @staticmethod
-    def from_json(data: dict[str, Any]) -> JobRecord:
-        d = dict(data)
-        d["gpus"] = tuple(d["gpus"])
-        prof = d.get("profile")
-        d["profile"] = ProfileRecord(**prof) if prof else None
-        return JobRecord(**d)
+    def from_json(data: JobJSON) -> JobRecord:
+        """A stored job (rows written before ``parallel`` and ``priority`` existed lack them)."""
+        prof = data.get("profile")
+        return JobRecord(
+            id=data["id"],
+            gpus=tuple(data["gpus"]),
+            compute_s=data["compute_s"],
+            comm_bytes=data["comm_bytes"],
+            overlap=data["overlap"],
+            collective=data.get("collective", "ring"),
+            model=data.get("model"),
+            started_s=data.get("started_s", 0.0),
+            profiling=data.get("profiling", True),
+            profiling_until_s=data.get("profiling_until_s", 0.0),
+            profile=ProfileRecord(**prof) if prof else None,
+            parallel=data.get("parallel"),
+            priority=data.get("priority"),
+        )

@@ -16,12 +16,25 @@ from commsched.runtime.daemon.jobrequest import JobRequest
 from commsched.runtime.daemon.models import ClusterIn, CountersIn, HostIn, JobIn, ProfileIn
 from commsched.runtime.daemon.records import ClusterConfig, ProfileRecord
 from commsched.runtime.daemon.service import DaemonService
+from commsched.runtime.daemon.shapes import (
+    ClusterAnswer,
+    ClusterJSON,
+    CountersAnswer,
+    HeartbeatAnswer,
+    HostAnswer,
+    HostListedJSON,
+    JobJSON,
+    JobListedJSON,
+    JobStartedAnswer,
+    VersionAnswer,
+)
 from commsched.runtime.http.strictjson import StrictJSONRoute
+from commsched.runtime.protocol.control_json import NicJSON
 
 __all__ = ["cluster_json", "cluster_router", "hosts_router", "jobs_router"]
 
 
-def cluster_json(cfg: ClusterConfig) -> dict[str, Any]:
+def cluster_json(cfg: ClusterConfig) -> ClusterJSON:
     """The cluster as the API shows it: ``hash`` as the PUT takes it, ``hash_name`` as its alias.
 
     Examples
@@ -38,11 +51,11 @@ def cluster_router(service: DaemonService, *, read: list[Any], write: list[Any])
     router = APIRouter(route_class=StrictJSONRoute)
 
     @router.get("/v1/cluster", dependencies=read)
-    async def get_cluster() -> dict[str, Any]:
+    async def get_cluster() -> ClusterJSON:
         return cluster_json(service.config)
 
     @router.put("/v1/cluster", dependencies=write)
-    def put_cluster(body: ClusterIn) -> dict[str, Any]:
+    def put_cluster(body: ClusterIn) -> ClusterAnswer:
         given = body.model_dump(exclude_none=True)
         if "hash" in given:
             given["hash_name"] = given.pop("hash")
@@ -57,11 +70,11 @@ def jobs_router(service: DaemonService, *, read: list[Any], write: list[Any]) ->
     router = APIRouter(route_class=StrictJSONRoute)
 
     @router.get("/v1/jobs", dependencies=read)
-    async def list_jobs() -> list[dict[str, Any]]:
+    async def list_jobs() -> list[JobListedJSON]:
         return [{**j.to_json(), "heartbeat_age_s": service.heartbeat_age_s(j.id)} for j in service.jobs()]
 
     @router.post("/v1/jobs", dependencies=write, status_code=201)
-    def start_job(body: JobIn) -> dict[str, Any]:
+    def start_job(body: JobIn) -> JobStartedAnswer:
         data = body.model_dump()
         for k in ("gpu_ids", "hosts"):
             data[k] = tuple(data[k]) if data[k] is not None else None
@@ -69,19 +82,19 @@ def jobs_router(service: DaemonService, *, read: list[Any], write: list[Any]) ->
         return {"job": rec.to_json(), "version": v}
 
     @router.get("/v1/jobs/{job_id}", dependencies=read)
-    async def get_job(job_id: str) -> dict[str, Any]:
+    async def get_job(job_id: str) -> JobJSON:
         return service.job(job_id).to_json()
 
     @router.delete("/v1/jobs/{job_id}", dependencies=write)
-    def end_job(job_id: str) -> dict[str, Any]:
+    def end_job(job_id: str) -> VersionAnswer:
         return {"version": service.end_job(job_id)}
 
     @router.post("/v1/jobs/{job_id}/heartbeat", dependencies=write)
-    def heartbeat(job_id: str) -> dict[str, Any]:
+    def heartbeat(job_id: str) -> HeartbeatAnswer:
         return {"timeout_s": service.heartbeat(job_id), "version": service.version}
 
     @router.put("/v1/jobs/{job_id}/profile", dependencies=write)
-    def put_profile(job_id: str, body: ProfileIn) -> dict[str, Any]:
+    def put_profile(job_id: str, body: ProfileIn) -> VersionAnswer:
         return {"version": service.post_profile(job_id, ProfileRecord(**body.model_dump()))}
 
     return router
@@ -92,16 +105,17 @@ def hosts_router(service: DaemonService, *, read: list[Any], write: list[Any]) -
     router = APIRouter(route_class=StrictJSONRoute)
 
     @router.get("/v1/hosts", dependencies=read)
-    async def list_hosts() -> dict[str, Any]:
+    async def list_hosts() -> dict[str, HostListedJSON]:
         return service.hosts()
 
     @router.post("/v1/hosts", dependencies=write, status_code=201)
-    def register_host(body: HostIn) -> dict[str, Any]:
-        service.register_host(body.name, body.model_dump(exclude={"name"}))
+    def register_host(body: HostIn) -> HostAnswer:
+        nics: list[NicJSON] = [{"id": n.id, "ip": n.ip} for n in body.nics]
+        service.register_host(body.name, {"nics": nics, "agent": body.agent})
         return {"host": body.name, "version": service.version}
 
     @router.post("/v1/hosts/{host}/counters", dependencies=write)
-    def put_counters(host: str, body: CountersIn) -> dict[str, Any]:
+    def put_counters(host: str, body: CountersIn) -> CountersAnswer:
         service.put_counters(host, dict(body.counters))
         return {"host": host}
 

@@ -25,8 +25,10 @@ from commsched.runtime.daemon.cluster import build_cluster, check_host, check_na
 from commsched.runtime.daemon.decide import decision
 from commsched.runtime.daemon.jobrequest import JobRequest, StateConflictError, UnknownJobError, resolve_job
 from commsched.runtime.daemon.records import ClusterConfig, JobRecord, ProfileRecord
+from commsched.runtime.daemon.shapes import HostListedJSON
 from commsched.runtime.daemon.store import Store
 from commsched.runtime.protocol.control import Cause, Decision, HostView
+from commsched.runtime.protocol.control_json import DecisionJSON, HostJSON
 from commsched.scheduling.memo import Memo
 from commsched.topology import Topology
 
@@ -66,7 +68,7 @@ class DaemonService:
                 store.add_event(clock(), "daemon-init", None, {"cluster": self._cfg.to_json()})
         self._jobs = {j.id: j for j in store.jobs()}
         self._hosts = store.hosts()
-        self._counters: dict[str, dict[str, Any]] = {}
+        self._counters: dict[str, dict[str, float]] = {}
         self._views: dict[str, str] = {}
         self.warmed = False
         self._memos: dict[int, Memo] = {}
@@ -79,9 +81,10 @@ class DaemonService:
         latest = store.latest_decision()
         self._version = latest.version if latest else 0
         self._body = latest.body if latest else ""
-        self._doc: dict[str, Any] = json.loads(self._body) if self._body else {}
         self._decision = (
-            Decision.from_json(self._doc) if self._doc else Decision(version=0, policy=self._cfg.policy)
+            Decision.from_json(json.loads(self._body))
+            if self._body
+            else Decision(version=0, policy=self._cfg.policy)
         )
         with store.atomic():
             store.add_event(now, "daemon-start", None, {"version": self._version, "jobs": sorted(self._jobs)})
@@ -103,8 +106,9 @@ class DaemonService:
         """The current decision document as stored (JSON text; ``""`` before the first decision)."""
         return self._body
 
-    def latest_doc(self) -> dict[str, Any]:
-        return self._doc
+    def latest_doc(self) -> DecisionJSON:
+        """The current decision document (a version 0 without jobs before the first decision)."""
+        return self._decision.to_json()
 
     @property
     def decision(self) -> Decision:
@@ -120,8 +124,11 @@ class DaemonService:
         except KeyError:
             raise UnknownJobError(f"no running job {job_id!r}", where="job_id") from None
 
-    def hosts(self) -> dict[str, dict[str, Any]]:
-        return {name: {**body, "counters": self._counters.get(name)} for name, body in self._hosts.items()}
+    def hosts(self) -> dict[str, HostListedJSON]:
+        return {
+            name: {"nics": body["nics"], "agent": body["agent"], "counters": self._counters.get(name)}
+            for name, body in self._hosts.items()
+        }
 
     def heartbeat_age_s(self, job_id: str) -> float:
         return self.clock() - self._beats.get(job_id, self.clock())
@@ -136,9 +143,9 @@ class DaemonService:
                     if ip is not None:
                         out[str(nic)] = str(ipaddress.IPv4Address(ip))
         for body in self._hosts.values():
-            for nic in body.get("nics", []):
-                if nic.get("ip"):
-                    out[str(nic["id"])] = str(nic["ip"])
+            for card in body["nics"]:
+                if card["ip"]:
+                    out[card["id"]] = card["ip"]
         return out
 
     def host_view(self, host: str) -> HostView:
@@ -246,7 +253,7 @@ class DaemonService:
         for jid in set(self._jobs) - set(jobs):
             self._beats.pop(jid, None)
         self._jobs = dict(jobs)
-        self._version, self._body, self._doc, self._decision = version, body, doc, made
+        self._version, self._body, self._decision = version, body, made
         self._views = {}
         for fn in self._listeners:
             fn(version)
@@ -319,7 +326,7 @@ class DaemonService:
             )
             jobs = {**self._jobs, job_id: new}
             return self._commit(
-                jobs, [("profile", job_id, profile.to_json())], Cause(kind="profile", job=job_id)
+                jobs, [("profile", job_id, {**profile.to_json()})], Cause(kind="profile", job=job_id)
             )
 
     def set_cluster(self, cfg: ClusterConfig) -> int:
@@ -335,16 +342,18 @@ class DaemonService:
             topo = self._topo if cfg.topology == self._cfg.topology else build_cluster(cfg)
             return self._commit(
                 dict(self._jobs),
-                [("cluster", None, cfg.to_json())],
+                [("cluster", None, {**cfg.to_json()})],
                 Cause(kind="cluster"),
                 cfg=cfg,
                 topo=topo,
             )
 
-    def register_host(self, name: str, body: dict[str, Any]) -> None:
-        """An agent registers its host; a host or NIC the topology does not have is refused."""
+    def register_host(self, name: str, body: HostJSON) -> None:
+        """An agent registers its host; a host or NIC the topology does not have is refused (a body
+        without ``nics`` or ``agent``, as a Python caller may give, has none)."""
+        body = {"nics": list(body.get("nics", [])), "agent": body.get("agent")}
         with self._lock:
-            check_host(self._topo, name, body.get("nics", []))
+            check_host(self._topo, name, body["nics"])
             now = self.clock()
             with self.store.atomic():
                 self.store.put_host(name, body, now)
@@ -352,7 +361,7 @@ class DaemonService:
             self._hosts[name] = body
             self._views = {}
 
-    def put_counters(self, host: str, counters: dict[str, Any]) -> None:
+    def put_counters(self, host: str, counters: dict[str, float]) -> None:
         with self._lock:
             if host not in self._hosts:
                 raise UnknownJobError(f"no registered host {host!r}", where="host")

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from commsched.runtime.daemon.records import ClusterConfig, JobRecord
-from commsched.runtime.protocol.control_json import CauseJSON
+from commsched.runtime.daemon.shapes import EventJSON
+from commsched.runtime.protocol.control_json import CauseJSON, HostJSON
 
 __all__ = ["DecisionRow", "Store"]
 
@@ -49,7 +50,7 @@ class DecisionRow:
 
     version: int
     created_s: float
-    cause: dict[str, Any]
+    cause: CauseJSON
     body: str
 
 
@@ -124,12 +125,12 @@ class Store:
         self._db.execute("DELETE FROM profiles WHERE job = ?", (job_id,))
 
     # -------------------------------------------------------------------------------------- hosts
-    def hosts(self) -> dict[str, dict[str, Any]]:
+    def hosts(self) -> dict[str, HostJSON]:
         with self._lock:
             rows = self._db.execute("SELECT name, body FROM hosts ORDER BY name").fetchall()
         return {r[0]: json.loads(r[1]) for r in rows}
 
-    def put_host(self, name: str, body: dict[str, Any], seen_s: float) -> None:
+    def put_host(self, name: str, body: HostJSON, seen_s: float) -> None:
         self._db.execute(
             "INSERT OR REPLACE INTO hosts(name, body, seen_s) VALUES (?, ?, ?)", (name, _dumps(body), seen_s)
         )
@@ -169,7 +170,7 @@ class Store:
             "INSERT INTO events(at_s, kind, job, body) VALUES (?, ?, ?, ?)", (at_s, kind, job, _dumps(body))
         )
 
-    def events(self, after: int, limit: int) -> list[dict[str, Any]]:
+    def events(self, after: int, limit: int) -> list[EventJSON]:
         with self._lock:
             rows = self._db.execute(
                 "SELECT seq, at_s, kind, job, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?",

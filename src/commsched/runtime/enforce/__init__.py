@@ -2,11 +2,18 @@
 
 The host agent (``commsched agent --enforce``) puts every job's processes in a cgroup of their own and
 enforces the job's current decision on every TCP connection they open, without any change to the
-program (a PyTorch script over gloo, NCCL's socket transport, ...): :mod:`.enforcer` (what it does),
-:mod:`.nft` (the nftables rules), :mod:`.pinning` (which source ports put both directions of a
-connection on their decided paths), :mod:`.loops` (held connections, counters, profiles),
-:mod:`.traffic` (iterations and the profile from the traffic alone), :mod:`.nccl` (what NCCL is told),
-:mod:`.ledger` (what the agent made, removed after a crash). See ``docs/real-jobs.md``.
+program (a PyTorch script over gloo, NCCL's socket transport, ...). The core, directly here:
+:mod:`.enforcer` (what it does), :mod:`.host` (what its parts share), :mod:`.pins` (the ports installed
+per connection key), :mod:`.loops` (held connections, counters, profiles), :mod:`.reports` (a job's
+connections, traffic and report), :mod:`.ledger` (what the agent made, removed after a crash). Its
+rooms, each a package:
+
+* :mod:`.pinning`: which source ports pin a connection's paths (path oracles, probing the fabric);
+* :mod:`.marking`: the nftables rules and counters, the tracked connections, what NCCL is told;
+* :mod:`.processes`: the jobs' cgroups and the processes started or adopted into them.
+
+The core uses the rooms, ``pinning`` uses ``marking``, and nothing else crosses (held by
+``tests/test_runtime_layout.py``). See ``docs/real-jobs.md``.
 """
 
 from __future__ import annotations
@@ -45,8 +52,8 @@ def make_enforcer(
     the view's Slurm jobs (:mod:`.slurmprocs`) and beat for them.
     """
     from commsched.errors import CapabilityError, InputError
-    from commsched.runtime.enforce.nft import nft_argv
-    from commsched.runtime.enforce.pinning import TestbedOracle
+    from commsched.runtime.enforce.marking.nft import nft_argv
+    from commsched.runtime.enforce.pinning.oracle import TestbedOracle
     from commsched.testbed.netns import missing_capability
 
     why = missing_capability()
@@ -95,8 +102,8 @@ def make_enforcer(
 
 def _start_replies(enforcer: Enforcer, path_oracle: Any) -> None:
     """With the probing oracle, the reverse direction: the replies' ports (:mod:`.replies`)."""
-    from commsched.runtime.enforce.probeoracle import ProbeOracle
-    from commsched.runtime.enforce.replies import ReplyPorts
+    from commsched.runtime.enforce.pinning.probeoracle import ProbeOracle
+    from commsched.runtime.enforce.pinning.replies import ReplyPorts
 
     if isinstance(path_oracle, ProbeOracle):
         replies = ReplyPorts(enforcer, path_oracle)
@@ -107,7 +114,7 @@ def _start_replies(enforcer: Enforcer, path_oracle: Any) -> None:
 
 def _watch_slurm(enforcer: Enforcer, follower: Any) -> None:
     """Adopt the processes of the view's Slurm jobs and beat for them (:mod:`.slurmprocs`)."""
-    from commsched.runtime.enforce.slurmprocs import SlurmWatch
+    from commsched.runtime.enforce.processes.slurmprocs import SlurmWatch
 
     watch = SlurmWatch(enforcer, beat=follower.heartbeat)
     enforcer.watchers.append(watch)
@@ -116,9 +123,9 @@ def _watch_slurm(enforcer: Enforcer, follower: Any) -> None:
 
 def _probe_oracle(testbed: str | None, fabric: Path | None) -> Any:
     """The probing oracle on the fabric map of ``fabric`` (a file) or of the testbed; ``None`` without."""
-    from commsched.runtime.enforce.fabricmap import load_fabric
-    from commsched.runtime.enforce.pathprobe import FabricMap
-    from commsched.runtime.enforce.probeoracle import ProbeOracle
+    from commsched.runtime.enforce.pinning.fabricmap import load_fabric
+    from commsched.runtime.enforce.pinning.pathprobe import FabricMap
+    from commsched.runtime.enforce.pinning.probeoracle import ProbeOracle
 
     if fabric is not None:
         return ProbeOracle(load_fabric(fabric))

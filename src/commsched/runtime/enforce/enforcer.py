@@ -9,7 +9,7 @@
   the ``(source, destination, port)`` keys whose decided paths changed (their next connections);
 * a new connection towards an undecided key is held (its first SYN dropped, see :mod:`.nft`) while
   :meth:`Enforcer.pin` asks the path oracle for ports that put both directions on their decided paths
-  (:mod:`.pinning`) and installs them; the loops of :mod:`.loops` find such connections, refresh the
+  (:mod:`.pinning.oracle`) and installs them; the loops of :mod:`.loops` find such connections, refresh the
   hold, and sample the jobs' byte counters;
 * a restarted agent takes over: it adopts the processes of its predecessor's cgroups (same marks,
   so their open connections keep their DSCP), then removes the predecessor's table and cgroups.
@@ -22,19 +22,19 @@ import os
 import re
 import threading
 from collections import deque
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from commsched.errors import InputError, TestbedError
-from commsched.runtime.enforce import nft, reports
-from commsched.runtime.enforce.cgroups import JobCgroup, cgroup2_root, descendants
-from commsched.runtime.enforce.host import EnforcerConfig, JobState
-from commsched.runtime.enforce.ledger import Ledger, clean, read_ledger, write_ledger
+from commsched.runtime.enforce import reports
+from commsched.runtime.enforce.host import EnforcerConfig, JobState, ProfilePoster
+from commsched.runtime.enforce.ledger import Ledger, LedgerJobJSON, clean, read_ledger, write_ledger
 from commsched.runtime.enforce.loops import Loops
-from commsched.runtime.enforce.pinning import PathOracle
+from commsched.runtime.enforce.marking import nft
+from commsched.runtime.enforce.pinning.oracle import PathOracle
 from commsched.runtime.enforce.pins import Pinning
-from commsched.runtime.enforce.spawn import JobProcess, ProcessSpec
+from commsched.runtime.enforce.processes.cgroups import JobCgroup, cgroup2_root, descendants
+from commsched.runtime.enforce.processes.spawn import JobProcess, ProcessSpec
 from commsched.runtime.protocol.control import HostView
 
 __all__ = ["MARK_BASE", "Enforcer", "EnforcerConfig"]
@@ -52,7 +52,7 @@ class Enforcer:
         cfg: EnforcerConfig,
         *,
         oracle: PathOracle | None,
-        poster: Callable[[str, dict[str, Any]], Any] | None = None,
+        poster: ProfilePoster | None = None,
     ) -> None:
         self.cfg = cfg
         self.oracle = oracle
@@ -79,7 +79,7 @@ class Enforcer:
 
     def ledger(self) -> Ledger:
         """What this enforcer made, as its ledger records it."""
-        jobs = {
+        jobs: dict[str, LedgerJobJSON] = {
             j.id: {"mark": j.mark, "cgroup": str(j.cgroup.path), "pins": self.pinning.history(j.mark)}
             for j in self.jobs.values()
         }
@@ -99,9 +99,9 @@ class Enforcer:
         """
         old = read_ledger(self.cfg.ledger)
         if old is not None:
-            self._marks.update({k: int(v["mark"]) for k, v in old.jobs.items()})
+            self._marks.update({k: v["mark"] for k, v in old.jobs.items()})
             for info in old.jobs.values():  # what its connections were pinned to (the report)
-                self.pinning.inherit(int(info["mark"]), list(info.get("pins", [])))
+                self.pinning.inherit(info["mark"], info.get("pins", []))
         write_ledger(self.cfg.ledger, self.ledger())
         nft.run_nft(nft.base_script(self.table))
         self._acct = _set_acct()
@@ -308,15 +308,15 @@ class Enforcer:
 
     # ------------------------------------------------------------------ reports
 
-    def connections(self, job: str) -> list[dict[str, Any]]:
+    def connections(self, job: str) -> list[reports.ConnectionRowJSON]:
         """The job's tracked connections on this host, each with its pin (connecting side only)."""
         return reports.connections(self, self.job(job))
 
-    def traffic(self, job: str, since: float = 0.0) -> dict[str, Any]:
+    def traffic(self, job: str, since: float = 0.0) -> reports.TrafficJSON:
         """The job's counter samples after ``since``: time, data bytes, all bytes, held SYNs."""
         return reports.traffic(self, self.job(job), since)
 
-    def report(self, job: str) -> dict[str, Any]:
+    def report(self, job: str) -> reports.ReportJSON:
         """The job's cgroup, processes, counters and posted profile on this host."""
         return reports.report(self, self.job(job))
 

@@ -8,17 +8,37 @@ protocol below (and their own extension of it), so none of them imports the enfo
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from commsched.runtime.enforce.cgroups import JobCgroup
-from commsched.runtime.enforce.spawn import JobProcess
+from typing_extensions import TypedDict  # pydantic reads these on Python 3.11 (the agent's answers)
+
+from commsched.runtime.enforce.processes.cgroups import JobCgroup
+from commsched.runtime.enforce.processes.spawn import JobProcess
 from commsched.runtime.protocol.control import HostView
 from commsched.scheduling.dscp import CONTROL_DSCP
 
-__all__ = ["EnforcerConfig", "EnforcerView", "JobState"]
+__all__ = ["EnforcerConfig", "EnforcerView", "JobProfileJSON", "JobState", "ProfilePoster"]
+
+#: posts a job's profile body (``PUT /v1/jobs/{job}/profile``): job, body -> the daemon's answer
+ProfilePoster = Callable[[str, dict[str, float]], object]
+
+
+class JobProfileJSON(TypedDict, total=False):
+    """What an enforcer did with a job's profile: pending, rejected (why) or posted (and the answer)."""
+
+    pending: bool  # a thread is profiling the window
+    tries: int  # windows rejected so far
+    #: the window's traffic profile (:meth:`commsched.runtime.profiling.traffic.OutsideProfile.to_json`)
+    measured: dict[str, Any]
+    rejected: str  # why it was not posted
+    at: float  # when (wall clock, s)
+    window: list[float]  # start, end (wall clock, s)
+    posted: dict[str, float]  # the body posted (:func:`commsched.runtime.profiling.body.profile_body`)
+    answer: object  # the poster's answer, or ``{"error": ...}``
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,7 +69,7 @@ class JobState:
     samples: deque[tuple[float, int, int, int, int]] = field(default_factory=deque)
     procs: dict[int, JobProcess] = field(default_factory=dict)
     profile_window_s: float = 0.0
-    profile: dict[str, Any] | None = None
+    profile: JobProfileJSON | None = None
     profile_checked: float = 0.0
 
 

@@ -20,14 +20,54 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
-from commsched.runtime.enforce.cgroups import JobCgroup
-from commsched.runtime.enforce.nft import delete_table_script, run_nft
+from commsched.runtime.enforce.marking.nft import delete_table_script, run_nft
+from commsched.runtime.enforce.processes.cgroups import JobCgroup
 
-__all__ = ["Ledger", "clean", "clean_dir", "read_ledger", "write_ledger"]
+__all__ = [
+    "Ledger",
+    "LedgerJSON",
+    "LedgerJobJSON",
+    "PinSetJSON",
+    "clean",
+    "clean_dir",
+    "read_ledger",
+    "write_ledger",
+]
 
 LEDGER_FORMAT = 1
+
+
+class PinSetJSON(TypedDict):
+    """One set of source ports installed for a key: what a successor reports its connections on."""
+
+    key: list[int | str]  # job mark, source address, destination address, destination port
+    ports: list[int]
+    forward: list[int] | None  # the decided links it pins, each direction
+    reverse: list[int] | None
+    pinned: bool
+    version: int  # the decision it was made for
+
+
+class LedgerJobJSON(TypedDict):
+    """A job of the ledger: its connection mark, its cgroup and (since the pins came) its sets of ports."""
+
+    mark: int
+    cgroup: str
+    pins: NotRequired[list[PinSetJSON]]
+
+
+class LedgerJSON(TypedDict):
+    """The ledger file (:meth:`Ledger.to_json`; see the module docstring)."""
+
+    format: int
+    agent_pid: int
+    netns: str | None
+    table: str
+    cgroup_root: str
+    cgroup_parent: str
+    jobs: dict[str, LedgerJobJSON]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,9 +79,9 @@ class Ledger:
     table: str
     cgroup_root: str
     cgroup_parent: str
-    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    jobs: dict[str, LedgerJobJSON] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> LedgerJSON:
         return {
             "format": LEDGER_FORMAT,
             "agent_pid": self.agent_pid,
@@ -79,10 +119,18 @@ def read_ledger(path: Path) -> Ledger | None:
             table=str(data["table"]),
             cgroup_root=str(data["cgroup_root"]),
             cgroup_parent=str(data["cgroup_parent"]),
-            jobs={str(k): dict(v) for k, v in dict(data.get("jobs", {})).items()},
+            jobs={str(k): _job(v) for k, v in dict(data.get("jobs", {})).items()},
         )
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _job(v: LedgerJobJSON) -> LedgerJobJSON:
+    """A job of a read ledger (a ``TypeError`` or ``KeyError`` where it is not one)."""
+    out: LedgerJobJSON = {"mark": int(v["mark"]), "cgroup": str(v["cgroup"])}
+    if "pins" in v:
+        out["pins"] = list(v["pins"])
+    return out
 
 
 def _netns_exists(name: str) -> bool:
@@ -107,7 +155,7 @@ def clean(ledger: Ledger, *, kill: bool, current_netns: bool = False) -> list[st
             pass
     root = Path(ledger.cgroup_root)
     for info in ledger.jobs.values():
-        cg = JobCgroup(path=Path(str(info["cgroup"])), root=root)
+        cg = JobCgroup(path=Path(info["cgroup"]), root=root)
         if not cg.exists():
             continue
         if kill:

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
 
-from commsched.runtime.enforce.conns import SYN_SENT, read_sockets, socket_inodes
-from commsched.runtime.enforce.host import EnforcerView, JobState
-from commsched.runtime.enforce.nflink import CounterReader
+from commsched.runtime.enforce.host import EnforcerView, JobProfileJSON, JobState, ProfilePoster
+from commsched.runtime.enforce.marking.conns import SYN_SENT, read_sockets, socket_inodes
+from commsched.runtime.enforce.marking.nflink import CounterReader
 from commsched.runtime.enforce.pins import Pinning
 
 # ``profile_body`` stays importable from here (the testbed's twin profile imports it): the one body
@@ -49,7 +48,7 @@ class LoopHost(EnforcerView, Protocol):
     def pinning(self) -> Pinning: ...
 
     @property
-    def poster(self) -> Callable[[str, dict[str, Any]], Any] | None: ...
+    def poster(self) -> ProfilePoster | None: ...
 
     def request_pin(self, key: tuple[int, str, str, int]) -> None:
         """Decide the ports of ``key`` (a held connection) on a worker thread."""
@@ -215,7 +214,7 @@ class Loops:
         ).start()
 
 
-def profile_now(e: LoopHost, job: JobState, start: float, end: float) -> dict[str, Any]:
+def profile_now(e: LoopHost, job: JobState, start: float, end: float) -> JobProfileJSON:
     """Profile ``job`` over ``[start, end)`` of its samples, post it to the daemon, keep and return it.
 
     A profile whose parts disagree (:func:`.profilecheck.check_profile`) is not posted: it is kept
@@ -247,7 +246,7 @@ def profile_now(e: LoopHost, job: JobState, start: float, end: float) -> dict[st
         return job.profile
     measured = prof.to_json()
     body = profile_body({**measured, "compute_s": _compute(e, job, measured)}, e.view, job.id)
-    out: dict[str, Any] = {
+    out: JobProfileJSON = {
         "measured": measured,
         "posted": body,
         "at": time.time(),

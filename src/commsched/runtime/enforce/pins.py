@@ -12,17 +12,58 @@ import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import NotRequired, Protocol
 
-from commsched.runtime.enforce import nft
-from commsched.runtime.enforce.conns import read_conntrack
+from typing_extensions import TypedDict  # pydantic reads these on Python 3.11 (the agent's answers)
+
 from commsched.runtime.enforce.host import EnforcerView
-from commsched.runtime.enforce.ledger import Ledger, write_ledger
-from commsched.runtime.enforce.pinning import PathOracle, PortFinder, PortSearch, find_ports
+from commsched.runtime.enforce.ledger import Ledger, PinSetJSON, write_ledger
+from commsched.runtime.enforce.marking import nft
+from commsched.runtime.enforce.marking.conns import read_conntrack
+from commsched.runtime.enforce.pinning.oracle import PathOracle, PortFinder, PortSearch, find_ports
 
-__all__ = ["Key", "PinHost", "PinState", "Pinning"]
+__all__ = ["Key", "PinHost", "PinJSON", "PinOfJSON", "PinState", "Pinning"]
 
 Key = tuple[int, str, str, int]  # job mark, source address, destination address, destination port
+
+
+class PortSetJSON(TypedDict):
+    """One set of ports of a key: the decision it was made for and the links it pins."""
+
+    ports: list[int]
+    decision: int
+    forward: list[int] | None
+    reverse: list[int] | None
+
+
+class PinJSON(TypedDict):
+    """A key of :meth:`Pinning.to_json`: its current ports and why, and every set it had."""
+
+    mark: int
+    src: str
+    dst: str
+    dport: int
+    ports: list[int]
+    pinned: bool
+    reason: str
+    decision: int
+    earlier: int  # how many sets it had before
+    sets: list[PortSetJSON]
+
+
+class PinOfJSON(TypedDict):
+    """:meth:`Pinning.pin_of`: whether one connection is pinned, on which decided links, and why."""
+
+    pinned: bool
+    reason: str
+    forward: list[int] | None
+    reverse: list[int] | None
+    decision: int | None
+    current: NotRequired[bool]  # its port is of the key's current set
+
+
+def _links(links: tuple[int, ...] | None) -> list[int] | None:
+    return None if links is None else list(links)
 
 
 @dataclass(slots=True)
@@ -73,30 +114,32 @@ class Pinning:
     def close(self) -> None:
         self._workers.shutdown(wait=True, cancel_futures=True)
 
-    def history(self, mark: int) -> list[dict[str, Any]]:
+    def history(self, mark: int) -> list[PinSetJSON]:
         """Every set of ports installed for job ``mark`` (for the ledger: a successor reports them)."""
-        out = []
+        out: list[PinSetJSON] = []
         with self.e.lock:
             for k, st in self.pins.items():
                 if k[0] == mark:
                     for x in [*st.earlier, st]:
                         if x.ports:
                             out.append(
-                                {"key": list(k), "ports": list(x.ports), "forward": x.forward,
-                                 "reverse": x.reverse, "pinned": x.pinned, "version": x.version}
+                                {"key": list(k), "ports": list(x.ports), "forward": _links(x.forward),
+                                 "reverse": _links(x.reverse), "pinned": x.pinned, "version": x.version}
                             )  # fmt: skip
         return out
 
-    def inherit(self, mark: int, rows: list[dict[str, Any]]) -> None:
+    def inherit(self, mark: int, rows: list[PinSetJSON]) -> None:
         """The sets a predecessor installed for job ``mark``: connections it opened are reported
         on the paths decided for them then."""
         for row in rows:
-            key = (mark, *row["key"][1:])
+            _, src, dst, dport = row["key"]
+            key = (mark, str(src), str(dst), int(dport))
+            fwd, rev = row.get("forward"), row.get("reverse")
             st = PinState(
                 chain=None,
                 ports=tuple(int(p) for p in row["ports"]),
-                forward=tuple(row["forward"]) if row.get("forward") else None,
-                reverse=tuple(row["reverse"]) if row.get("reverse") else None,
+                forward=tuple(fwd) if fwd else None,
+                reverse=tuple(rev) if rev else None,
                 pinned=bool(row.get("pinned")),
                 reason="pinned by this host's previous agent",
                 version=int(row.get("version", 0)),
@@ -115,7 +158,7 @@ class Pinning:
         for key in stale:
             self._workers.submit(self.pin, key)
 
-    def to_json(self) -> list[dict[str, Any]]:
+    def to_json(self) -> list[PinJSON]:
         """Every key with its current ports and paths, and how many sets it had before."""
         with self.e.lock:
             return [
@@ -133,8 +176,8 @@ class Pinning:
                         {
                             "ports": list(x.ports),
                             "decision": x.version,
-                            "forward": x.forward,
-                            "reverse": x.reverse,
+                            "forward": _links(x.forward),
+                            "reverse": _links(x.reverse),
                         }
                         for x in [*st.earlier, st]
                     ],
@@ -162,7 +205,7 @@ class Pinning:
             if 2 * n >= len(sets[k]):
                 self._workers.submit(self.pin, k, True)
 
-    def pin_of(self, mark: int, src: str, dst: str, dport: int, port: int) -> dict[str, Any]:
+    def pin_of(self, mark: int, src: str, dst: str, dport: int, port: int) -> PinOfJSON:
         """Whether a connection that left with source ``port`` is pinned, and on which decided paths."""
         with self.e.lock:
             pin = self.pins.get((mark, src, dst, dport))
@@ -177,7 +220,7 @@ class Pinning:
         return {
             "pinned": hit.pinned,
             "reason": hit.reason,
-            "forward": list(hit.forward) if hit.forward else None,
+            "forward": list(hit.forward) if hit.forward else None,  # () or None: no decided path
             "reverse": list(hit.reverse) if hit.reverse else None,
             "decision": hit.version,
             "current": hit is pin,

@@ -18,11 +18,11 @@ from __future__ import annotations
 import threading
 import urllib.parse
 from collections.abc import Sequence
-from typing import Any
 
 from commsched.errors import InputError
 from commsched.runtime.http.localclient import LocalClient, LocalHTTPError
 from commsched.runtime.protocol.control import PortAnswer
+from commsched.runtime.protocol.control_json import PortAnswerJSON
 from commsched.runtime.transport.policy import Marking
 
 __all__ = ["AgentPolicy"]
@@ -76,7 +76,7 @@ class AgentPolicy:
         self.dports = None if dports is None else list(dports)
         self.refresh_s = refresh_s
         #: the last answer per ``(src, dst)`` (as the agent sent it)
-        self.answers: dict[tuple[int, int], dict[str, Any]] = {}
+        self.answers: dict[tuple[int, int], PortAnswerJSON] = {}
         self._last: dict[tuple[int, int], Marking] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -113,7 +113,7 @@ class AgentPolicy:
 
     def query(self, src: int, dst: int) -> str:
         """The ``GET /v1/port`` query of transport ranks ``src -> dst``."""
-        params: dict[str, Any] = {
+        params: dict[str, str | int] = {
             "job": self.job,
             "src_rank": src * self.rails + self.rail,
             "dst_rank": dst * self.rails + self.rail,
@@ -132,6 +132,6 @@ class AgentPolicy:
                 ans = PortAnswer.from_json(body, where="agent answer")
                 with self._lock:
                     self._last[key] = Marking(source_port=ans.src_port, dscp=ans.mark.dscp)
-                    self.answers[key] = body
+                    self.answers[key] = ans.to_json()
         except (LocalHTTPError, ValueError, InputError):
             pass

@@ -53,6 +53,7 @@ import numpy as np
 
 from commsched.runtime.jobside.agentpolicy import AgentPolicy
 from commsched.runtime.jobside.profilepost import ProfilePoster
+from commsched.runtime.jobside.specs import AnswerRowJSON, JobConnectionJSON, JobResultJSON, JobSpecJSON
 from commsched.runtime.transport import Options, init
 
 __all__ = ["main", "run"]
@@ -90,7 +91,7 @@ def _progress(path: str | None, done: int) -> None:
         tmp.replace(path)
 
 
-def _communicators(spec: dict[str, Any], poster: ProfilePoster | None) -> tuple[list[Any], list[AgentPolicy]]:
+def _communicators(spec: JobSpecJSON, poster: ProfilePoster | None) -> tuple[list[Any], list[AgentPolicy]]:
     """One communicator per rail (or per local rank of a flat ring), each with its agent policy."""
     job, k, hosts, rails = spec["job"], int(spec["host_index"]), int(spec["hosts"]), int(spec["rails"])
     comms: list[Any] = []
@@ -125,11 +126,12 @@ def _communicators(spec: dict[str, Any], poster: ProfilePoster | None) -> tuple[
 class _HostPart:
     """The job's part on this host: its communicators, buffers and what it measured (one owner)."""
 
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: JobSpecJSON) -> None:
         self.spec = spec
         self.rails = int(spec["rails"])
         n_elems = max(1, math.ceil(float(spec["rail_bytes"]) / 4))  # float32: 4 bytes per element
-        self.poster = ProfilePoster(spec["job"], spec["profile"]) if spec.get("profile") else None
+        profile = spec.get("profile")
+        self.poster = ProfilePoster(spec["job"], profile) if profile else None
         self.comms, self.policies = _communicators(spec, self.poster)
         self.bufs = [np.zeros(n_elems, dtype=np.float32) for _ in range(self.rails)]
         self.small = [np.zeros(comm.world_size, dtype=np.float32) for comm in self.comms]  # one per rank
@@ -182,7 +184,7 @@ class _HostPart:
             self.poster.after_iteration(compute_s)
         return bool(self.bufs[0][0] > 0.5)
 
-    def connections(self) -> list[dict[str, Any]]:
+    def connections(self) -> list[JobConnectionJSON]:
         """Every outgoing connection with its addresses and the DSCP read back from its socket."""
         return [
             {"rail": r, "rank": comm.rank, "peer": c.peer, "local": list(c.local), "remote": list(c.remote),
@@ -208,14 +210,14 @@ class _HostPart:
         return float(statistics.median(self.calib[1:]) / (2 * (world - 1)))
 
 
-def run(spec: dict[str, Any]) -> dict[str, Any]:
+def run(spec: JobSpecJSON) -> JobResultJSON:
     """Run the job's part on this host as ``spec`` says; returns the result record."""
     part = _HostPart(spec)
     Path(spec["ready"]).write_text(str(os.getpid()))
     start, end_at = _wait_go(Path(spec["go"]), time.time() + float(spec.get("go_timeout_s", 300.0)))
     time.sleep(max(0.0, start - time.time()))
     tcp0 = tcp_counters()
-    conns: list[dict[str, Any]] = []
+    conns: list[JobConnectionJSON] = []
     try:
         part.calibrate()
         while not part.errors and not part.iterate(end_at):
@@ -223,7 +225,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         conns = part.connections()
     finally:
         part.close()
-    answers = [
+    answers: list[AnswerRowJSON] = [
         {"rail": p.rail, "src": s, "dst": d, **a}
         for p in part.policies
         for (s, d), a in sorted(p.answers.items())

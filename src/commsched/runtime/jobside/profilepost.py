@@ -12,9 +12,9 @@ import threading
 import time
 import urllib.parse
 from pathlib import Path
-from typing import Any
 
 from commsched.runtime.http.localclient import LocalClient
+from commsched.runtime.jobside.specs import ProfileReportJSON, ProfileSpecJSON
 from commsched.runtime.profiling.body import MeasuredProfile, profile_body
 from commsched.runtime.profiling.profiler import Profiler, job_period
 
@@ -35,13 +35,13 @@ class ProfilePoster:
     (:meth:`Profiler.profile`) and the job's iteration ends (``period_from`` in the report says which).
     """
 
-    def __init__(self, job: str, spec: dict[str, Any]) -> None:
+    def __init__(self, job: str, spec: ProfileSpecJSON) -> None:
         self.job = job
         self.spec = spec
         self.window_s = float(spec["window_s"])
         self.min_iterations = int(spec.get("min_iterations", 3))
         self.profiler = Profiler(job=job, window_s=1e9)  # the window ends when this class says
-        self.report: dict[str, Any] | None = None
+        self.report: ProfileReportJSON | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._first: float | None = None
@@ -73,7 +73,7 @@ class ProfilePoster:
         if self._thread is not None:
             self._thread.join(timeout=30.0)
 
-    def _period(self, rep: dict[str, Any]) -> float:
+    def _period(self, rep: ProfileReportJSON) -> float:
         ends = [t for t, _ in self._reports]
         fft: float | None = None
         try:
@@ -90,7 +90,7 @@ class ProfilePoster:
 
     def _post(self) -> None:
         sp = self.spec
-        rep: dict[str, Any] = {}
+        rep: ProfileReportJSON = {}
         try:
             with self._lock:
                 first, sent = self._first, self._bytes

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from commsched.errors import TestbedError
+from commsched.runtime.enforce.reports import ConnectionRowJSON, ReportJSON, TrafficJSON
 from commsched.runtime.http.localclient import LocalClient
 from commsched.runtime.launch.jobs import CommandJob
 
 __all__ = [
+    "CommandHostJSON",
     "collect",
     "finished",
     "post_profiles",
@@ -25,6 +27,14 @@ __all__ = [
     "stop_commands",
     "wait_iterating",
 ]
+
+
+class CommandHostJSON(TypedDict):
+    """What one host's agent measured of a command job (:func:`collect`)."""
+
+    traffic: TrafficJSON
+    connections: list[ConnectionRowJSON]
+    report: ReportJSON
 
 
 def _client(sock: Path, token: str) -> LocalClient:
@@ -61,9 +71,9 @@ def _stderr_tail(work: Path, job: str, rank: int) -> str:
     return lines[-1][:200] if lines else "(no output)"
 
 
-def status(job: CommandJob, agents: dict[str, Path], token: str) -> dict[str, Any]:
+def status(job: CommandJob, agents: dict[str, Path], token: str) -> dict[str, ReportJSON]:
     """Per host of ``job``: the agent's report (processes, bytes sent, profile)."""
-    out = {}
+    out: dict[str, ReportJSON] = {}
     for host in job.hosts:
         with _client(agents[host], token) as c:
             out[host] = _ok(c.get(f"/v1/jobs/{job.id}"), f"report of {job.id} on {host}")
@@ -168,9 +178,12 @@ def progress_line(job: CommandJob, agents: dict[str, Path], token: str, work: Pa
 
 def post_profiles(
     jobs: list[CommandJob], agents: dict[str, Path], token: str, start: float, end: float
-) -> dict[str, Any]:
-    """Ask the agent of every job's first rank to profile ``[start, end)`` and post it to the daemon."""
-    out: dict[str, Any] = {}
+) -> dict[str, dict[str, Any]]:
+    """Ask the agent of every job's first rank to profile ``[start, end)`` and post it to the daemon.
+
+    Per job the agent's answer (:class:`~commsched.runtime.enforce.host.JobProfileJSON`) or its
+    refusal (``{"error": ...}``), as JSON."""
+    out: dict[str, dict[str, Any]] = {}
     for job in jobs:
         with _client(agents[job.ranks[0].host], token) as c:
             r = c.post(f"/v1/jobs/{job.id}/profile", json={"start": start, "end": end})
@@ -189,9 +202,9 @@ def stop_commands(jobs: list[CommandJob], agents: dict[str, Path], token: str) -
                 pass
 
 
-def collect(job: CommandJob, agents: dict[str, Path], token: str) -> dict[str, Any]:
+def collect(job: CommandJob, agents: dict[str, Path], token: str) -> dict[str, CommandHostJSON]:
     """What the agents measured of ``job``: per host its traffic, connections and report."""
-    out: dict[str, Any] = {}
+    out: dict[str, CommandHostJSON] = {}
     for host in job.hosts:
         with _client(agents[host], token) as c:
             out[host] = {

@@ -12,13 +12,59 @@ import json
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from commsched.runtime.launch.jobs import JobLayout
 from commsched.runtime.launch.settings import RunOptions
 from commsched.testbed.handle import Testbed
 
-__all__ = ["Circuits", "probe_table", "set_circuits", "shape_intra_host", "tune"]
+__all__ = [
+    "Circuits",
+    "HopJSON",
+    "IntraHostJSON",
+    "ProbedJSON",
+    "probe_table",
+    "set_circuits",
+    "shape_intra_host",
+    "tune",
+]
+
+
+class HopJSON(TypedDict):
+    """An intra-host hop of a flat ring, at its link's scaled rate (bits/s); ``why`` it is not shaped."""
+
+    job: str
+    src: str  # GPU
+    dst: str
+    rate_bps: float
+    why: NotRequired[str]
+
+
+class IntraHostJSON(TypedDict):
+    """:func:`shape_intra_host`: the hops shaped, those not, the intra-host links at their rate (bit/s)."""
+
+    shaped: list[HopJSON]
+    unshaped: list[HopJSON]
+    links: dict[int, float]
+
+
+class ProbeEntryJSON(TypedDict):
+    """An entry of the agents' probe table (:mod:`commsched.runtime.agent.ports`)."""
+
+    src_ip: str
+    dst_ip: str
+    path: list[int]
+    sport: int
+    dport: int
+
+
+class ProbedJSON(TypedDict):
+    """:func:`probe_table`'s counts: destination ports probed, paths found of all the paths asked."""
+
+    ports: int
+    paths_found: int
+    paths: int
+
 
 Circuits = tuple[tuple[int, ...], ...]
 
@@ -39,7 +85,7 @@ def tune(tb: Testbed, opts: RunOptions) -> dict[str, int]:
     return out
 
 
-def shape_intra_host(tb: Testbed, jobs: Sequence[JobLayout]) -> dict[str, Any]:
+def shape_intra_host(tb: Testbed, jobs: Sequence[JobLayout]) -> IntraHostJSON:
     """Shape every intra-host hop of the flat rings of ``jobs`` to its link's scaled rate, on ``lo``.
 
     A hop ``GPU a -> GPU b`` of one host is held to ``min capacity of the intra-host path x rate
@@ -50,7 +96,7 @@ def shape_intra_host(tb: Testbed, jobs: Sequence[JobLayout]) -> dict[str, Any]:
     from commsched.testbed.htb import LoopbackHop
     from commsched.testbed.tuning import LOOPBACK_MAX_BPS, shape_loopback
 
-    out: dict[str, Any] = {"shaped": [], "unshaped": [], "links": {}}
+    out: IntraHostJSON = {"shaped": [], "unshaped": [], "links": {}}
     hops: dict[str, list[LoopbackHop]] = defaultdict(list)
     topo = tb.topology
     for job in (j for j in jobs if j.flat):
@@ -59,7 +105,7 @@ def shape_intra_host(tb: Testbed, jobs: Sequence[JobLayout]) -> dict[str, Any]:
                 continue
             path = topo.intra_host_path(a.gpu, b.gpu)
             rate = float(min(topo.capacity_bps[list(path.links)])) * tb.rate_scale  # bits/s
-            hop = {"job": job.id, "src": str(a.gpu), "dst": str(b.gpu), "rate_bps": rate}
+            hop: HopJSON = {"job": job.id, "src": str(a.gpu), "dst": str(b.gpu), "rate_bps": rate}
             if rate > LOOPBACK_MAX_BPS:
                 out["unshaped"].append({**hop, "why": f"above {LOOPBACK_MAX_BPS:.0e} bit/s"})
                 continue
@@ -70,7 +116,7 @@ def shape_intra_host(tb: Testbed, jobs: Sequence[JobLayout]) -> dict[str, Any]:
     return out
 
 
-def probe_table(tb: Testbed, jobs: Sequence[JobLayout], path: Path) -> dict[str, Any]:
+def probe_table(tb: Testbed, jobs: Sequence[JobLayout], path: Path) -> ProbedJSON:
     """Probe every connection's NIC pair for its destination port; write the agents' table to ``path``.
 
     Returns ``{"ports": ..., "paths_found": ..., "paths": ...}`` for the report.
@@ -82,7 +128,7 @@ def probe_table(tb: Testbed, jobs: Sequence[JobLayout], path: Path) -> dict[str,
         for src, dst in job.ring():
             if src.nic != dst.nic and tb.topology.host_of(src.gpu).id != tb.topology.host_of(dst.gpu).id:
                 pairs[dst.port][(str(src.nic), str(dst.nic))] = None
-    entries: list[dict[str, Any]] = []
+    entries: list[ProbeEntryJSON] = []
     found = total = 0
     for dport, chosen in sorted(pairs.items()):
         res = probe(tb.topology, tb.layout, list(chosen), dport=dport)  # type: ignore[arg-type]

@@ -16,7 +16,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from commsched.runtime.launch.fabric import Circuits, probe_table, set_circuits, shape_intra_host, tune
+from commsched.runtime.launch.fabric import (
+    Circuits,
+    IntraHostJSON,
+    ProbedJSON,
+    probe_table,
+    set_circuits,
+    shape_intra_host,
+    tune,
+)
 from commsched.runtime.launch.jobs import CommandJob, JobLayout
 from commsched.runtime.launch.session import PolicyRun, run_policy
 from commsched.runtime.launch.settings import RunSettings
@@ -50,9 +58,9 @@ class Launched:
     testbed: Testbed
     run: PolicyRun
     #: the intra-host hops shaped (:func:`.fabric.shape_intra_host`)
-    intra: dict[str, Any]
+    intra: IntraHostJSON
     #: the probe table's counts (:func:`.fabric.probe_table`)
-    probe: dict[str, Any]
+    probe: ProbedJSON
 
 
 class Launcher:
@@ -64,7 +72,7 @@ class Launcher:
         self.work = work
         #: what :func:`.fabric.tune` changed (for the report)
         self.tuned = tuned
-        self._tables: dict[tuple[Any, ...], tuple[Path, dict[str, Any]]] = {}
+        self._tables: dict[tuple[Any, ...], tuple[Path, ProbedJSON]] = {}
 
     def launch(self, plan: LaunchPlan) -> Launched:
         """Rewire, shape, probe, run ``plan``'s jobs for the profiling and measuring windows; stop them."""

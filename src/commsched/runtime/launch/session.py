@@ -18,10 +18,11 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from commsched.errors import TestbedError
 from commsched.runtime.http.localclient import LocalClient
+from commsched.runtime.jobside.specs import FlatJSON, JobSpecJSON, ProfileSpecJSON
 from commsched.runtime.launch import commands as cmd
 from commsched.runtime.launch.jobs import CommandJob, JobLayout
 from commsched.runtime.launch.procs import Processes, cli_argv
@@ -34,17 +35,30 @@ from commsched.topology import NodeId
 __all__ = ["PolicyRun", "RunSettings", "run_policy"]
 
 
+class JobBodyJSON(TypedDict):
+    """A job registered with the daemon (``POST /v1/jobs``), on its GPUs as laid out."""
+
+    id: str
+    gpu_ids: list[str]
+    compute_s: float
+    comm_bytes: float
+    overlap: float
+    collective: str
+    priority: NotRequired[int]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PolicyRun:
     """What one policy's run measured (wall-clock times; ``start`` = when the jobs began)."""
 
     policy: str
     start: float
-    outputs: dict[str, list[dict[str, Any]]]  # job -> one result per host process
-    decision: dict[str, Any]  # the daemon's last decision
+    #: job -> one result per host process (:class:`~commsched.runtime.jobside.specs.JobResultJSON`)
+    outputs: dict[str, list[dict[str, Any]]]
+    decision: dict[str, Any]  # the daemon's last decision (``GET /v1/decisions/latest``, as JSON)
     paths: dict[tuple[str, str, str], tuple[int, ...]]  # (job, src GPU, dst GPU) -> links taken
     #: command jobs: per job, per host, what the agent measured (traffic, connections, report)
-    commands: dict[str, dict[str, Any]] = field(default_factory=dict)
+    commands: dict[str, dict[str, cmd.CommandHostJSON]] = field(default_factory=dict)
     #: command jobs: when each one's last rank exited by itself (wall clock)
     ended: dict[str, float] = field(default_factory=dict)
     #: the run's working directory (logs, the command jobs' output)
@@ -111,7 +125,7 @@ def _start_services(
     return dsock, token, agents
 
 
-def _profile_spec(job: JobLayout, k: int, work: Path, st: RunSettings) -> dict[str, Any] | None:
+def _profile_spec(job: JobLayout, k: int, work: Path, st: RunSettings) -> ProfileSpecJSON | None:
     """What the first host of a job measures and posts (``None``: no profile from this process).
 
     A host sends ``2 (h - 1) / h`` of every rail's bytes per iteration in a ring all-reduce; the
@@ -137,7 +151,7 @@ def _profile_spec(job: JobLayout, k: int, work: Path, st: RunSettings) -> dict[s
 def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, *, agent: Path, st: RunSettings) -> Path:
     # the rail's shard of the scaled buffer, dilated like the compute (a flat ring: all of it per rank)
     rail_bytes = tb.scale_bytes(job.sync_bytes) * st.options.time_scale / (1 if job.flat else job.rails)
-    flat = (
+    flat: FlatJSON | None = (
         {
             "ranks": len(job.listeners),
             "local": [k * job.rails + i for i in range(job.rails)],
@@ -146,7 +160,7 @@ def _spec(tb: Testbed, job: JobLayout, k: int, work: Path, *, agent: Path, st: R
         if job.flat
         else None
     )
-    spec = {
+    spec: JobSpecJSON = {
         "flat": flat,
         "job": job.id,
         "host_index": k,
@@ -186,37 +200,28 @@ def _wait_files(paths: list[Path], procs: Processes, names: list[str], timeout_s
     raise TestbedError(f"job processes not ready after {timeout_s:.0f} s: {', '.join(missing[:4])}")
 
 
-def _bodies(jobs: list[JobLayout], commands: list[CommandJob]) -> list[dict[str, Any]]:
+def _bodies(jobs: list[JobLayout], commands: list[CommandJob]) -> list[JobBodyJSON]:
     """``POST /v1/jobs`` bodies: library jobs as laid out, command jobs on their ranks' GPUs."""
-    out = [
-        {
+
+    def body(job: JobLayout | CommandJob, collective: str) -> JobBodyJSON:
+        out: JobBodyJSON = {
             "id": job.id,
             "gpu_ids": [str(g) for g in job.gpus],
             "compute_s": job.compute_s,
             "comm_bytes": job.sync_bytes,
             "overlap": job.overlap,
-            "collective": "hierarchical_ring" if job.rails > 1 and not job.flat else "ring",
-            **({"priority": job.priority} if job.priority is not None else {}),
+            "collective": collective,
         }
-        for job in jobs
-    ]
-    out += [
-        {
-            "id": c.id,
-            "gpu_ids": [str(g) for g in c.gpus],
-            "compute_s": c.compute_s,
-            "comm_bytes": c.sync_bytes,
-            "overlap": c.overlap,
-            "collective": c.collective,
-            **({"priority": c.priority} if c.priority is not None else {}),
-        }
-        for c in commands
-    ]
-    return out
+        if job.priority is not None:
+            out["priority"] = job.priority
+        return out
+
+    ring = [body(j, "hierarchical_ring" if j.rails > 1 and not j.flat else "ring") for j in jobs]
+    return ring + [body(c, c.collective) for c in commands]
 
 
 def _register(
-    dsock: Path, token: str, bodies: list[dict[str, Any]], agents: dict[str, Path], timeout_s: float
+    dsock: Path, token: str, bodies: list[JobBodyJSON], agents: dict[str, Path], timeout_s: float
 ) -> int:
     with _http(dsock, token) as client:
         for body in bodies:

@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TypedDict
 
 from commsched.errors import InputError
-from commsched.runtime.protocol.control_json import CauseJSON, JobDecisionJSON, LinkLoadJSON, PortAnswerJSON
+from commsched.runtime.protocol import control_json as cj
 from commsched.runtime.protocol.fields import Fields
 from commsched.runtime.protocol.marks import Mark
 
@@ -47,20 +47,6 @@ PORT_API = 1  # version of the agent's local protocol (the ``api`` key of its an
 PORT_SOURCES = ("probe", "hash-model", "unrouted")  # where a port answer's source port came from
 
 
-def _mark(f: Fields) -> Mark:
-    """The mark of an object with ``dscp`` and ``tos``; a TOS byte that is not ``dscp << 2`` is refused."""
-    try:
-        mark = Mark(dscp=f.integer("dscp"))
-    except InputError as exc:
-        raise InputError(exc.what, where=f.at("dscp"), expected=exc.expected) from None
-    tos = f.integer("tos")
-    if tos != mark.tos:
-        raise InputError(
-            f"{tos} with DSCP {mark.dscp}", where=f.at("tos"), expected=f"{mark.tos} (dscp << 2)"
-        )
-    return mark
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Cause:
     """Why a decision was made: the event kind (``job-start``, ``job-end``, ``profile``, ...) and its job."""
@@ -69,7 +55,7 @@ class Cause:
     job: str | None = None
     detail: str = ""
 
-    def to_json(self) -> CauseJSON:
+    def to_json(self) -> cj.CauseJSON:
         return {"kind": self.kind, "job": self.job, "detail": self.detail}
 
     @staticmethod
@@ -93,7 +79,7 @@ class JobDecision:
     compute_s: float
     comm_bytes: float
 
-    def to_json(self) -> JobDecisionJSON:
+    def to_json(self) -> cj.JobDecisionJSON:
         return {
             "rank": self.rank,
             "class": self.priority_class,
@@ -114,7 +100,7 @@ class JobDecision:
         return JobDecision(
             rank=f.opt_integer("rank"),
             priority_class=f.integer("class"),
-            mark=_mark(f),
+            mark=f.mark(),
             profiling=f.flag("profiling"),
             gpus=f.texts("gpus"),
             hosts=f.texts("hosts"),
@@ -144,9 +130,13 @@ class Connection:
     #: share of the job's bytes per iteration on this connection
     share: float | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {k: getattr(self, k) for k in _CONN_SCALARS}
-        out.update(path=list(self.path), links=list(self.links), src_port=self.src_port)
+    def to_json(self) -> cj.ConnectionJSON:
+        out: cj.ConnectionJSON = {
+            "job": self.job, "src_rank": self.src_rank, "dst_rank": self.dst_rank, "src": self.src,
+            "dst": self.dst, "src_nic": self.src_nic, "dst_nic": self.dst_nic, "path_index": self.path_index,
+            "n_paths": self.n_paths, "path": list(self.path), "links": list(self.links),
+            "src_port": self.src_port,
+        }  # fmt: skip
         if self.share is not None:
             out["share"] = self.share
         return out
@@ -167,9 +157,6 @@ class Connection:
         )
 
 
-_CONN_SCALARS = ("job", "src_rank", "dst_rank", "src", "dst", "src_nic", "dst_nic", "path_index", "n_paths")
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LinkLoad:
     """Planned bytes per iteration on one link (``bytes_per_iter`` in bytes, ``capacity_bps`` in bits/s)."""
@@ -181,7 +168,7 @@ class LinkLoad:
     dst: str
     capacity_bps: float
 
-    def to_json(self) -> LinkLoadJSON:
+    def to_json(self) -> cj.LinkLoadJSON:
         return {
             "link": self.link,
             "bytes_per_iter": self.bytes_per_iter,
@@ -210,7 +197,18 @@ def _jobs(f: Fields) -> Mapping[str, JobDecision]:
     )
 
 
-def _header(f: Fields) -> dict[str, Any]:
+class _Header(TypedDict):
+    """The fields a decision and a host view share, read (keyword arguments of both)."""
+
+    version: int
+    policy: str
+    hash: str | None
+    priority_levels: int | None
+    cause: Cause | None
+    created_s: float | None
+
+
+def _header(f: Fields) -> _Header:
     """The fields a decision and a host view share."""
     f.version("format", DECISION_FORMAT)
     cause = f.raw("cause", required=False)
@@ -224,8 +222,8 @@ def _header(f: Fields) -> dict[str, Any]:
     }
 
 
-def _header_json(doc: Decision | HostView) -> dict[str, Any]:
-    out: dict[str, Any] = {"format": DECISION_FORMAT, "version": doc.version, "policy": doc.policy}
+def _header_json(doc: Decision | HostView) -> cj.HeaderJSON:
+    out: cj.HeaderJSON = {"format": DECISION_FORMAT, "version": doc.version, "policy": doc.policy}
     if doc.hash is not None:
         out["hash"] = doc.hash
     if doc.priority_levels is not None:
@@ -251,7 +249,7 @@ class Decision:
     connections: tuple[Connection, ...] = ()
     link_load: tuple[LinkLoad, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> cj.DecisionJSON:
         return {
             **_header_json(self),
             "jobs": {k: v.to_json() for k, v in self.jobs.items()},
@@ -312,7 +310,7 @@ class HostView:
             nic_ips=MappingProxyType({n: nic_ips[n] for n in sorted(used) if n in nic_ips}),
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> cj.HostViewJSON:
         return {
             **_header_json(self),
             "host": self.host,
@@ -359,7 +357,7 @@ class PortAnswer:
     source: str = "unrouted"
     stale: bool = False
 
-    def to_json(self) -> PortAnswerJSON:
+    def to_json(self) -> cj.PortAnswerJSON:
         return {
             "api": PORT_API,
             "version": self.version,
@@ -391,7 +389,7 @@ class PortAnswer:
             src_rank=f.integer("src_rank"),
             dst_rank=f.integer("dst_rank"),
             priority_class=f.integer("class"),
-            mark=_mark(f),
+            mark=f.mark(),
             src_port=f.opt_port("src_port"),
             path=None if f.raw("path", required=False) is None else f.texts("path"),
             links=None if f.raw("links", required=False) is None else f.integers("links"),

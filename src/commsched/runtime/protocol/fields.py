@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from commsched.errors import InputError
+from commsched.runtime.protocol.marks import Mark
 
 __all__ = ["Fields"]
 
@@ -118,6 +119,19 @@ class Fields:
         if port is not None and not 0 < port < 65536:
             raise self._bad(key, port, "a port in 1..65535")
         return port
+
+    def mark(self) -> Mark:
+        """The mark of an object with ``dscp`` and ``tos`` (a TOS byte that is not ``dscp << 2``: refused)."""
+        try:
+            mark = Mark(dscp=self.integer("dscp"))
+        except InputError as exc:
+            raise InputError(exc.what, where=self.at("dscp"), expected=exc.expected) from None
+        tos = self.integer("tos")
+        if tos != mark.tos:
+            raise InputError(
+                f"{tos} with DSCP {mark.dscp}", where=self.at("tos"), expected=f"{mark.tos} (dscp << 2)"
+            )
+        return mark
 
     def mapping(self, key: str, *, required: bool = True) -> dict[str, Any]:
         value = self.raw(key, required=required)

@@ -32,9 +32,10 @@ from __future__ import annotations
 import operator
 import socket
 from dataclasses import dataclass
-from typing import Any, SupportsIndex
+from typing import SupportsIndex
 
 from commsched.errors import InputError
+from commsched.runtime.protocol.control_json import MarkJSON
 from commsched.scheduling.dscp import DscpTable, default_dscp_table, dscp_for_level, tos_byte
 
 __all__ = ["MAX_DSCP", "Mark", "mark_for_class", "mark_socket", "socket_mark"]
@@ -84,7 +85,7 @@ class Mark:
         """The mark of a TOS byte (``0..255``; the ECN bits are ignored)."""
         return cls(dscp=_int_in(tos, 0, 255, "tos") >> 2)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> MarkJSON:
         return {"dscp": self.dscp, "tos": self.tos}
 
 

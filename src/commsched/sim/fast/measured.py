@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from commsched.sim.fast.checks import CheckLog, Pending, confirm
 from commsched.sim.fast.jumps import Ahead, Credit, correct, measured_credit, move
-from commsched.sim.fast.steady import Signature, measured_rates, remember
+from commsched.sim.fast.steady import History, Signature, measured_rates, remember
 from commsched.sim.jobs.runs import JobRun
 from commsched.sim.loop.kernel import EventKernel
 from commsched.sim.rates.pacing import Pacing
@@ -88,7 +88,7 @@ class MeasuredRegimes:
         ledger: Ledger,
         pacing: Pacing,
         ahead: dict[int, Ahead],
-        history: dict[int, list[Signature]],
+        history: dict[int, History],
     ) -> None:
         self._config = config
         self._kernel = kernel
@@ -130,7 +130,7 @@ class MeasuredRegimes:
                 self._ledger.sampler.truncate_jump(a.jump, t_now)
 
     def check(
-        self, comp: int, runs: list[JobRun], hist: list[Signature], sig: Signature, links: NDArray[np.int64]
+        self, comp: int, runs: list[JobRun], hist: History, sig: Signature, links: NDArray[np.int64]
     ) -> bool:
         """At an anchor iteration start: whether a stretch of ``comp`` awaits its check (then handled)."""
         if comp not in self.pending:
@@ -139,7 +139,7 @@ class MeasuredRegimes:
         return True
 
     def measure(
-        self, comp: int, runs: list[JobRun], hist: list[Signature], sig: Signature, links: NDArray[np.int64]
+        self, comp: int, runs: list[JobRun], hist: History, sig: Signature, links: NDArray[np.int64]
     ) -> None:
         """No period: jump at the jobs' measured rates if two consecutive windows agree, else go on.
 
@@ -217,11 +217,11 @@ class MeasuredRegimes:
             creep=p.creep,
         )
         self.log.extrapolated_job_s += shift * len(runs)
-        self._history[comp] = []  # the detail after the stretch checks it, and measures afresh
+        self._history[comp] = History()  # the detail after the stretch checks it, and measures afresh
         return True
 
     def _confirm(
-        self, comp: int, runs: list[JobRun], hist: list[Signature], sig: Signature, links: NDArray[np.int64]
+        self, comp: int, runs: list[JobRun], hist: History, sig: Signature, links: NDArray[np.int64]
     ) -> None:
         """Confirm the last stretch by the detail after it: go on twice as far, or re-credit it."""
         cfg = self._config

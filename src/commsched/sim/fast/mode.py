@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from commsched.scheduling.traffic import JobTraffic
 from commsched.sim.fast.jumps import Ahead, move, periodic_credit, shifted
 from commsched.sim.fast.measured import MeasuredRegimes
-from commsched.sim.fast.steady import Signature, best_match, best_relative_match, remember
+from commsched.sim.fast.steady import History, Signature, best_match, best_relative_match, remember
 from commsched.sim.jobs.runs import JobRun
 from commsched.sim.loop.kernel import EventKernel
 from commsched.sim.rates.pacing import Pacing
@@ -65,7 +65,7 @@ class FastMode:
         self._pacing = pacing
         self._replay = replay
         #: per component: the signatures taken at its anchor's iteration starts
-        self._history: dict[int, list[Signature]] = {}
+        self._history: dict[int, History] = {}
         #: per component: the traffic objects its signature links were computed from, and the links
         self._sig_links: dict[int, tuple[tuple[JobTraffic | None, ...], NDArray[np.int64]]] = {}
         #: per component: the job at whose iteration starts signatures are taken
@@ -159,7 +159,7 @@ class FastMode:
                 np.concatenate([t.link_ids for t in traffics if t is not None] or [np.zeros(0, np.int64)])
             ).astype(np.int64)
             if cached is not None and not np.array_equal(cached[1], links):
-                self._history[comp] = []  # a job's routes changed: its counters of before are of other links
+                self._history[comp] = History()  # a job's routes changed: its counters are of other links
             self._sig_links[comp] = (traffics, links)
         now = self._kernel.now
         sig = Signature(
@@ -187,7 +187,9 @@ class FastMode:
         if partner and any(r.index in partner for r in runs):
             return  # a grouped job's two streams: simulated in detail (no signature of its overlapped stream)
         sig, links = self._signature(comp)
-        hist = self._history.setdefault(comp, [])
+        hist = self._history.get(comp)
+        if hist is None:
+            hist = self._history[comp] = History()
         if self._regimes.check(comp, runs, hist, sig, links):
             return
         cfg = self._config
@@ -211,9 +213,9 @@ class FastMode:
         )
         # the regime goes on: keep the matched stretch of history, moved forward, for the next jump
         shift = m * (sig.t - then.t)
-        self._history[comp] = [shifted(h, then, sig, m, shift) for h in hist[idx:]]
+        self._history[comp] = History(shifted(hist[i], then, sig, m, shift) for i in range(idx, len(hist)))
 
-    def _remember(self, hist: list[Signature], sig: Signature) -> None:
+    def _remember(self, hist: History, sig: Signature) -> None:
         remember(hist, sig, keep=self._config.fast_max_history)
 
     def _jump_count(self, runs: list[JobRun], period: float, d_done: NDArray[np.float64]) -> int:

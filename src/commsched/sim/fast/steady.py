@@ -12,6 +12,7 @@ measured rates.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,35 +43,152 @@ def distance(a: Signature, b: Signature) -> float:
     return max(d_phase, d_step)
 
 
-def best_match(history: list[Signature], now: Signature) -> tuple[int, float]:
+#: the per-job fields the searches read, in the order of :class:`History`'s stacks
+_STACKED = ("phase", "step", "done", "start")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """The earlier signatures a search may match against ``now``: their positions in the history and
+    their fields stacked (one row a signature)."""
+
+    idx: NDArray[np.int64]
+    t: NDArray[np.float64]
+    phase: NDArray[np.float64]
+    step: NDArray[np.float64]
+    done: NDArray[np.float64]
+    start: NDArray[np.float64]
+
+
+class History:
+    """A component's signatures in time order, with their per-job fields kept stacked row by row.
+
+    The fast mode searches the history at every anchor iteration start: appending writes one row and a
+    deletion moves the rows after it, so that a search reads the stacks as they are instead of stacking
+    every signature again. A history whose signatures are not all of one shape keeps no stacks (the
+    searches then stack the candidates of ``now``'s shape, as a list of signatures is searched).
+
+    >>> z = np.zeros(2)
+    >>> h = History()
+    >>> for t in range(3):
+    ...     h.append(Signature(t=float(t), phase=z, step=z, done=np.full(2, t), start=z, busy=z,
+    ...                        last_end=z, link_bytes=z, link_iw_bytes=z))
+    >>> del h[1]
+    >>> len(h), [s.t for s in h], h.candidates(h[-1]).done.tolist()
+    (2, [0.0, 2.0], [[0.0, 0.0]])
+    """
+
+    __slots__ = ("_jobs", "_rows", "_sigs", "_t")
+
+    def __init__(self, sigs: Iterable[Signature] = ()) -> None:
+        self._sigs: list[Signature] = []
+        self._t = np.empty(0)
+        self._rows = np.empty((len(_STACKED), 0, 0))  # (field, capacity, job)
+        self._jobs = -1  # jobs per signature; -1: none yet, -2: of several shapes (no stacks)
+        for s in sigs:
+            self.append(s)
+
+    def __len__(self) -> int:
+        return len(self._sigs)
+
+    def __bool__(self) -> bool:
+        return bool(self._sigs)
+
+    def __getitem__(self, i: int) -> Signature:
+        return self._sigs[i]
+
+    def __iter__(self) -> Iterator[Signature]:
+        return iter(self._sigs)
+
+    def append(self, sig: Signature) -> None:
+        """Add ``sig`` (the latest) at the end."""
+        n, k = len(self._sigs), sig.done.size
+        self._sigs.append(sig)
+        if self._jobs == -2:
+            return
+        if not all(getattr(sig, f).shape == (k,) for f in _STACKED) or (self._jobs >= 0 and k != self._jobs):
+            self._jobs = -2  # a shape the stacks do not hold
+            return
+        if self._jobs < 0 or n == self._t.size:
+            cap = max(8, 2 * n)
+            rows, t = np.empty((len(_STACKED), cap, k)), np.empty(cap)
+            if n:
+                rows[:, :n], t[:n] = self._rows[:, :n], self._t[:n]
+            self._rows, self._t, self._jobs = rows, t, k
+        self._t[n] = sig.t
+        for j, f in enumerate(_STACKED):
+            self._rows[j, n] = getattr(sig, f)
+
+    def __delitem__(self, i: int) -> None:
+        n = len(self._sigs)
+        i = i + n if i < 0 else i
+        del self._sigs[i]
+        if self._jobs >= 0:
+            self._t[i : n - 1] = self._t[i + 1 : n]
+            self._rows[:, i : n - 1] = self._rows[:, i + 1 : n]
+
+    def times(self) -> NDArray[np.float64]:
+        """The signatures' times, in order (a copy)."""
+        if self._jobs >= 0:
+            return self._t[: len(self._sigs)].copy()
+        return np.array([h.t for h in self._sigs])
+
+    def candidates(self, now: Signature) -> Candidates | None:
+        """The signatures before ``now`` of its shape, stacked; ``None`` when there is none."""
+        n = len(self._sigs)
+        if self._jobs >= 0 and all(getattr(now, f).shape == (self._jobs,) for f in _STACKED):
+            t = self._t[:n]
+            before = t < now.t
+            if before.all():
+                rows = self._rows[:, :n]
+                idx = np.arange(n)
+            else:
+                idx = np.flatnonzero(before)
+                rows, t = self._rows[:, idx], t[idx]
+            if not idx.size:
+                return None
+            return Candidates(idx, t, rows[0], rows[1], rows[2], rows[3])
+        shape = {f: getattr(now, f).shape for f in _STACKED}
+        keep = [
+            i
+            for i, h in enumerate(self._sigs)
+            if h.t < now.t and all(getattr(h, f).shape == shape[f] for f in _STACKED)
+        ]
+        if not keep:
+            return None
+        sigs = [self._sigs[i] for i in keep]
+        stacks = [np.stack([getattr(h, f) for h in sigs]) for f in _STACKED]
+        return Candidates(np.array(keep), np.array([h.t for h in sigs]), *stacks)
+
+
+def _history(history: History | Sequence[Signature]) -> History:
+    return history if isinstance(history, History) else History(history)
+
+
+def best_match(history: History | Sequence[Signature], now: Signature) -> tuple[int, float]:
     """Index and distance of the earlier signature closest to ``now`` (latest wins ties).
 
     Only earlier signatures of the same shape after which every job has advanced by at least one
     whole iteration are candidates; ``(-1, inf)`` when there is none.
     """
-    idx = [
-        i
-        for i, h in enumerate(history)
-        if h.t < now.t and h.phase.shape == now.phase.shape and h.step.shape == now.step.shape
-    ]
-    if not idx:
+    c = _history(history).candidates(now)
+    if c is None:
         return -1, float("inf")
-    done = np.stack([history[i].done for i in idx])
-    ok = np.all(now.done - done >= 1, axis=1)
+    ok = np.all(now.done - c.done >= 1, axis=1)
     if not ok.any():
         return -1, float("inf")
-    d = np.zeros(len(idx))
+    d = np.zeros(c.idx.size)
     if now.phase.size:
-        d = np.max(np.abs(np.stack([history[i].phase for i in idx]) - now.phase), axis=1)
+        d = np.max(np.abs(c.phase - now.phase), axis=1)
     if now.step.size:
-        d = np.maximum(d, np.max(np.abs(np.stack([history[i].step for i in idx]) - now.step), axis=1))
+        d = np.maximum(d, np.max(np.abs(c.step - now.step), axis=1))
     d_ok = np.where(ok, d, np.inf)
     best_d = float(d_ok.min())
     last = int(np.flatnonzero(d_ok == best_d)[-1])
-    return idx[last], best_d
+    return int(c.idx[last]), best_d
 
 
-def best_relative_match(history: list[Signature], now: Signature) -> tuple[int, float]:
+def best_relative_match(history: History | Sequence[Signature], now: Signature) -> tuple[int, float]:
     """Index and relative mismatch of the earlier signature that makes the best approximate period.
 
     The relative mismatch of a candidate is, over the jobs, the largest phase (or step) mismatch divided
@@ -78,27 +196,23 @@ def best_relative_match(history: list[Signature], now: Signature) -> tuple[int, 
     misstates a job's throughput by about that fraction. Same candidates as :func:`best_match`;
     ``(-1, inf)`` when there is none.
     """
-    idx = [
-        i
-        for i, h in enumerate(history)
-        if h.t < now.t and h.phase.shape == now.phase.shape and h.step.shape == now.step.shape
-    ]
-    if not idx or not now.done.size:
+    c = _history(history).candidates(now)
+    if c is None or not now.done.size:
         return -1, float("inf")
-    adv = now.done - np.stack([history[i].done for i in idx])
+    adv = now.done - c.done
     ok = np.all(adv >= 1, axis=1)
     if not ok.any():
         return -1, float("inf")
     mis = np.zeros(adv.shape)
     if now.phase.size:
-        mis = np.abs(np.stack([history[i].phase for i in idx]) - now.phase)
+        mis = np.abs(c.phase - now.phase)
     if now.step.size:
-        mis = np.maximum(mis, np.abs(np.stack([history[i].step for i in idx]) - now.step))
+        mis = np.maximum(mis, np.abs(c.step - now.step))
     rel = np.max(mis / np.where(adv >= 1, adv, 1.0), axis=1)
     rel = np.where(ok, rel, np.inf)
     best = float(rel.min())
     last = int(np.flatnonzero(rel == best)[-1])
-    return idx[last], best
+    return int(c.idx[last]), best
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -122,7 +236,7 @@ class MeasuredRates:
 
 
 def measured_rates(
-    history: list[Signature],
+    history: History | Sequence[Signature],
     now: Signature,
     *,
     min_iterations: int,
@@ -189,16 +303,12 @@ def measured_rates(
     ...                min_window_s=25.0) is None
     True
     """
-    cands = [
-        i for i, h in enumerate(history) if h.t < now.t and h.done.shape == now.done.shape and now.done.size
-    ]
-    if len(cands) < 2:
+    c = _history(history).candidates(now) if now.done.size else None
+    if c is None or c.idx.size < 2:
         return None
-    times = np.array([history[i].t for i in cands])
-    done = np.stack([history[i].done for i in cands])
-    start = np.stack([history[i].start for i in cands])
+    times, done, start = c.t, c.done, c.start
     # per opening signature a (all but the last): the middle one, nearest (t_a + t_now) / 2 and after a
-    later = np.arange(len(cands))[None, :] > np.arange(len(cands) - 1)[:, None]
+    later = np.arange(c.idx.size)[None, :] > np.arange(c.idx.size - 1)[:, None]
     gap = np.abs(times[None, :] - (times[:-1, None] + now.t) / 2.0)
     mid = np.argmin(np.where(later, gap, np.inf), axis=1)
     d1, t1 = done[mid] - done[:-1], start[mid] - start[:-1]
@@ -212,7 +322,7 @@ def measured_rates(
     agree = counted & (gaps <= tolerance)
     half = np.minimum(times[mid] - times[:-1], now.t - times[mid])  # the shorter window, per a
     limit = np.full(now.done.size, np.inf) if starved is None else starved
-    creeping, creep = _creeping(history, cands, now, mid, (d1 == 0) & (d2 == 0), tolerance=tolerance)
+    creeping, creep = _creeping(c, now, mid, (d1 == 0) & (d2 == 0), tolerance=tolerance)
     creeping &= (creep > 0) | (half[:, None] >= limit[None, :])
     ok = np.all(agree | creeping, axis=1) & agree.any(axis=1) & (now.t - times[:-1] >= min_window_s)
     good = np.flatnonzero(ok)
@@ -220,7 +330,7 @@ def measured_rates(
         return None
     a = int(good[0])  # the earliest: the longest windows
     return MeasuredRates(
-        since=cands[a],
+        since=int(c.idx[a]),
         rate=rate[a],
         spread=float(np.max(np.where(agree[a], gaps[a], 0.0))),
         window_s=now.t - float(times[a]),
@@ -231,8 +341,7 @@ def measured_rates(
 
 
 def _creeping(
-    history: list[Signature],
-    cands: list[int],
+    c: Candidates,
     now: Signature,
     mid: NDArray[np.int64],
     idle: NDArray[np.bool_],
@@ -241,8 +350,7 @@ def _creeping(
 ) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
     """Per opening signature and job: whether the job creeps (it completed no iteration and stayed in one
     step over both windows, its two rates through the step agreeing or both 0), and its rate over both."""
-    times = np.array([history[i].t for i in cands])
-    step = np.stack([history[i].step for i in cands])
+    times, step = c.t, c.step
     s_a, s_m = step[:-1], step[mid]
     k = np.floor(s_a)
     same = idle & (s_a >= 0) & (np.floor(s_m) == k) & (np.floor(now.step)[None, :] == k)
@@ -255,7 +363,7 @@ def _creeping(
     return same & (c1 >= 0) & (c2 >= 0) & (close | (creep == 0)), creep
 
 
-def remember(hist: list[Signature], sig: Signature, *, keep: int) -> None:
+def remember(hist: History, sig: Signature, *, keep: int) -> None:
     """Append ``sig``; keep the latest ``keep`` signatures, and a thinned record of the older ones.
 
     The search per anchor iteration stays bounded (``2 * keep`` signatures), while the
@@ -265,7 +373,7 @@ def remember(hist: list[Signature], sig: Signature, *, keep: int) -> None:
     """
     hist.append(sig)
     if len(hist) > 2 * keep:
-        t = np.array([h.t for h in hist])
+        t = hist.times()
         cut = len(hist) - keep  # candidates 1 .. cut - 1: neither the first nor the latest ones
         merged = (t[2 : cut + 1] - t[: cut - 1]) / np.maximum(sig.t - t[1:cut], 1e-300)
         del hist[1 + int(np.argmin(merged))]

@@ -1,6 +1,6 @@
 """The probing path oracle of an enforcing agent: the paths of this host's tuples, from the host alone.
 
-:class:`ProbeOracle` answers the enforcer's two questions (:mod:`.pinning`) with probes
+:class:`ProbeOracle` answers the enforcer's two questions (:mod:`.pinning.oracle`) with probes
 (:mod:`.probe`, :mod:`.pathprobe`): which links a tuple leaving this host takes, and which source
 ports put a connection ``src -> dst:dport`` on its decided path. It never asks a router for
 anything but the ICMP answers every router gives, and changes no router.
@@ -15,13 +15,24 @@ per-direction counts (from the routers' own routes on the testbed) show where ea
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
-from commsched.runtime.enforce.pathprobe import FabricMap, PathProbing, ProbeSettings, SendRound
-from commsched.runtime.enforce.pinning import FoundPorts, PortSearch
-from commsched.runtime.enforce.probe import RawProber
+from typing_extensions import TypedDict  # pydantic reads these on Python 3.11 (the agent's answers)
 
-__all__ = ["ProbeOracle"]
+from commsched.runtime.enforce.pinning.oracle import FoundPorts, PortSearch
+from commsched.runtime.enforce.pinning.pathprobe import FabricMap, PathProbing, ProbeSettings, SendRound
+from commsched.runtime.enforce.pinning.probe import RawProber
+
+__all__ = ["OracleStatsJSON", "ProbeOracle"]
+
+
+class OracleStatsJSON(TypedDict):
+    """:meth:`ProbeOracle.stats`: probes sent and answered (``None``: not by a raw prober of its own)."""
+
+    sent: int
+    answered: int | None
+    silent: list[str]  # the routers judged silent
+
 
 Flow = tuple[str, str, int, int]
 
@@ -106,7 +117,7 @@ class ProbeOracle:
         """Probes answered so far (0 where the rounds are not sent by a raw prober of this oracle)."""
         return self._raw.stats.answered if self._raw is not None else 0
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> OracleStatsJSON:
         """Probes sent and answered, and the routers judged silent (for the agent's health)."""
         answered = self._raw.stats.answered if self._raw is not None else None
         return {"sent": self.probing.sent, "answered": answered, "silent": self.probing.silent_routers()}

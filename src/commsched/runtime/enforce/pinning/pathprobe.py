@@ -29,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from commsched.runtime.enforce.probe import IcmpBudget, Probe
+from commsched.runtime.enforce.pinning.probe import IcmpBudget, Probe
 from commsched.topology import NodeId, NodeKind, Topology
 
 __all__ = ["FabricMap", "PathProbing", "ProbeSettings", "Route", "Traced"]

@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["JobProcess", "ProcessSpec"]
+from typing_extensions import TypedDict  # pydantic reads these on Python 3.11 (the agent's answers)
+
+__all__ = ["JobProcess", "ProcessJSON", "ProcessSpec"]
 
 _ENTER = 'echo $$ > "$0" && exec "$@"'
 
@@ -34,6 +36,17 @@ class ProcessSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
     log: str | None = None
+
+
+class ProcessJSON(TypedDict):
+    """:meth:`JobProcess.to_json`: a started process, its exit code once it exited, its output lines."""
+
+    pid: int
+    argv: list[str]
+    started: float
+    returncode: int | None
+    lines: int
+    log: str | None
 
 
 class JobProcess:
@@ -65,7 +78,7 @@ class JobProcess:
         if log is not None and self.proc.stdout is not None:
             # the job's output goes to a reader of its own, which outlives this agent
             self._stamp = subprocess.Popen(
-                [sys.executable, "-m", "commsched.runtime.enforce.stamp", str(log)],
+                [sys.executable, "-m", "commsched.runtime.enforce.processes.stamp", str(log)],
                 stdin=self.proc.stdout,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -104,7 +117,7 @@ class JobProcess:
                 self._stamp.wait(timeout=5.0)
         return self.proc.returncode
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ProcessJSON:
         return {
             "pid": self.pid,
             "argv": list(self.spec.argv),

@@ -38,10 +38,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import TypedDict  # pydantic reads these on Python 3.11 (the agent's answers)
+
 from commsched.runtime.protocol.marks import Mark, mark_for_class
 from commsched.scheduling.dscp import default_dscp_table
 
 __all__ = [
+    "ClassRowJSON",
+    "JobEnvironmentJSON",
     "class_table",
     "interface_addresses",
     "job_environment",
@@ -52,7 +56,25 @@ __all__ = [
 SIOCGIFADDR = 0x8915
 
 
-def class_table(levels: int = 8) -> list[dict[str, int]]:
+#: one row of :func:`class_table` (``class`` is a keyword, hence the functional form)
+ClassRowJSON = TypedDict(
+    "ClassRowJSON", {"class": int, "dscp": int, "traffic_class": int, "ib_sl": int, "queue": int}
+)
+
+#: :func:`job_environment`: the environment, what could not be set (variable -> why), class, DSCP, table
+JobEnvironmentJSON = TypedDict(
+    "JobEnvironmentJSON",
+    {
+        "env": dict[str, str],
+        "not_set": dict[str, str],
+        "class": int,
+        "dscp": int,
+        "table": list[ClassRowJSON],
+    },
+)
+
+
+def class_table(levels: int = 8) -> list[ClassRowJSON]:
     """The DSCP -> traffic class -> switch queue table of the default classes.
 
     Examples
@@ -60,7 +82,7 @@ def class_table(levels: int = 8) -> list[dict[str, int]]:
     >>> class_table(8)[0]
     {'class': 0, 'dscp': 46, 'traffic_class': 184, 'ib_sl': 0, 'queue': 0}
     """
-    out = []
+    out: list[ClassRowJSON] = []
     for c in range(min(levels, default_dscp_table().levels)):
         mark = mark_for_class(c)
         out.append({"class": c, "dscp": mark.dscp, "traffic_class": mark.tos, "ib_sl": c, "queue": c})
@@ -101,7 +123,7 @@ def job_environment(
     interfaces: Mapping[str, str],
     hcas: Mapping[str, str],
     levels: int = 8,
-) -> dict[str, Any]:
+) -> JobEnvironmentJSON:
     """The environment a job's processes on this host get, and what could not be set (and why).
 
     ``info``: the job's entry of the decision (``class``, ``dscp``, ``tos``); ``nic_ips``: the

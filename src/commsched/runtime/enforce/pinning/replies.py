@@ -26,10 +26,10 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from commsched.runtime.enforce import nft
-from commsched.runtime.enforce.conns import read_conntrack
-from commsched.runtime.enforce.pinning import PortSearch
-from commsched.runtime.enforce.probeoracle import ProbeOracle
+from commsched.runtime.enforce.marking import nft
+from commsched.runtime.enforce.marking.conns import read_conntrack
+from commsched.runtime.enforce.pinning.oracle import PortSearch
+from commsched.runtime.enforce.pinning.probeoracle import ProbeOracle
 from commsched.runtime.protocol.control import HostView
 
 __all__ = ["ReplyPorts", "replies_base_script", "rin_script", "rout_script"]

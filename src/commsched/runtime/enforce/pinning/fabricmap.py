@@ -19,15 +19,27 @@ import json
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import TypedDict
+
 from commsched.errors import InputError
-from commsched.runtime.enforce.pathprobe import FabricMap
+from commsched.runtime.enforce.pinning.pathprobe import FabricMap
 from commsched.runtime.protocol.fields import Fields
 from commsched.topology import NodeId
 
-__all__ = ["fabric_from_json", "fabric_to_json", "load_fabric"]
+__all__ = ["FabricJSON", "fabric_from_json", "fabric_to_json", "load_fabric"]
 
 
-def fabric_to_json(fabric: FabricMap) -> dict[str, Any]:
+class FabricJSON(TypedDict):
+    """A fabric map file (:func:`fabric_to_json`)."""
+
+    format: int
+    #: the topology section it was built from (``kind`` and the builder's parameters: arbitrary JSON)
+    topology: dict[str, Any]
+    routers: dict[str, list[str]]  # router -> the addresses it answers from
+    nics: dict[str, str]  # NIC -> its address
+
+
+def fabric_to_json(fabric: FabricMap) -> FabricJSON:
     """The map as the file holds it."""
     routers: dict[str, list[str]] = {}
     for ip, node in sorted(fabric.routers.items()):

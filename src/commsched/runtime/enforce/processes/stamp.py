@@ -1,5 +1,5 @@
-"""``python -m commsched.runtime.enforce.stamp LOG``: copy standard input to ``LOG``, each line also to
-``LOG.lines.jsonl`` with the wall-clock time it arrived.
+"""``python -m commsched.runtime.enforce.processes.stamp LOG``: copy standard input to ``LOG``, each line
+also to ``LOG.lines.jsonl`` with the wall-clock time it arrived.
 
 The agent starts one beside every job process it starts, reading the job's standard output, in a
 session of its own: when the agent dies the job keeps a reader for its output and goes on (a job
