@@ -213,6 +213,7 @@ class Simulation:
             ledger=self._ledger,
             capacity_bytes_per_s=self._pacing.capacity_bytes_per_s,
             start_detail=self._iterations.start,
+            forget_step=self._pacing.forget_step,
         )
 
     @property
@@ -348,6 +349,7 @@ class Simulation:
             self._progress(self._kernel.now)
 
     def _joined(self, r: JobRun) -> None:
+        self._iterations.placed(r)
         self._decisions.joined(r)
 
     def _left(self, r: JobRun) -> None:
@@ -357,6 +359,7 @@ class Simulation:
         self._decisions.decide()
 
     def _depart(self, r: JobRun) -> None:
+        self._iterations.stopped(r)
         self._lifecycle.depart(r)
 
     def _record_sample(self) -> None:

@@ -36,6 +36,7 @@ from commsched.scheduling.traffic import JobTraffic, job_traffic
 from commsched.sim.decide.domains import DomainIndex
 from commsched.sim.decide.partition import Partition
 from commsched.sim.jobs.hooks import Fluids, Regimes
+from commsched.sim.jobs.iteration import delay_next, run_traffic
 from commsched.sim.jobs.runs import JobRun
 from commsched.sim.loop.kernel import EventKernel
 from commsched.sim.rates.pacing import Pacing
@@ -140,7 +141,7 @@ class DecisionApplier:
         """Drop the traffic of the jobs that left (once their components are gone): a long run keeps
         only the results of finished jobs, not their per-link schedules."""
         for r in self._gone:
-            r.traffic = None
+            run_traffic(r, None)
             r.routed = None
         self._gone = []
 
@@ -248,7 +249,8 @@ class DecisionApplier:
         if new_tr is not None:
             self._routes_cache[r.index] = key
             if new_job:
-                r.routed = r.traffic = new_tr
+                r.routed = new_tr
+                run_traffic(r, new_tr)
                 self._init_job(r)
             else:
                 self._partition.forget(r.routed)
@@ -257,7 +259,7 @@ class DecisionApplier:
                 self._pacing.reroute(r, new_tr if plan is None else plan.traffic)
         if not new_job and shift != r.time_shift_s and r.standalone_s > 0:
             # CASSINI: a changed phase delays the next iteration start once by the difference
-            r.pending_delay_s = (shift - r.time_shift_s) % r.standalone_s
+            delay_next(r, (shift - r.time_shift_s) % r.standalone_s)
         r.time_shift_s = shift
 
     def _traffic(self, placed: PlacedJob, routes: RouteMap) -> JobTraffic:

@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from commsched.scheduling.traffic import JobTraffic
+from commsched.sim.jobs.iteration import credit_busy, invalidate, pause, set_progress
 from commsched.sim.jobs.runs import EventKind, JobRun
 from commsched.sim.loop.kernel import EventKernel
 from commsched.sim.results.accounting import Ledger
@@ -240,6 +241,9 @@ class FluidMode:
         Link capacities in bytes/s.
     start_detail
         Starts an iteration of a job in detail at a given time (a job leaving the fluid).
+    forget_step
+        Makes a job's pending step end stale (a job entering the fluid:
+        :meth:`commsched.sim.rates.pacing.Pacing.forget_step`).
     """
 
     def __init__(
@@ -251,6 +255,7 @@ class FluidMode:
         ledger: Ledger,
         capacity_bytes_per_s: NDArray[np.float64],
         start_detail: Callable[[JobRun, float], None],
+        forget_step: Callable[[JobRun], None],
     ) -> None:
         self.min_jobs = min_jobs
         self._runs = runs
@@ -258,6 +263,7 @@ class FluidMode:
         self._ledger = ledger
         self._cap = capacity_bytes_per_s
         self._start_detail = start_detail
+        self._forget_step = forget_step
         #: per fluid job: (time settled to, progress in iterations, period T_j in seconds)
         self.state: dict[int, tuple[float, float, float]] = {}
         self._loads: dict[int, tuple[JobTraffic, FluidLoad]] = {}
@@ -281,8 +287,7 @@ class FluidMode:
         prog += d
         whole = math.floor(prog + 1e-9)
         if whole > r.iterations_done:
-            r.last_end_s = t0 + (whole - (prog - d)) * period
-            r.iterations_done = float(whole)
+            set_progress(r, float(whole), last_end_s=t0 + (whole - (prog - d)) * period)
         self.state[job] = (now, prog, period)
 
     def settle_all(self) -> None:
@@ -293,7 +298,7 @@ class FluidMode:
         if d <= 0:
             return
         busy = d * r.gpu_count * r.spec.busy_s
-        r.busy_gpu_s += busy
+        credit_busy(r, busy)
         self._ledger.busy_done_gpu_s += busy
         assert r.traffic is not None
         ld = self._load(r.traffic)
@@ -358,16 +363,12 @@ class FluidMode:
                     done = r.gpu_count * min(elapsed, r.spec.profile.compute_s)
                     if r.spec.parallel is not None:  # the bubble's share is not busy
                         done *= r.spec.busy_s / r.spec.profile.compute_s
-                    r.busy_gpu_s += done
+                    credit_busy(r, done)
                     self._ledger.busy_done_gpu_s += done
                 prog = r.iterations_done + min(elapsed / period, 0.999)
-                r.computing = False
-                r.released = False
-                r.comm_done = False
-                r.step = -1
-                r.pending_delay_s = 0.0
-                r.step_version += 1
-            r.version += 1
+                pause(r)
+                self._forget_step(r)
+            invalidate(r)
             self.state[r.index] = (now, prog, period)
             if r.target_iterations is not None:
                 t_end = now + max(0.0, r.target_iterations - prog) * period
@@ -377,16 +378,15 @@ class FluidMode:
     def _leave(self, r: JobRun, now: float) -> None:
         """Back to detail: the job starts a new iteration now, its progress rounded to whole iterations."""
         _, prog, _ = self.state.pop(r.index)
-        r.iterations_done = float(max(math.floor(prog + 0.5), math.floor(prog + 1e-9)))
-        r.version += 1
+        set_progress(r, float(max(math.floor(prog + 0.5), math.floor(prog + 1e-9))))
+        invalidate(r)
         if r.target_iterations is not None and r.iterations_done >= r.target_iterations - 1e-9:
-            r.iterations_done = r.target_iterations - 1.0
+            set_progress(r, r.target_iterations - 1.0)
         self._start_detail(r, now)
 
     def on_finish(self, r: JobRun) -> None:
         """A fluid job's last iteration ends now."""
         self.settle(r.index)
         del self.state[r.index]
-        if r.target_iterations is not None:
-            r.iterations_done = r.target_iterations
-        r.last_end_s = self._kernel.now
+        done = r.iterations_done if r.target_iterations is None else r.target_iterations
+        set_progress(r, done, last_end_s=self._kernel.now)

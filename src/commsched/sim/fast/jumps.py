@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from commsched.sim.fast.steady import Signature
+from commsched.sim.jobs.iteration import credit, shift
 from commsched.sim.jobs.runs import EventKind, JobRun
 from commsched.sim.loop.kernel import EventKernel
 from commsched.sim.rates.pacing import Pacing
@@ -117,14 +118,8 @@ def move(
     busy_inc = 0.0
     for k, r in enumerate(runs):
         db = float(c.busy[k])
-        r.iterations_done += float(c.done[k])
-        r.busy_gpu_s += db
+        shift(r, c.shift, float(c.done[k]), db)
         busy_inc += db
-        r.last_end_s += c.shift
-        r.iteration_start_s += c.shift
-        r.compute_end_s += c.shift
-        r.release_s += c.shift
-        r.version += 1
         if r.computing:
             kernel.push(r.compute_end_s, EventKind.COMPUTE_END, r.index, r.version)
         if not r.released and not r.comm_done:
@@ -172,8 +167,7 @@ def correct(ledger: Ledger, runs: list[JobRun], c: Credit, *, now: float) -> Non
     change of rate as large as the stretch's error, not as one interval's spike or dip.
     """
     for k, r in enumerate(runs):
-        r.iterations_done += float(c.done[k])
-        r.busy_gpu_s += float(c.busy[k])
+        credit(r, float(c.done[k]), float(c.busy[k]))
     busy = float(c.busy.sum())
     ledger.busy_done_gpu_s += busy
     ledger.link_bytes[c.links] += c.link_bytes

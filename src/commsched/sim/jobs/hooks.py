@@ -11,13 +11,35 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
+from commsched.scheduling.traffic import JobTraffic
 from commsched.sim.jobs.runs import JobRun
+from commsched.sim.jobs.streams import StreamPlan
 
 
 class IterationWatch(Protocol):
     """Told of every iteration start (fast mode: where it looks for a period and decides to skip)."""
 
     def on_iteration_start(self, r: JobRun, t: float) -> None: ...
+
+
+class Paces(Protocol):
+    """What the iteration cycle asks of the pacing (:class:`commsched.sim.rates.pacing.Pacing`)."""
+
+    def begin(self, r: JobRun) -> None:
+        """``r`` starts its step ``r.step`` now."""
+        ...
+
+    def end_step(self, r: JobRun) -> int:
+        """``r``'s step ends now; its next step (-1: none)."""
+        ...
+
+    def drop(self, r: JobRun) -> None:
+        """Forget ``r``'s slot."""
+        ...
+
+    def stream_plan(self, r: JobRun, traffic: JobTraffic) -> StreamPlan:
+        """A grouped job's streams of ``traffic``."""
+        ...
 
 
 class Regimes(Protocol):

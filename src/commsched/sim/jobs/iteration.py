@@ -15,12 +15,95 @@ order) changes at an iteration start.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
-from commsched.sim.jobs.hooks import IterationWatch
+from commsched.scheduling.traffic import JobTraffic
+from commsched.sim.jobs.hooks import IterationWatch, Paces
 from commsched.sim.jobs.runs import EventKind, JobRun
 from commsched.sim.loop.kernel import EventKernel
-from commsched.sim.rates.pacing import Pacing
 from commsched.sim.results.accounting import Ledger
+
+
+class CycleFields(NamedTuple):
+    """A job's iteration-cycle fields as another loop hands them back (:mod:`commsched.sim.loop.compiled`)."""
+
+    computing: bool
+    released: bool
+    comm_done: bool
+    step: int
+    version: int
+    iteration_start_s: float
+    compute_end_s: float
+    release_s: float
+    iterations_done: float
+    busy_gpu_s: float
+    last_end_s: float
+    pending_delay_s: float
+
+
+def restore(r: JobRun, f: CycleFields) -> None:
+    """Set ``r``'s iteration-cycle fields to ``f`` (the compiled loop's, taken back)."""
+    r.computing, r.released, r.comm_done, r.step, r.version = (
+        f.computing, f.released, f.comm_done, f.step, f.version,
+    )  # fmt: skip
+    r.iteration_start_s, r.compute_end_s, r.release_s = f.iteration_start_s, f.compute_end_s, f.release_s
+    r.iterations_done, r.busy_gpu_s, r.last_end_s = f.iterations_done, f.busy_gpu_s, f.last_end_s
+    r.pending_delay_s = f.pending_delay_s
+
+
+def shift(r: JobRun, dt: float, done: float, busy: float) -> None:
+    """A jump moved ``r`` ``dt`` on: ``done`` iterations and ``busy`` GPU-seconds credited, its times
+    shifted, its pending events stale (:mod:`commsched.sim.fast.jumps`)."""
+    r.iterations_done += done
+    r.busy_gpu_s += busy
+    r.last_end_s += dt
+    r.iteration_start_s += dt
+    r.compute_end_s += dt
+    r.release_s += dt
+    r.version += 1
+
+
+def run_traffic(r: JobRun, traffic: JobTraffic | None) -> None:
+    """``r`` runs ``traffic`` from now on (a decision's routes; ``None``: a job gone)."""
+    r.traffic = traffic
+
+
+def delay_next(r: JobRun, delay_s: float) -> None:
+    """``r``'s next iteration starts ``delay_s`` late (once: a change of time shift)."""
+    r.pending_delay_s = delay_s
+
+
+def credit(r: JobRun, done: float, busy: float) -> None:
+    """``done`` iterations and ``busy`` GPU-seconds credited to ``r``, nothing moved in time (a measured
+    regime's correction, :func:`commsched.sim.fast.jumps.correct`)."""
+    r.iterations_done += done
+    r.busy_gpu_s += busy
+
+
+def credit_busy(r: JobRun, busy: float) -> None:
+    """``busy`` GPU-seconds of compute credited to ``r`` (a fluid's progress)."""
+    r.busy_gpu_s += busy
+
+
+def set_progress(r: JobRun, iterations: float, last_end_s: float | None = None) -> None:
+    """``r`` has completed ``iterations`` (the last one ending at ``last_end_s``, if given)."""
+    if last_end_s is not None:
+        r.last_end_s = last_end_s
+    r.iterations_done = iterations
+
+
+def pause(r: JobRun) -> None:
+    """``r`` leaves its iteration cycle (it runs as a fluid): nothing computing, released or in flight."""
+    r.computing = False
+    r.released = False
+    r.comm_done = False
+    r.step = -1
+    r.pending_delay_s = 0.0
+
+
+def invalidate(r: JobRun) -> None:
+    """``r``'s pending compute end and release are stale from now on."""
+    r.version += 1
 
 
 class Iterations:
@@ -44,7 +127,7 @@ class Iterations:
         *,
         kernel: EventKernel,
         ledger: Ledger,
-        pacing: Pacing,
+        pacing: Paces,
         fast: IterationWatch,
         jumps: bool,
         on_finished: Callable[[JobRun], None],
@@ -55,6 +138,15 @@ class Iterations:
         self._fast = fast
         self._jumps = jumps
         self._on_finished = on_finished
+
+    def placed(self, r: JobRun) -> None:
+        """``r`` was placed now: the end of its last iteration, before the first, is its start."""
+        r.last_end_s = self._kernel.now
+
+    @staticmethod
+    def stopped(r: JobRun) -> None:
+        """``r`` completed its last iteration: its pending events are stale from now on."""
+        r.version += 1
 
     def start(self, r: JobRun, t: float) -> None:
         """Start an iteration of ``r`` at ``t`` (compute now, communication after ``overlap``)."""
@@ -126,7 +218,8 @@ class Iterations:
             elif dp.step < 0:  # the steady-state sends are done: the DP steps start
                 self._dp_phase(dp, r, n)
         else:
-            self._pacing.end_step(dp)
+            dp.step = self._pacing.end_step(dp)
+            dp.comm_done = dp.step < 0
             if dp.comm_done and dp.stop_step < n:  # the steady-state sends are done
                 dp.comm_done = False
                 if self._kernel.now >= dp.release_s:
@@ -175,7 +268,8 @@ class Iterations:
         self._pacing.begin(r)
 
     def on_step_end(self, r: JobRun) -> None:
-        self._pacing.end_step(r)  # the next step starts, or the communication is done
+        r.step = self._pacing.end_step(r)  # the next step starts, or the communication is done
+        r.comm_done = r.step < 0
         if r.comm_done and not r.computing and (r.companion is None or r.companion.comm_done):
             self._end(r)
 

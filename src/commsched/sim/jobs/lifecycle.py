@@ -154,7 +154,6 @@ class JobLifecycle:
         r.gpu_count = len(placed.gpus) if placed.gpus else r.spec.gpus
         self._ledger.alloc_gpus += r.gpu_count
         r.start_s = now
-        r.last_end_s = now
         self.running.append(r.index)
         self._started(r)
 
@@ -164,7 +163,6 @@ class JobLifecycle:
         self._ledger.advance_alloc(now)
         r.finished = True
         r.end_s = now
-        r.version += 1
         self.running.remove(r.index)
         self._ledger.alloc_gpus -= r.gpu_count
         if r.placed is not None:

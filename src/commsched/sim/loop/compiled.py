@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from commsched.sim.jobs.iteration import CycleFields, restore
 from commsched.sim.jobs.runs import JobRun
 from commsched.sim.loop import flatloop as fx
 from commsched.sim.loop.kernel import EVENTS, EventKernel
@@ -118,7 +119,8 @@ class CompiledLoop:
         for k, comp in enumerate(comps):
             j = int(cf[k, fx.PEND_JOB])
             pend = (j, int(cf[k, fx.PEND_VER]), float(cf[k, fx.PEND_T])) if j >= 0 else None
-            pacing.took_back(comp, pend)
+            versions = [int(jf[i, fx.STEP_VERSION]) for i in pacing.components[comp]]
+            pacing.took_back(comp, pend, versions)
 
     def _flat_components(self) -> list[int]:
         """The components without a grouped job (whose jobs' flat events the arrays can take)."""
@@ -153,17 +155,26 @@ class CompiledLoop:
 
     @staticmethod
     def _store(jf: fl.F64, r: JobRun) -> None:
-        """Copy ``r``'s fields back from its row of ``jf``."""
+        """Hand ``r``'s iteration-cycle fields back from its row of ``jf`` (its step version: with its
+        component's, :meth:`commsched.sim.rates.pacing.Pacing.took_back`)."""
         row = jf[r.index].tolist()
-        r.computing, r.released, r.comm_done = (
-            bool(row[fx.COMPUTING]),
-            bool(row[fx.RELEASED]),
-            bool(row[fx.COMM_DONE]),
+        restore(
+            r,
+            CycleFields(
+                computing=bool(row[fx.COMPUTING]),
+                released=bool(row[fx.RELEASED]),
+                comm_done=bool(row[fx.COMM_DONE]),
+                step=int(row[fx.STEP]),
+                version=int(row[fx.VERSION]),
+                iteration_start_s=row[fx.ITER_START],
+                compute_end_s=row[fx.COMPUTE_END],
+                release_s=row[fx.RELEASE_S],
+                iterations_done=row[fx.ITERS],
+                busy_gpu_s=row[fx.BUSY],
+                last_end_s=row[fx.LAST_END],
+                pending_delay_s=row[fx.DELAY],
+            ),
         )
-        r.step, r.version, r.step_version = int(row[fx.STEP]), int(row[fx.VERSION]), int(row[fx.STEP_VERSION])
-        r.iteration_start_s, r.compute_end_s, r.release_s = row[fx.ITER_START : fx.RELEASE_S + 1]
-        r.iterations_done, r.busy_gpu_s, r.last_end_s = row[fx.ITERS : fx.LAST_END + 1]
-        r.pending_delay_s = row[fx.DELAY]
 
 
 def warm_up() -> int:

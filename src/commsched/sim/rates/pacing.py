@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from commsched.scheduling.traffic import JobTraffic
+from commsched.sim.jobs.iteration import run_traffic
 from commsched.sim.jobs.runs import EventKind, JobRun
 from commsched.sim.jobs.streams import DP_SUBCLASS, StreamPlan, stream_plan
 from commsched.sim.loop.kernel import EventKernel
@@ -110,8 +111,11 @@ class Pacing:
         """``comp``'s pending step end (job, step version, time), if any."""
         return self._pending.get(comp)
 
-    def took_back(self, comp: int, pending: tuple[int, int, float] | None) -> None:
-        """``comp``'s slots were moved on the arrays: its pending end is ``pending``, its keys anew."""
+    def took_back(self, comp: int, pending: tuple[int, int, float] | None, versions: Sequence[int]) -> None:
+        """``comp``'s slots were moved on the arrays: its pending end is ``pending``, its jobs' step versions
+        ``versions`` (in its order), its keys anew."""
+        for i, v in zip(self.components[comp], versions, strict=True):
+            self._runs[i].step_version = v
         self._pending.pop(comp, None)
         if pending is not None:
             self._pending[comp] = pending
@@ -180,8 +184,9 @@ class Pacing:
         sf[s, fl.INTENS] = r.intensity
         self._change(r, self._pool.row(r.traffic, r.step, self._compact))
 
-    def end_step(self, r: JobRun) -> None:
-        """``r``'s step in flight ends now: settle it, start its next step (or end its communication)."""
+    def end_step(self, r: JobRun) -> int:
+        """``r``'s step in flight ends now: settle it and start its next step; returns that step (-1: its
+        communication is done), which the iteration cycle records."""
         tr = r.traffic
         assert tr is not None
         if r.parent is not None:
@@ -192,9 +197,13 @@ class Pacing:
         nxt = r.step + 1
         stop = len(tr.steps) if r.stop_step < 0 else r.stop_step
         row = self._pool.row(tr, nxt, self._compact) if nxt < stop else -1
-        r.step = nxt if row >= 0 else -1
-        r.comm_done = row < 0
         self._change(r, row)
+        return nxt if row >= 0 else -1
+
+    @staticmethod
+    def forget_step(r: JobRun) -> None:
+        """Make ``r``'s pending step end stale (it leaves the detail: a fluid)."""
+        r.step_version += 1
 
     def drop(self, r: JobRun) -> None:
         """Forget ``r``'s slot without re-solving (a job leaving the fluid starts a new iteration)."""
@@ -325,7 +334,7 @@ class Pacing:
                 moving.append(x)
         for x in streams:
             if x is r or x.traffic is not None:
-                x.traffic = traffic
+                run_traffic(x, traffic)
         for x in moving:
             s = x.index
             sf[s, fl.ROW] = self._pool.row(traffic, x.step, self._compact)
