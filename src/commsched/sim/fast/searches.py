@@ -21,7 +21,6 @@ from numpy.typing import NDArray
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 F64 = NDArray[np.float64]
-B1 = NDArray[np.bool_]
 
 
 def _jit(fn: _F) -> _F:
@@ -34,65 +33,69 @@ def _jit(fn: _F) -> _F:
     return cast(_F, njit(cache=True, nogil=True, error_model="numpy")(fn))
 
 
+#: rows of the stacked fields (``History``'s order) and of ``now``'s array
+PHASE, STEP, DONE, START, LIMIT = range(5)
+#: rows of ``measured_opening``'s output, per job
+RATE, GAP, CREEP, HALF, AGREES, CREEPS = range(6)
+
+
 @_jit
-def match(  # noqa: PLR0917 -- flat arrays
-    done: F64, phase: F64, step: F64, now_done: F64, now_phase: F64, now_step: F64
-) -> tuple[int, float]:
+def match(rows: F64, now: F64) -> tuple[int, float]:
     """Row and distance of the candidate closest to ``now`` after which every job advanced a whole
-    iteration (the latest of equal ones); ``(-1, inf)`` when none did."""
+    iteration (the latest of equal ones); ``(-1, inf)`` when none did. ``rows``: the candidates' fields
+    (field, candidate, job); ``now``: the current signature's (field, job)."""
+    done, phase, step = rows[DONE], rows[PHASE], rows[STEP]
     best, best_d = -1, np.inf
     for i in range(done.shape[0]):
         ok = True
         for j in range(done.shape[1]):
-            if not now_done[j] - done[i, j] >= 1:
+            if not now[DONE, j] - done[i, j] >= 1:
                 ok = False
                 break
         if not ok:
             continue
         d = 0.0
-        for j in range(phase.shape[1]):
-            d = max(d, abs(phase[i, j] - now_phase[j]))
+        for j in range(done.shape[1]):
+            d = max(d, abs(phase[i, j] - now[PHASE, j]))
         e = 0.0
-        for j in range(step.shape[1]):
-            e = max(e, abs(step[i, j] - now_step[j]))
-        d = max(d, e) if step.shape[1] else d
+        for j in range(done.shape[1]):
+            e = max(e, abs(step[i, j] - now[STEP, j]))
+        d = max(d, e)
         if d <= best_d:
             best, best_d = i, d
     return best, best_d
 
 
 @_jit
-def relative_match(  # noqa: PLR0917 -- flat arrays
-    done: F64, phase: F64, step: F64, now_done: F64, now_phase: F64, now_step: F64
-) -> tuple[int, float]:
+def relative_match(rows: F64, now: F64) -> tuple[int, float]:
     """Row and relative mismatch of the candidate making the best approximate period (the latest of
     equal ones): per job its phase (or step) mismatch over the iterations it completed since."""
+    done, phase, step = rows[DONE], rows[PHASE], rows[STEP]
     best, best_r = -1, np.inf
     for i in range(done.shape[0]):
         ok = True
         for j in range(done.shape[1]):
-            if not now_done[j] - done[i, j] >= 1:
+            if not now[DONE, j] - done[i, j] >= 1:
                 ok = False
                 break
         if not ok:
             continue
         r = -np.inf
         for j in range(done.shape[1]):
-            mis = abs(phase[i, j] - now_phase[j]) if phase.shape[1] else 0.0
-            if step.shape[1]:
-                mis = max(mis, abs(step[i, j] - now_step[j]))
-            r = max(r, mis / (now_done[j] - done[i, j]))
+            mis = max(abs(phase[i, j] - now[PHASE, j]), abs(step[i, j] - now[STEP, j]))
+            r = max(r, mis / (now[DONE, j] - done[i, j]))
         if r <= best_r:
             best, best_r = i, r
     return best, best_r
 
 
 @_jit
-def _creeps(  # noqa: PLR0917 -- scalars
-    s_a: float, s_m: float, s_now: float, t1: float, t2: float, tolerance: float
+def _creeps(
+    s_a: float, s_m: float, s_now: float, spans: tuple[float, float], tolerance: float
 ) -> tuple[bool, float]:
     """Whether an idle job creeps (stayed in one step, moving through it at rates that agree over both
     windows, or not at all) and its rate through the step over both (0 if it left the step)."""
+    t1, t2 = spans
     k = np.floor(s_a)
     if not (s_a >= 0 and np.floor(s_m) == k and np.floor(s_now) == k):
         return False, 0.0
@@ -103,30 +106,19 @@ def _creeps(  # noqa: PLR0917 -- scalars
 
 
 @_jit
-def measured_opening(  # noqa: PLR0913, PLR0917 -- flat arrays
-    times: F64,
-    done: F64,
-    start: F64,
-    step: F64,
-    now_t: float,
-    now_done: F64,
-    now_start: F64,
-    now_step: F64,
-    min_iterations: float,
-    tolerance: float,
-    limit: F64,
-    min_window_s: float,
-    out: F64,
-    flags: B1,
-) -> int:
+def measured_opening(times: F64, rows: F64, now: F64, params: F64, out: F64) -> int:
     """The earliest opening row ``a`` whose two windows (``a`` to the middle row, the middle to ``now``)
     qualify, as :func:`commsched.sim.fast.steady.measured_rates` states; -1 when none does.
 
-    For the row found, per job: ``out[0]`` its rate, ``out[1]`` the gap between its windows' rates,
-    ``out[2]`` its creep, ``out[3]`` the opening's shorter window, and ``flags[0]`` / ``flags[1]``
-    whether it agrees / creeps.
+    ``now`` holds the current signature's fields and each job's ``LIMIT`` (the windows over which a job
+    that does not move at all counts as starved); ``params`` the current time, the iterations each window
+    needs, the tolerance and the shortest span from the opening. For the row found, ``out`` holds per job
+    its ``RATE``, the ``GAP`` between its windows' rates, its ``CREEP``, the opening's shorter window
+    (``HALF``), and whether it ``AGREES`` / ``CREEPS`` (1 or 0).
     """
-    n_c, n_j = times.shape[0], now_done.shape[0]
+    now_t, min_iterations, tolerance, min_window_s = params[0], params[1], params[2], params[3]
+    done, start, step = rows[DONE], rows[START], rows[STEP]
+    n_c, n_j = times.shape[0], now.shape[1]
     for a in range(n_c - 1):
         if not now_t - times[a] >= min_window_s:
             continue
@@ -137,27 +129,26 @@ def measured_opening(  # noqa: PLR0913, PLR0917 -- flat arrays
             if g < best:
                 mid, best = m, g
         half = min(times[mid] - times[a], now_t - times[mid])
-        t1c, t2c = times[mid] - times[a], now_t - times[mid]
+        spans = (times[mid] - times[a], now_t - times[mid])
         good, any_agree = True, False
         for j in range(n_j):
             d1, t1 = done[mid, j] - done[a, j], start[mid, j] - start[a, j]
-            d2, t2 = now_done[j] - done[mid, j], now_start[j] - start[mid, j]
-            counted = d1 >= min_iterations and d2 >= min_iterations and t1 > 0 and t2 > 0
+            d2, t2 = now[DONE, j] - done[mid, j], now[START, j] - start[mid, j]
             rate, gap, agree = 0.0, np.inf, False
-            if counted:
-                rate = (now_done[j] - done[a, j]) / (now_start[j] - start[a, j])
+            if d1 >= min_iterations and d2 >= min_iterations and t1 > 0 and t2 > 0:
+                rate = (now[DONE, j] - done[a, j]) / (now[START, j] - start[a, j])
                 gap = abs(d1 / t1 - d2 / t2) / rate
                 agree = gap <= tolerance
             creeping, creep = False, 0.0
             if d1 == 0 and d2 == 0:
-                creeping, creep = _creeps(step[a, j], step[mid, j], now_step[j], t1c, t2c, tolerance)
-                creeping = creeping and (creep > 0 or half >= limit[j])
+                creeping, creep = _creeps(step[a, j], step[mid, j], now[STEP, j], spans, tolerance)
+                creeping = creeping and (creep > 0 or half >= now[LIMIT, j])
             if not (agree or creeping):
                 good = False
                 break
             any_agree = any_agree or agree
-            out[0, j], out[1, j], out[2, j], out[3, j] = rate, gap, creep, half
-            flags[0, j], flags[1, j] = agree, creeping
+            out[RATE, j], out[GAP, j], out[CREEP, j], out[HALF, j] = rate, gap, creep, half
+            out[AGREES, j], out[CREEPS, j] = 1.0 if agree else 0.0, 1.0 if creeping else 0.0
         if good and any_agree:
             return a
     return -1

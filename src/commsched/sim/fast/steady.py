@@ -56,10 +56,12 @@ class Candidates:
 
     idx: NDArray[np.int64]
     t: NDArray[np.float64]
-    phase: NDArray[np.float64]
-    step: NDArray[np.float64]
-    done: NDArray[np.float64]
-    start: NDArray[np.float64]
+    rows: NDArray[np.float64]  # (field of _STACKED, signature, job)
+
+    @property
+    def done(self) -> NDArray[np.float64]:
+        done: NDArray[np.float64] = self.rows[2]
+        return done
 
 
 class History:
@@ -149,7 +151,7 @@ class History:
                 rows, t = self._rows[:, idx], t[idx]
             if not idx.size:
                 return None
-            return Candidates(idx, t, rows[0], rows[1], rows[2], rows[3])
+            return Candidates(idx, t, rows)
         shape = {f: getattr(now, f).shape for f in _STACKED}
         keep = [
             i
@@ -159,12 +161,18 @@ class History:
         if not keep:
             return None
         sigs = [self._sigs[i] for i in keep]
-        stacks = [np.stack([getattr(h, f) for h in sigs]) for f in _STACKED]
-        return Candidates(np.array(keep), np.array([h.t for h in sigs]), *stacks)
+        rows = np.stack([np.stack([getattr(h, f) for h in sigs]) for f in _STACKED])
+        return Candidates(np.array(keep), np.array([h.t for h in sigs]), rows)
 
 
 def _history(history: History | Sequence[Signature]) -> History:
     return history if isinstance(history, History) else History(history)
+
+
+def _now(now: Signature, *more: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``now``'s fields in the order of the stacks (then ``more``), one row each."""
+    rows: NDArray[np.float64] = np.stack([*(getattr(now, f) for f in _STACKED), *more]).astype(np.float64)
+    return rows
 
 
 def best_match(history: History | Sequence[Signature], now: Signature) -> tuple[int, float]:
@@ -176,7 +184,7 @@ def best_match(history: History | Sequence[Signature], now: Signature) -> tuple[
     c = _history(history).candidates(now)
     if c is None:
         return -1, float("inf")
-    row, d = match(c.done, c.phase, c.step, now.done, now.phase, now.step)
+    row, d = match(c.rows, _now(now))
     return (int(c.idx[row]), float(d)) if row >= 0 else (-1, float("inf"))
 
 
@@ -191,7 +199,7 @@ def best_relative_match(history: History | Sequence[Signature], now: Signature) 
     c = _history(history).candidates(now)
     if c is None or not now.done.size:
         return -1, float("inf")
-    row, rel = relative_match(c.done, c.phase, c.step, now.done, now.phase, now.step)
+    row, rel = relative_match(c.rows, _now(now))
     return (int(c.idx[row]), float(rel)) if row >= 0 else (-1, float("inf"))
 
 
@@ -288,14 +296,12 @@ def measured_rates(
         return None
     n = now.done.size
     limit = np.full(n, np.inf) if starved is None else np.asarray(starved, dtype=np.float64)
-    out, flags = np.zeros((4, n)), np.zeros((2, n), dtype=np.bool_)
-    a = measured_opening(
-        c.t, c.done, c.start, c.step, float(now.t), now.done, now.start, now.step,
-        float(min_iterations), float(tolerance), limit, float(min_window_s), out, flags,
-    )  # fmt: skip
+    params = np.array([now.t, min_iterations, tolerance, min_window_s], dtype=np.float64)
+    out = np.zeros((6, n))
+    a = measured_opening(c.t, c.rows, _now(now, limit), params, out)
     if a < 0:
         return None
-    agree, creeping = flags[0], flags[1]
+    agree, creeping = out[4] != 0, out[5] != 0
     return MeasuredRates(
         since=int(c.idx[a]),
         rate=out[0],
