@@ -107,6 +107,7 @@ def _decide(trace: Trace, orig: Any) -> Any:
                 trace.in_flight[str(r.spec.id)] = r.traffic.link_ids.astype(np.int64)
         orig(self)
         now, fl = self._kernel.now, self._fluid
+        assert isinstance(fl, sim_fluid.FluidMode)  # the engine's fluid mode, behind the decisions' protocol
         trace.fluid_until(now, tuple(str(self._runs[i].spec.id) for i in fl.state))
         jobs = []
         for i in _running(self):
