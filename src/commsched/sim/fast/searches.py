@@ -40,6 +40,12 @@ RATE, GAP, CREEP, HALF, AGREES, CREEPS = range(6)
 
 
 @_jit
+def _advanced(done: F64, now: F64, i: int) -> bool:
+    """Whether every job completed a whole iteration since candidate ``i``."""
+    return bool(np.all(now[DONE] - done[i] >= 1))
+
+
+@_jit
 def match(rows: F64, now: F64) -> tuple[int, float]:
     """Row and distance of the candidate closest to ``now`` after which every job advanced a whole
     iteration (the latest of equal ones); ``(-1, inf)`` when none did. ``rows``: the candidates' fields
@@ -47,12 +53,7 @@ def match(rows: F64, now: F64) -> tuple[int, float]:
     done, phase, step = rows[DONE], rows[PHASE], rows[STEP]
     best, best_d = -1, np.inf
     for i in range(done.shape[0]):
-        ok = True
-        for j in range(done.shape[1]):
-            if not now[DONE, j] - done[i, j] >= 1:
-                ok = False
-                break
-        if not ok:
+        if not _advanced(done, now, i):
             continue
         d = 0.0
         for j in range(done.shape[1]):
@@ -73,12 +74,7 @@ def relative_match(rows: F64, now: F64) -> tuple[int, float]:
     done, phase, step = rows[DONE], rows[PHASE], rows[STEP]
     best, best_r = -1, np.inf
     for i in range(done.shape[0]):
-        ok = True
-        for j in range(done.shape[1]):
-            if not now[DONE, j] - done[i, j] >= 1:
-                ok = False
-                break
-        if not ok:
+        if not _advanced(done, now, i):
             continue
         r = -np.inf
         for j in range(done.shape[1]):
