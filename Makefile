@@ -58,16 +58,18 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/mypy benchmarks/*.py
 
-#: pytest workers of `make test` (pytest-xdist): the tests that run jobs on the testbed or time traffic
-#: (tests/conftest.py: NETWORK) all go to one of them, one after another (--dist loadgroup)
+#: pytest workers of `make test` (pytest-xdist) for the tests that neither run jobs on the testbed nor time
+#: traffic; those (marker `network`, tests/conftest.py: NETWORK) run after them, one after another
 TEST_WORKERS ?= 2
 
-## The whole test suite: lint, strict typing, every test (slow ones included, on TEST_WORKERS workers); then the timing checks
+## The whole test suite: lint, strict typing, every test (slow ones included, on TEST_WORKERS workers); then the tests
+## that run jobs on the testbed or time traffic (marker `network`), serially with nothing else running; then the timing checks
 ## (marker `timing`) last, serially, with nothing else of the suite running (they print their figures as
 ## FIGURE lines and never skip on load); then the planted-mutation check (tools/mutants.py: one-line
 ## mutants of core modules, each against its tests, two at a time in checkouts of their own; about 1 minute).
 test: sysdeps lint typecheck
-	$(BIN)/pytest -q -p no:cacheprovider -m "not timing" -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/pytest -q -p no:cacheprovider -m "not timing and not network" -n $(TEST_WORKERS)
+	$(BIN)/pytest -q -p no:cacheprovider -m "network and not timing"
 	$(BIN)/pytest -q -p no:cacheprovider -m timing -s -rs
 	$(BIN)/python tools/mutants.py
 

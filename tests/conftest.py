@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -15,8 +12,9 @@ settings.load_profile("commsched")
 
 
 #: test modules (or folders) that run jobs on the testbed or time traffic on shaped links and paced
-#: sockets: under ``pytest -n`` (``make test``) they go to one worker as one group (``--dist
-#: loadgroup``), one after another, so that no two of them share the machine's links and timers
+#: sockets: they carry the marker ``network``, and ``make test`` runs them in a stage of their own, one
+#: after another with nothing else of the suite running, so that no two of them share the machine's links,
+#: timers and cores (their twins and log gaps are bounds measured on a machine they have to themselves)
 NETWORK = (
     "tests/experiments/ps/",
     "tests/real_jobs/test_enforce_root.py",
@@ -33,25 +31,7 @@ NETWORK = (
 )
 
 
-#: the niceness of the other tests while a worker runs beside the network group (``pytest -n``): the
-#: testbed's jobs, agents and daemon keep the CPU they need (their twins and log gaps are bounds measured
-#: on a machine they have to themselves), the rest of the suite takes what is left
-NICE_BESIDE = 10
-#: the worker's own niceness, as it started
-BASE_NICE = os.getpriority(os.PRIO_PROCESS, 0)
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid.startswith(NETWORK):  # relative to the root folder (also where it is a link)
-            item.add_marker(pytest.mark.xdist_group("network"))
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Under ``pytest -n``: a network test (and what it starts) at the worker's own priority, any other
-    at :data:`NICE_BESIDE` (as root, which may raise a priority again; elsewhere the priority stays)."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        return
-    want = BASE_NICE if item.nodeid.startswith(NETWORK) else BASE_NICE + NICE_BESIDE
-    with contextlib.suppress(OSError):  # raising a priority again needs CAP_SYS_NICE
-        os.setpriority(os.PRIO_PROCESS, 0, want)
+            item.add_marker(pytest.mark.network)

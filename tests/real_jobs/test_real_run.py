@@ -4,10 +4,11 @@
   where the ``ecmp-fair`` decision puts both on one uplink and ``crux-full`` does not (the daemon's
   own decision functions say so, checked first); under both policies: every connection of the jobs
   on its decided paths both ways (nothing unpinned), the iteration time measured from the traffic
-  within 5 % of the program's own log and within 10 % of the twin, the shared uplink's counters
-  carrying both jobs under ``ecmp-fair``, and the communication-heavy job faster under ``crux-full``,
-  measured and simulated. The agents run the probing path oracle (``--oracle probe``). About 2.5
-  minutes.
+  within 5 % of the program's own log and within 10 % of the twin (the communication-light job under
+  ``ecmp-fair``, whose flow shares one FIFO with the other job's: measured up to 15 % slower), the
+  shared uplink's counters carrying both jobs under ``ecmp-fair``, and the communication-heavy job
+  faster under ``crux-full``, measured and simulated. The agents run the probing path oracle
+  (``--oracle probe``). About 2.5 minutes.
 * A flat ring over two GPUs on each of two hosts (the job library): its intra-host hops over the
   hosts' loopback, shaped; measured within 10 % of its twin. About 50 s.
 """
@@ -128,7 +129,12 @@ def test_unmodified_ddp_jobs_under_two_policies(tmp_path: Path) -> None:
                 row["measured_iteration_s"],
                 row["logged_iteration_s"],
             )
-            assert abs(row["gap"]) <= 0.10, (
+            # under ecmp-fair both jobs are in one class, so on the shared uplink their two TCP (BBR) flows
+            # share one FIFO, which does not split the link max-min (runtime-notes §12.1: one flow took
+            # 52-58 %) as the fluid twin does: there the communication-light job is measured slower than
+            # its twin, 6-13 % in runs of this machine (docs/real-jobs.md); that side of its bound is 15 %
+            high = 0.15 if (policy, job) == ("ecmp-fair", "small") else 0.10
+            assert -0.10 <= row["gap"] <= high, (
                 policy,
                 job,
                 row["measured_iteration_s"],
