@@ -115,6 +115,7 @@ def test_unmodified_ddp_jobs_under_two_policies(tmp_path: Path) -> None:
     # every host NIC segments TCP at 16 KiB, the run's default
     assert report["segment_bytes"] == 16384
     assert report["segmented_nics"] == sum(len(h.nics) for h in sc.topology.hosts)
+    assert report["burst_bytes"] == 16384 + 14 + 1514  # every HTB class sends one segment at once
     for policy, body in report["policies"].items():
         paths = body["paths"]
         assert paths["unpinned"] == [], (policy, paths["unpinned"])

@@ -35,6 +35,7 @@ __all__ = [
     "burst_bytes",
     "class_bytes_sent",
     "class_of_dscp",
+    "egress_class_lines",
     "egress_tc_lines",
     "link_class_lines",
     "link_tree_lines",
@@ -73,29 +74,54 @@ def egress_tc_lines(iface: str, rate_bps: float) -> list[str]:
     """
     burst = max(65536, round(rate_bps / 8 * 1e-3))  # bytes: ~1 ms of traffic (bits / 8 = bytes)
     limit = max(196608, round(rate_bps / 8 * 5e-3))  # bytes: ~5 ms of queue per class
-    floor = max(8000.0, rate_bps * 1e-3)  # guaranteed rate of every class (0.1 % of the link)
-    table = default_dscp_table()
+    classes = egress_class_lines(iface, rate_bps, burst)
     c = CONTROL_MINOR
     out = [
         f"qdisc replace dev {iface} root handle 1: htb default {10 + LEVELS - 1}",
-        f"class add dev {iface} parent 1: classid 1:1 htb rate {_rate(rate_bps)} ceil {_rate(rate_bps)} "
-        f"burst {burst} cburst {burst}",
-        f"class add dev {iface} parent 1:1 classid 1:{c} htb rate {_rate(rate_bps * CONTROL_SHARE)} "
-        f"ceil {_rate(rate_bps)} prio 0 quantum 60000 burst {burst} cburst {burst}",
+        classes[0],
+        classes[1],
         f"qdisc add dev {iface} parent 1:{c} handle {c}: bfifo limit {limit}",
         f"filter add dev {iface} parent 1: protocol ip prio {LEVELS + 1} u32 "
         f"match ip dsfield {tos_byte(CONTROL_DSCP):#04x} 0xfc flowid 1:{c}",
     ]
+    table = default_dscp_table()
     for level in range(LEVELS):
         minor = 10 + level
-        dscp = table.dscp[level]
         out += [
-            f"class add dev {iface} parent 1:1 classid 1:{minor} htb rate {_rate(floor)} "
-            f"ceil {_rate(rate_bps)} prio {level} quantum 60000 burst {burst} cburst {burst}",
+            classes[2 + level],
             f"qdisc add dev {iface} parent 1:{minor} handle {minor}: bfifo limit {limit}",
             f"filter add dev {iface} parent 1: protocol ip prio {level + 1} u32 "
-            f"match ip dsfield {tos_byte(dscp):#04x} 0xfc flowid 1:{minor}",
+            f"match ip dsfield {tos_byte(table.dscp[level]):#04x} 0xfc flowid 1:{minor}",
         ]
+    return out
+
+
+def egress_class_lines(iface: str, rate_bps: float, burst: int, verb: str = "add") -> list[str]:
+    """The HTB classes of one routed egress (parent, control class, the :data:`LEVELS` leaves), each
+    with ``burst`` and ``cburst`` of ``burst`` bytes; ``verb`` ``change`` resets them on a built one.
+
+    The burst is what a class may send at once after an idle time: a switch has none (its link sends
+    at the line rate), so a run for real jobs sets it to about one segment
+    (:func:`commsched.testbed.tuning.tighten_bursts`).
+
+    Examples
+    --------
+    >>> egress_class_lines("c0", 5e8, 17898, "change")[2].split(" htb ")[1]
+    'rate 500000bit ceil 500000000bit prio 0 quantum 60000 burst 17898 cburst 17898'
+    """
+    floor = max(8000.0, rate_bps * 1e-3)  # guaranteed rate of every class (0.1 % of the link)
+    tail = f"quantum 60000 burst {burst} cburst {burst}"
+    out = [
+        f"class {verb} dev {iface} parent 1: classid 1:1 htb rate {_rate(rate_bps)} ceil {_rate(rate_bps)} "
+        f"burst {burst} cburst {burst}",
+        f"class {verb} dev {iface} parent 1:1 classid 1:{CONTROL_MINOR} htb rate "
+        f"{_rate(rate_bps * CONTROL_SHARE)} ceil {_rate(rate_bps)} prio 0 {tail}",
+    ]
+    for level in range(LEVELS):
+        out.append(
+            f"class {verb} dev {iface} parent 1:1 classid 1:{10 + level} htb rate {_rate(floor)} "
+            f"ceil {_rate(rate_bps)} prio {level} {tail}"
+        )
     return out
 
 

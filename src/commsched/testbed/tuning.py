@@ -1,4 +1,4 @@
-"""A built testbed tuned for real jobs: deeper class queues, steady TCP, smaller packets, a shaped loopback.
+"""A built testbed tuned for real jobs: deep class queues, steady TCP, small packets and bursts, shaped lo.
 
 Deeper switch queues are a lossless fabric, as RoCE with PFC is (Crux §6, vClos §8). The testbed's
 class queues hold ~5 ms of traffic (at least 192 KiB), right for its shaping and priority checks. A
@@ -24,7 +24,15 @@ from collections.abc import Mapping, Sequence
 from commsched.testbed import htb, netns
 from commsched.testbed.handle import Testbed
 
-__all__ = ["LOOPBACK_MAX_BPS", "deepen_queues", "segment_packets", "shape_loopback", "steady_tcp"]
+__all__ = [
+    "LOOPBACK_MAX_BPS",
+    "deepen_queues",
+    "segment_packets",
+    "shape_loopback",
+    "steady_tcp",
+    "tight_burst_bytes",
+    "tighten_bursts",
+]
 
 #: the fastest rate a hop over a host's loopback is shaped to: HTB held 2 Gbit/s within 5-11 % here
 #: (docs/testbed.md); a faster intra-host link is left unshaped (loopback's own speed, several
@@ -71,6 +79,35 @@ def segment_packets(tb: Testbed, size_bytes: int) -> int:
             lines[tb.layout.node_ns(end)].append(f"link set dev {end.iface} gso_max_size {int(size_bytes)}")
     for ns, batch in lines.items():
         netns.run(["ip", "-n", ns, "-batch", "-"], "\n".join(batch) + "\n")
+    return sum(len(b) for b in lines.values())
+
+
+def tight_burst_bytes(segment_bytes: int) -> int:
+    """The HTB burst that lets a class send one whole segment at once and no more: the segment plus
+    its Ethernet header, and one frame of slack (bytes).
+
+    >>> tight_burst_bytes(16384)
+    17912
+    """
+    return int(segment_bytes) + 14 + 1514
+
+
+def tighten_bursts(tb: Testbed, burst_bytes: int) -> int:
+    """Set the burst of every HTB class of every emulated egress to ``burst_bytes``; returns how many
+    classes changed.
+
+    A token bucket fills while its link idles and then sends that much at once (a veth has no line
+    rate of its own): with the fabric's default burst (64 KiB or 1 ms of the rate) a ring step that
+    follows a pause crossed a 62.5 Mbit/s link 8 ms sooner than its bytes at the rate, where a
+    switch's port sends at its line rate whatever came before (docs/testbed-run.md, "Measured").
+    """
+    lines: dict[str, list[str]] = defaultdict(list)
+    for cable in tb.layout.cables:
+        rate = cable.capacity_bps * tb.rate_scale  # bits/s
+        for end in (cable.a, cable.b):
+            lines[tb.layout.node_ns(end)] += htb.egress_class_lines(end.iface, rate, burst_bytes, "change")
+    for ns, batch in lines.items():
+        netns.run(["ip", "netns", "exec", ns, "tc", "-batch", "-"], "\n".join(batch) + "\n")
     return sum(len(b) for b in lines.values())
 
 

@@ -20,10 +20,11 @@ import math
 import re
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from commsched.experiments.testbed_run.pauses import job_pause, shares_at_or_above
 from commsched.experiments.testbed_run.twin import MeasuredJob
 from commsched.experiments.testbed_run.twin_profile import compute_over, twin_profile
 from commsched.runtime.launch.jobs import CommandJob
@@ -318,6 +319,15 @@ def command_inputs(
             gpus=ring_order(job, traced[job.id]["flow_bytes"]),
             iterations=count,
         )
+    every = {**run.paths, **paths}
+    classes = {j: int(v["class"]) for j, v in run.decision.get("jobs", {}).items() if "class" in v}
+    for job in (j for j in commands if j.id in measured):  # the gaps between its steps (.pauses)
+        alone = not shares_at_or_above(job.id, every, classes)
+        pause, where = job_pause(
+            job, run.commands[job.id], profiles[job.id], alone=alone, window=windows[job.id]
+        )
+        measured[job.id] = replace(measured[job.id], pause_s=pause)
+        profiles[job.id] = {**profiles[job.id], "twin_pause_s": pause, "twin_pause_from": where}
     return CommandInputs(
         paths=paths, measured=measured, profiles=profiles, traced=traced, windows=windows, missing=missing
     )
@@ -363,6 +373,8 @@ def command_rows(
             "command": list(job.argv),
             "ranks": len(job.ranks),
             "compute_s": inputs.profiles[job.id].get("compute_s"),
+            # the gaps between the synchronous steps of its collective per iteration, from its traffic
+            "pause_s": inputs.measured[job.id].pause_s if job.id in inputs.measured else None,
             "scaled_bytes": inputs.profiles[job.id].get("comm_bytes"),
             "profile": inputs.profiles[job.id],
             "twin_missing": inputs.missing.get(job.id),

@@ -12,7 +12,13 @@
   by it as on the testbed, and the results' times divided by it.
 * Command jobs (an unmodified program, :mod:`.commands`): the profile measured from their traffic in
   the profiling window, on the GPUs of their ranks, and nothing scaled (their bytes and compute are
-  the program's own); a job that ended by itself runs as many iterations as it did.
+  the program's own); a job that ended by itself runs as many iterations as it did. The gaps
+  between the synchronous steps of the job's collective, measured from its traffic per job
+  (``pause_s`` per iteration, :func:`commsched.runtime.profiling.compute.compute_of`), are time its
+  links carry none of its bytes: the twin runs them before the iteration's communication, as
+  time the job holds no link (the simulator's own per-step latency holds the step's share of its
+  links through the latency, so a lower class could not use them). The job's GPU busy time in
+  the report stays its compute.
 * Window: the simulated run lasts the profiling window plus the measuring window; averages are over
   the measuring window, as on the testbed.
 """
@@ -69,6 +75,7 @@ class MeasuredJob:
     overlap: float
     gpus: tuple[NodeId, ...]
     iterations: int | None = None
+    pause_s: float = 0.0  # per iteration: the gaps between the steps of its collective, links idle
 
 
 def _route_index(topology: Topology, key: ConnectionKey, links: tuple[int, ...]) -> int | None:
@@ -142,7 +149,7 @@ def simulate_twin(
         p = j.spec.profile
         m = (measured_jobs or {}).get(str(j.spec.id))
         if m is not None:  # the program's own bytes and compute: nothing scaled
-            prof = replace(p, compute_s=m.compute_s, sync_bytes=m.sync_bytes, overlap=m.overlap)
+            prof = replace(p, compute_s=m.compute_s + m.pause_s, sync_bytes=m.sync_bytes, overlap=m.overlap)
             spec = replace(
                 j.spec,
                 profile=prof,

@@ -156,6 +156,21 @@ def twin_profile(
     return {**body, "rejected_by_agent": rejected} if rejected else body
 
 
+def _measured_compute(body: dict[str, Any], later: dict[str, Any] | None) -> dict[str, Any]:
+    """``body`` with the compute (and the pauses beside it) of the clean measuring window ``later``:
+    the program's own time per iteration where the twin is compared with it. In the profiling window
+    every job is in the top class and a host's silence may hold waits for a peer's data behind
+    another job's in one FIFO (run c of docs/real-jobs.md: 0.49 s read for a 0.2 s conv net, the
+    measuring window 0.2 s), and on a machine short of CPU the program's own work between two
+    all-reduces grows from one window to the next (run d's static: a 0.05 s ring read 0.105-0.11 s in
+    the profiling window and 0.17-0.18 s in the measuring one, a conv net 0.23-0.24 and 0.30-0.31 s;
+    twins 9 % and 15 % fast)."""
+    if later is None:
+        return body
+    keys = ("compute_s", "compute_by_host", "compute_from", "pause_s")
+    return {**body, **{k: later[k] for k in keys if k in later}, "compute_window": "measuring"}
+
+
 def _with_measuring(
     job: CommandJob,
     data: Mapping[str, Any],
@@ -172,10 +187,10 @@ def _with_measuring(
     clean = "error" not in body and method != "bursts" and body.get("compute_from", CLEAN) == CLEAN
     later = _measuring(job, data, decision, p_end, until)
     if clean and (later is None or _agree(float(body["comm_bytes"]), float(later["comm_bytes"]))):
-        return body
+        return _measured_compute(body, later)
     tr = data[job.ranks[0].host]["traffic"]
     if clean and later is not None and _rate(tr, start, p_end) > FASTER * _rate(tr, p_end, until):
-        return body  # the measuring window is the one the job was held back in
+        return _measured_compute(body, later)  # the measuring window is the one the job was held back in
     if later is not None:
         why = "no split by bytes" if method == "bursts" else body.get("error") or body.get("compute_from")
         if clean:

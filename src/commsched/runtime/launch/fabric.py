@@ -70,11 +70,19 @@ Circuits = tuple[tuple[int, ...], ...]
 
 
 def tune(tb: Testbed, opts: RunOptions) -> dict[str, int]:
-    """Deeper class queues (``opts.queue_bytes``), steady TCP, smaller packets (``opts.segment_bytes``).
+    """Deeper class queues (``opts.queue_bytes``), steady TCP, smaller packets (``opts.segment_bytes``)
+    and, with them, HTB bursts of one such packet (a switch port has no token bucket to spend).
 
-    Returns what the report says of it: ``queues_changed`` and ``segmented_nics`` (where done).
+    Returns what the report says of it: ``queues_changed``, ``segmented_nics`` and ``burst_bytes``
+    (where done).
     """
-    from commsched.testbed.tuning import deepen_queues, segment_packets, steady_tcp
+    from commsched.testbed.tuning import (
+        deepen_queues,
+        segment_packets,
+        steady_tcp,
+        tight_burst_bytes,
+        tighten_bursts,
+    )
 
     out: dict[str, int] = {}
     if opts.queue_bytes:
@@ -82,6 +90,8 @@ def tune(tb: Testbed, opts: RunOptions) -> dict[str, int]:
     steady_tcp(tb)
     if opts.segment_bytes:
         out["segmented_nics"] = segment_packets(tb, opts.segment_bytes)
+        out["burst_bytes"] = tight_burst_bytes(opts.segment_bytes)
+        tighten_bursts(tb, out["burst_bytes"])
     return out
 
 

@@ -13,6 +13,13 @@ iteration's all-reduce and the start of the next one's. Each host's profile
   job's ranks, which sends from one and receives on another whose iterations end apart (both
   directions together are short by that skew).
 
+The difference of the first two, on a host whose iterations were told apart by their bytes, is the
+time it sat silent *inside* its communication: the gaps between the synchronous steps of its ring
+and between its buckets, where a step waits for the program (gloo's reduction, the interpreter, the
+next bucket) and its links carry none of its bytes. ``pause_s`` is the least of those over the
+job's hosts (the host that waited least), in a window that is not stalled; in a stalled one the
+gaps are the higher classes' holding it back, which the fluid model adds itself, and none is given.
+
 A window is *stalled* when the job was starved there: its silent time per iteration is over
 :data:`STALLED` times its silence between iterations. A host's silences then also hold its waits for a
 stalled peer's data, which only lengthen them: the shortest of them tells the compute best.
@@ -53,11 +60,14 @@ def compute_of(per_host: Mapping[str, Mapping[str, Any]], *, several: Collection
     0.2 s where the other's silent time per iteration was 0.204-0.211 s). In a stalled window, the
     shortest of their silences of both directions. Without
     such a host, the shortest silent time per iteration (the host that waited least). Returns
-    ``compute_by_host``, ``compute_s`` and ``compute_from`` (which reading it is).
+    ``compute_by_host``, ``compute_s``, ``compute_from`` (which reading it is) and, for a window that
+    is not stalled, ``pause_s``: the least of the split hosts' silent time per iteration beyond that
+    compute (the gaps between the steps of its collective, module docstring).
 
     >>> one = {"method": "bytes", "compute_s": 0.2, "gap_s": 0.18, "rx_gap_s": 0.18}
-    >>> compute_of({"h1": one, "h2": {**one, "gap_s": 0.19}})["compute_s"]
-    0.19
+    >>> clean = compute_of({"h1": one, "h2": {**one, "gap_s": 0.19}})
+    >>> clean["compute_s"], round(clean["pause_s"], 9)
+    (0.19, 0.01)
     >>> starved = {"h1": {**one, "compute_s": 0.98, "gap_s": 0.22}, "h2": {**one, "compute_s": 0.93}}
     >>> compute_of(starved)["compute_s"], compute_of(starved)["compute_from"]
     (0.18, 'silence between iterations, stalled window')
@@ -79,6 +89,7 @@ def compute_of(per_host: Mapping[str, Mapping[str, Any]], *, several: Collection
             "compute_by_host": between,
             "compute_s": reading,
             "compute_from": "silence between iterations",
+            "pause_s": max(0.0, min(silent[h] for h in split) - reading),
         }
     both = {h: float(p["gap_s"]) for h, p in split.items()}
     return {
