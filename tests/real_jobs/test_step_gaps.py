@@ -25,7 +25,7 @@ from commsched.experiments.testbed_run.twin_profile import compute_over, twin_pr
 from commsched.runtime.profiling.stepgaps import step_gaps_s
 from commsched.runtime.profiling.traffic import outside_profile
 
-from .test_twin_compute import _job
+from .test_twin_compute import _job, _pair_decision
 
 DATA = Path(__file__).parent / "data"
 UPLINK_BPS = 100e9 * 0.000625 * GOODPUT  # TCP payload bits/s of a ToR-Agg link at the run's scale
@@ -80,12 +80,7 @@ def test_the_twin_takes_the_compute_and_pauses_of_the_clean_measuring_window() -
     start, end = float(doc["start"]), float(doc["end"])
     hosts = list(doc["hosts"])
     job = _job(hosts, 1)
-    decision = {
-        "connections": [
-            {"job": job.id, "src": f"{a}/gpu0", "dst": f"{b}/gpu0", "share": 1.0}
-            for a, b in (hosts, hosts[::-1])
-        ]
-    }
+    decision = _pair_decision(job, hosts)
     posted = {"compute_s": 0.5, "comm_bytes": 2 * (768 * 768 + 768) * 4, "period_s": 0.88, "overlap": 1.0}
     p_end = start + 12.0
     data = {

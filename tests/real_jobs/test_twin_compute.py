@@ -39,6 +39,16 @@ def _job(hosts: list[str], per_host: int) -> CommandJob:
     )  # fmt: skip
 
 
+def _pair_decision(job: CommandJob, hosts: list[str]) -> dict[str, Any]:
+    """A decision for a ring of two hosts: one connection each way, each carrying the gradients once."""
+    return {
+        "connections": [
+            {"job": job.id, "src": f"{a}/gpu0", "dst": f"{b}/gpu0", "share": 1.0}
+            for a, b in (hosts, hosts[::-1])
+        ]
+    }
+
+
 def _posted_ring(name: str) -> tuple[dict[str, Any], CommandJob, dict[str, Any], dict[str, Any]]:
     """A recorded ring (one rank per host, ranks in the hosts' order) whose agent posted a profile:
     the document, the job, a decision whose connections leave each host with the ring's share of
@@ -96,12 +106,7 @@ def test_a_profile_computed_at_the_end_takes_the_bytes_of_its_hosts_own_connecti
     doc = dict(json.loads(gzip.decompress((DATA / "duo-rejected-window.json.gz").read_bytes())))
     hosts = list(doc["hosts"])
     job = _job(hosts, 1)
-    decision = {
-        "connections": [
-            {"job": job.id, "src": f"{a}/gpu0", "dst": f"{b}/gpu0", "share": 1.0}
-            for a, b in (hosts, hosts[::-1])
-        ]
-    }
+    decision = _pair_decision(job, hosts)
     data = {
         h: {"report": {"profile": {"rejected": doc["rejected"]}}, "traffic": tr}
         for h, tr in doc["hosts"].items()
