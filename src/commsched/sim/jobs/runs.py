@@ -9,6 +9,9 @@ fields are grouped by the part of the engine that writes them; the others only r
   on the pacing's arrays, one slot per step in flight (:meth:`commsched.sim.rates.pacing.Pacing.progress`);
 * the fast mode's jumps, which shift times and credit counters (:mod:`commsched.sim.fast.mode`).
 
+A grouped job's data-parallel stream (:class:`StreamRun`) has its own slot and iteration-cycle fields but
+holds none of the fields decided for its job (class, intensity, component, end): it reads them from its job.
+
 Units: times in seconds of simulated time, paces in **bytes/s** (capacities of the topology are in
 bits/s and are converted once, see :class:`commsched.sim.rates.pacing.Pacing`).
 """
@@ -179,8 +182,6 @@ class JobRun:
         self.gpu_count = spec.gpus
         self.traffic: JobTraffic | None = None
         self.routed: JobTraffic | None = None
-        self.priority_class = 0
-        self.intensity = 0.0
         self.standalone_s = 0.0
         self.target_iterations: float | None = None
         self.overlap = spec.profile.overlap
@@ -188,9 +189,7 @@ class JobRun:
         self.busy_gpu_s = 0.0
         self.start_s: float | None = None
         self.end_s: float | None = None
-        self.finished = False
         self.shared_links = False
-        self.component = -1
         self.iteration_start_s = 0.0
         self.compute_end_s = 0.0
         self.release_s = 0.0
@@ -206,6 +205,14 @@ class JobRun:
         self.stop_step = -1
         self.companion: JobRun | None = None
         self.parent: JobRun | None = None
+        self._own_decisions()
+
+    def _own_decisions(self) -> None:
+        """The fields decided for a job (its class, intensity, component, end), as before its start."""
+        self.priority_class = 0
+        self.intensity = 0.0
+        self.component = -1
+        self.finished = False
 
     @property
     def active(self) -> bool:
@@ -213,10 +220,57 @@ class JobRun:
         return self.released and self.step >= 0 and not self.comm_done and not self.finished
 
 
-def companion_of(parent: JobRun, index: int) -> JobRun:
+class StreamRun(JobRun):
+    """A grouped job's data-parallel stream: a slot of its own on the engine's arrays, with its own
+    iteration-cycle and step fields, and its job's class, intensity, component and end, read from its job
+    (``parent``) and never held or written here: they have one writer each, the job's."""
+
+    __slots__ = ()
+    parent: JobRun
+
+    def __init__(self, index: int, parent: JobRun) -> None:
+        super().__init__(index, parent.spec)
+        self.parent = parent
+
+    def _own_decisions(self) -> None:
+        """Nothing of its own: see the properties."""
+
+    @property
+    def priority_class(self) -> int:
+        return self.parent.priority_class
+
+    @priority_class.setter
+    def priority_class(self, value: int) -> None:
+        raise AttributeError(f"a stream's priority_class is its job's (job {self.parent.index})")
+
+    @property
+    def intensity(self) -> float:
+        return self.parent.intensity
+
+    @intensity.setter
+    def intensity(self, value: float) -> None:
+        raise AttributeError(f"a stream's intensity is its job's (job {self.parent.index})")
+
+    @property
+    def component(self) -> int:
+        return self.parent.component
+
+    @component.setter
+    def component(self, value: int) -> None:
+        raise AttributeError(f"a stream's component is its job's (job {self.parent.index})")
+
+    @property
+    def finished(self) -> bool:
+        return self.parent.finished
+
+    @finished.setter
+    def finished(self, value: bool) -> None:
+        raise AttributeError(f"a stream's finished is its job's (job {self.parent.index})")
+
+
+def companion_of(parent: JobRun, index: int) -> StreamRun:
     """The run state of ``parent``'s data-parallel stream, a slot of its own (``index``) on the engine's
-    arrays; its class, intensity and component follow the parent's (see :mod:`commsched.sim.rates.pacing`)."""
-    c = JobRun(index, parent.spec)
-    c.parent = parent
+    arrays; its class, intensity, component and end are its job's (:class:`StreamRun`)."""
+    c = StreamRun(index, parent)
     parent.companion = c
     return c
