@@ -56,15 +56,18 @@ OWNER: dict[str, str | None] = {
 }
 
 
+def declared_writers() -> dict[str, str | None]:
+    """Field -> the writer its record (a class of ``JobRun``'s chain, by concern) declares."""
+    out: dict[str, str | None] = {}
+    for cls in JobRun.__mro__:
+        for field in cls.__dict__.get("__slots__", ()):
+            assert field not in out, f"{field} declared twice"
+            out[field] = cls.__dict__["WRITER"]
+    return out
+
+
 def record_fields() -> list[str]:
-    tree = ast.parse((SIM / RECORD).read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.name == "JobRun":
-            for stmt in node.body:
-                if isinstance(stmt, ast.Assign) and getattr(stmt.targets[0], "id", "") == "__slots__":
-                    assert isinstance(stmt.value, ast.Tuple)
-                    return [str(ast.literal_eval(e)) for e in stmt.value.elts]
-    raise AssertionError("JobRun.__slots__ not found")
+    return sorted(declared_writers())
 
 
 def writers(root: Path, fields: set[str], skip: str = RECORD) -> dict[str, set[str]]:
@@ -94,6 +97,19 @@ def test_every_field_is_listed_once() -> None:
     assert set(OWNER) == set(record_fields())
 
 
+def test_each_record_of_the_run_state_is_one_writers() -> None:
+    """``JobRun`` is split by concern: each of its records (lifecycle, decisions, iteration cycle, pace)
+    holds the fields of one writer, the one it names."""
+    assert declared_writers() == OWNER
+    assert [c.__name__ for c in JobRun.__mro__[:-1]] == [
+        "JobRun",
+        "Cycle",
+        "Decided",
+        "Placement",
+        "JobSetup",
+    ]
+
+
 def second_writers(root: Path, owners: dict[str, str | None]) -> list[str]:
     """The fields of ``owners`` assigned under ``root`` outside their one writer, as messages."""
     bad = []
@@ -121,6 +137,7 @@ def test_a_second_writer_fails(tmp_path: Path) -> None:
 
 
 def test_a_stream_reads_the_fields_decided_for_its_job() -> None:
+    """A grouped job's stream holds no class, intensity, component or end of its own: it reads its job's."""
     p = ModelProfile(name="toy", gpu="A100", compute_s=0.2, sync_bytes=1e9, overlap=1.0, source="test")
     spec = JobSpec(id=JobId("a"), profile=p, gpus=16, iterations=100)
     job = JobRun(3, spec)
