@@ -6,7 +6,9 @@ through the engine, one event loop, one clock.
 * ``FastMode`` and ``FluidMode`` are imported only by the engine that wires them (the iteration cycle and
   the decisions reach them through the protocols of ``sim/jobs/hooks.py``);
 * nothing outside ``sim/loop/kernel.py`` assigns the clock (``.now``), and the kernel's ``step()`` (pop,
-  clock, count) is called only by the engine's one event loop.
+  clock, count) is called only by the engine's one event loop;
+* each room imports only the rooms :data:`ROOM_IMPORTS` allows it, and the rooms that still import each
+  other are :data:`TWO_WAY`'s, no more and no fewer.
 """
 
 from __future__ import annotations
@@ -168,3 +170,49 @@ def test_rates_are_solved_in_one_room_and_the_fast_mode_skips_in_one() -> None:
     assert {p for p in solvers if p.startswith("loop/")} <= {"loop/flatloop.py"}, solvers
     jumps = _calls("move") | _calls("apply_jump")
     assert jumps and {p.split("/")[0] for p in jumps} == {"fast"}, jumps
+
+
+#: room -> the rooms its modules may import (``engine``: the root's ``engine.py``). ``jobs`` does not import
+#: ``results`` (it adds to the counters through ``jobs/hooks.py``'s ``Counters``): results read the run state
+ROOM_IMPORTS: dict[str, set[str]] = {
+    "engine": {"decide", "fast", "jobs", "loop", "rates", "results"},
+    "fast": {"jobs", "loop", "rates", "results"},
+    "decide": {"jobs", "loop", "rates", "results"},
+    "rates": {"jobs", "loop", "results"},
+    "loop": {"jobs", "rates", "results"},
+    "results": {"jobs"},
+    "jobs": {"loop"},
+    "reference": set(),
+}
+#: rooms that still import each other, each with why (a ratchet: fix one, drop it here)
+TWO_WAY: dict[tuple[str, str], str] = {
+    # the kernel takes EventKind from jobs/runs.py and the cycle pushes on the kernel; the compiled loop
+    # (loop/compiled.py) restores the cycle's fields: the bottom and the top of exact mode share a room
+    ("jobs", "loop"): "loop/kernel.py: EventKind; loop/compiled.py: the cycle's fields",
+    # the kernel's compiled helpers (jit, F64) are rates/flowlayout.py's, and the pacing pushes step ends
+    ("loop", "rates"): "loop/kernel.py: rates/flowlayout.jit; loop/flatloop.py: the step change",
+}
+
+
+def room_edges() -> dict[tuple[str, str], list[str]]:
+    """(room, room it imports) -> the imports, ``a -> b`` by module, between two rooms."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for a, targets in sim_graph().items():
+        for b in targets:
+            ra, rb = a.split(".")[2], b.split(".")[2]
+            if ra != rb:
+                out.setdefault((ra, rb), []).append(f"{a} -> {b}")
+    return out
+
+
+def test_each_room_imports_the_rooms_it_may() -> None:
+    edges = room_edges()
+    assert set(ROOM_IMPORTS) == {*ROOMS, "engine"}
+    bad = [e for (a, b), es in sorted(edges.items()) if b not in ROOM_IMPORTS[a] for e in es]
+    assert not bad, f"imports against the rooms' direction: {bad}"
+
+
+def test_the_rooms_that_import_each_other_are_the_listed_ones() -> None:
+    edges = room_edges()
+    two_way = {tuple(sorted((a, b))) for a, b in edges if (b, a) in edges}
+    assert two_way == set(TWO_WAY), "a pair fixed (drop it from TWO_WAY) or a new one (keep one direction)"

@@ -4,6 +4,9 @@ The fast mode (:class:`commsched.sim.fast.mode.FastMode`, :class:`commsched.sim.
 wired in by the engine alone; the iteration cycle (:mod:`commsched.sim.jobs.iteration`) and the decisions
 (:mod:`commsched.sim.decide.decisions`) reach it only through these, so that neither imports it, and exact
 mode runs the same cycle and decisions with the fast mode's parts doing nothing.
+
+:class:`Counters` is what the lifecycle and the cycle add to of the engine's counters, so that ``jobs/``
+does not import ``results/`` (which reads the run state: the one direction between the two rooms).
 """
 
 from __future__ import annotations
@@ -80,4 +83,18 @@ class Fluids(Protocol):
 
     def apply(self, comps: dict[int, list[int]], keep: set[int]) -> set[int]:
         """After a decision: which components run as fluids."""
+        ...
+
+
+class Counters(Protocol):
+    """The cumulative counters the lifecycle and the iteration cycle add to
+    (:class:`commsched.sim.results.accounting.Ledger`)."""
+
+    #: busy GPU-seconds of the completed computations
+    busy_done_gpu_s: float
+    #: GPUs allocated now
+    alloc_gpus: int
+
+    def advance_alloc(self, now: float) -> None:
+        """Integrate the allocated GPUs up to ``now``."""
         ...

@@ -18,10 +18,9 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from commsched.scheduling.traffic import JobTraffic
-from commsched.sim.jobs.hooks import IterationWatch, Paces
+from commsched.sim.jobs.hooks import Counters, IterationWatch, Paces
 from commsched.sim.jobs.runs import EventKind, JobRun
 from commsched.sim.loop.kernel import EventKernel
-from commsched.sim.results.accounting import Ledger
 
 
 class CycleFields(NamedTuple):
@@ -126,7 +125,7 @@ class Iterations:
         self,
         *,
         kernel: EventKernel,
-        ledger: Ledger,
+        ledger: Counters,
         pacing: Paces,
         fast: IterationWatch,
         jumps: bool,

@@ -15,9 +15,9 @@ from commsched.scheduling.freegpus import FreeGpus
 from commsched.scheduling.inorder import OrderRules, place_in_order
 from commsched.scheduling.interfaces import PlacementFn, QueueOrderFn
 from commsched.scheduling.state import PlacedJob
+from commsched.sim.jobs.hooks import Counters
 from commsched.sim.jobs.runs import JobRun
 from commsched.sim.loop.kernel import EventKernel
-from commsched.sim.results.accounting import Ledger
 from commsched.topology import NodeId, Topology
 
 
@@ -68,7 +68,7 @@ class JobLifecycle:
         explicit: Sequence[tuple[NodeId, ...]],
         rules: QueueRules,
         kernel: EventKernel,
-        ledger: Ledger,
+        ledger: Counters,
         hooks: LifecycleHooks,
     ) -> None:
         self._topology = topology
