@@ -7,8 +7,7 @@ through the engine, one event loop, one clock.
   the decisions reach them through the protocols of ``sim/jobs/hooks.py``);
 * nothing outside ``sim/loop/kernel.py`` assigns the clock (``.now``), and the kernel's ``step()`` (pop,
   clock, count) is called only by the engine's one event loop;
-* each room imports only the rooms :data:`ROOM_IMPORTS` allows it, and the rooms that still import each
-  other are :data:`TWO_WAY`'s, no more and no fewer.
+* each room imports only the rooms :data:`ROOM_IMPORTS` allows it, and no two rooms import each other.
 """
 
 from __future__ import annotations
@@ -104,7 +103,7 @@ def test_the_chain_finder_sees_depth_and_cycles() -> None:
 #: the rooms of ``sim/`` -> what each holds (the engine's docstring names each, with its modules)
 ROOMS: dict[str, str] = {
     "loop": "the clock, the pending events and exact mode's compiled loop",
-    "jobs": "each job's run state, lifecycle, iteration cycle and streams; the fast mode's protocols",
+    "jobs": "each job's run state, lifecycle, iteration cycle and streams; its protocols to the rest",
     "decide": "asking the policy and applying its decisions; domains and components",
     "rates": "where a component's rates are solved",
     "fast": "the fast mode: where it decides to skip, and how it jumps",
@@ -172,25 +171,20 @@ def test_rates_are_solved_in_one_room_and_the_fast_mode_skips_in_one() -> None:
     assert jumps and {p.split("/")[0] for p in jumps} == {"fast"}, jumps
 
 
-#: room -> the rooms its modules may import (``engine``: the root's ``engine.py``). ``jobs`` does not import
-#: ``results`` (it adds to the counters through ``jobs/hooks.py``'s ``Counters``): results read the run state
+#: room -> the rooms its modules may import (``engine``: the root's ``engine.py``), one way between any two:
+#: bottom up, ``jobs`` (the run state; it reaches the kernel, the counters and the pacing through the
+#: protocols of ``jobs/hooks.py``), ``results`` (reads the run state), ``rates`` (paces the steps),
+#: ``loop`` (the kernel: its compiled helpers are ``rates/flowlayout.py``'s; the compiled loop runs the
+#: cycle and the step change), then ``decide`` and ``fast`` side by side, and the engine that wires them all
 ROOM_IMPORTS: dict[str, set[str]] = {
     "engine": {"decide", "fast", "jobs", "loop", "rates", "results"},
     "fast": {"jobs", "loop", "rates", "results"},
     "decide": {"jobs", "loop", "rates", "results"},
-    "rates": {"jobs", "loop", "results"},
     "loop": {"jobs", "rates", "results"},
+    "rates": {"jobs", "results"},
     "results": {"jobs"},
-    "jobs": {"loop"},
+    "jobs": set(),
     "reference": set(),
-}
-#: rooms that still import each other, each with why (a ratchet: fix one, drop it here)
-TWO_WAY: dict[tuple[str, str], str] = {
-    # the kernel takes EventKind from jobs/runs.py and the cycle pushes on the kernel; the compiled loop
-    # (loop/compiled.py) restores the cycle's fields: the bottom and the top of exact mode share a room
-    ("jobs", "loop"): "loop/kernel.py: EventKind; loop/compiled.py: the cycle's fields",
-    # the kernel's compiled helpers (jit, F64) are rates/flowlayout.py's, and the pacing pushes step ends
-    ("loop", "rates"): "loop/kernel.py: rates/flowlayout.jit; loop/flatloop.py: the step change",
 }
 
 
@@ -212,7 +206,9 @@ def test_each_room_imports_the_rooms_it_may() -> None:
     assert not bad, f"imports against the rooms' direction: {bad}"
 
 
-def test_the_rooms_that_import_each_other_are_the_listed_ones() -> None:
+def test_no_two_rooms_import_each_other() -> None:
+    both = [(a, b) for a, bs in ROOM_IMPORTS.items() for b in bs if a in ROOM_IMPORTS[b]]
+    assert not both, f"ROOM_IMPORTS lets rooms import each other: {both}"
     edges = room_edges()
-    two_way = {tuple(sorted((a, b))) for a, b in edges if (b, a) in edges}
-    assert two_way == set(TWO_WAY), "a pair fixed (drop it from TWO_WAY) or a new one (keep one direction)"
+    two_way = sorted({tuple(sorted((a, b))) for a, b in edges if (b, a) in edges})
+    assert not two_way, f"rooms importing each other: {two_way}"

@@ -5,8 +5,10 @@ wired in by the engine alone; the iteration cycle (:mod:`commsched.sim.jobs.iter
 (:mod:`commsched.sim.decide.decisions`) reach it only through these, so that neither imports it, and exact
 mode runs the same cycle and decisions with the fast mode's parts doing nothing.
 
-:class:`Counters` is what the lifecycle and the cycle add to of the engine's counters, so that ``jobs/``
-does not import ``results/`` (which reads the run state: the one direction between the two rooms).
+:class:`Counters` is what the lifecycle and the cycle add to of the engine's counters, and :class:`Events`
+what they and the pacing ask of the event kernel, so that ``jobs/`` imports neither ``results/`` nor
+``loop/`` and ``rates/`` does not import ``loop/``: those rooms read the run state and run the cycle and the
+pacing, one direction each.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from commsched.scheduling.traffic import JobTraffic
-from commsched.sim.jobs.runs import JobRun
+from commsched.sim.jobs.runs import EventKind, JobRun
 from commsched.sim.jobs.streams import StreamPlan
 
 
@@ -97,4 +99,21 @@ class Counters(Protocol):
 
     def advance_alloc(self, now: float) -> None:
         """Integrate the allocated GPUs up to ``now``."""
+        ...
+
+
+class Events(Protocol):
+    """What the lifecycle, the iteration cycle and the pacing ask of the event kernel
+    (:class:`commsched.sim.loop.kernel.EventKernel`): the clock, which they read only, and a push."""
+
+    #: events found stale (dropped by their handler)
+    stale: int
+
+    @property
+    def now(self) -> float:
+        """The simulated clock (set by the kernel alone)."""
+        ...
+
+    def push(self, t: float, kind: EventKind, job: int = -1, version: int = 0) -> None:
+        """Schedule an event."""
         ...

@@ -18,9 +18,8 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from commsched.scheduling.traffic import JobTraffic
-from commsched.sim.jobs.hooks import Counters, IterationWatch, Paces
+from commsched.sim.jobs.hooks import Counters, Events, IterationWatch, Paces
 from commsched.sim.jobs.runs import EventKind, JobRun
-from commsched.sim.loop.kernel import EventKernel
 
 
 class CycleFields(NamedTuple):
@@ -124,7 +123,7 @@ class Iterations:
     def __init__(
         self,
         *,
-        kernel: EventKernel,
+        kernel: Events,
         ledger: Counters,
         pacing: Paces,
         fast: IterationWatch,

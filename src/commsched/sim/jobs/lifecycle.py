@@ -15,9 +15,8 @@ from commsched.scheduling.freegpus import FreeGpus
 from commsched.scheduling.inorder import OrderRules, place_in_order
 from commsched.scheduling.interfaces import PlacementFn, QueueOrderFn
 from commsched.scheduling.state import PlacedJob
-from commsched.sim.jobs.hooks import Counters
+from commsched.sim.jobs.hooks import Counters, Events
 from commsched.sim.jobs.runs import JobRun
-from commsched.sim.loop.kernel import EventKernel
 from commsched.topology import NodeId, Topology
 
 
@@ -67,7 +66,7 @@ class JobLifecycle:
         runs: Sequence[JobRun],
         explicit: Sequence[tuple[NodeId, ...]],
         rules: QueueRules,
-        kernel: EventKernel,
+        kernel: Events,
         ledger: Counters,
         hooks: LifecycleHooks,
     ) -> None:

@@ -30,10 +30,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from commsched.scheduling.traffic import JobTraffic
+from commsched.sim.jobs.hooks import Events
 from commsched.sim.jobs.iteration import run_traffic
 from commsched.sim.jobs.runs import EventKind, JobRun
 from commsched.sim.jobs.streams import DP_SUBCLASS, StreamPlan, stream_plan
-from commsched.sim.loop.kernel import EventKernel
 from commsched.sim.rates import flowkernel as fk
 from commsched.sim.rates import flowlayout as fl
 from commsched.sim.rates.binding import Binding, SlotTraffic
@@ -66,7 +66,7 @@ class Pacing:
         *,
         link_bits_per_s: NDArray[np.float64],
         runs: Sequence[JobRun],
-        kernel: EventKernel,
+        kernel: Events,
         ledger: Ledger,
         network_links: NDArray[np.int64] | None = None,
     ) -> None:
