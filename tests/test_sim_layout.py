@@ -6,7 +6,8 @@ through the engine, one event loop, one clock.
 * ``FastMode`` and ``FluidMode`` are imported only by the engine that wires them (the iteration cycle and
   the decisions reach them through the protocols of ``sim/jobs/hooks.py``);
 * nothing outside ``sim/loop/kernel.py`` assigns the clock (``.now``), and the kernel's ``step()`` (pop,
-  clock, count) is called only by the engine's one event loop.
+  clock, count) is called only by the engine's one event loop;
+* each room imports only the rooms :data:`ROOM_IMPORTS` allows it, and no two rooms import each other.
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ def test_the_chain_finder_sees_depth_and_cycles() -> None:
 #: the rooms of ``sim/`` -> what each holds (the engine's docstring names each, with its modules)
 ROOMS: dict[str, str] = {
     "loop": "the clock, the pending events and exact mode's compiled loop",
-    "jobs": "each job's run state, lifecycle, iteration cycle and streams; the fast mode's protocols",
+    "jobs": "each job's run state, lifecycle, iteration cycle and streams; its protocols to the rest",
     "decide": "asking the policy and applying its decisions; domains and components",
     "rates": "where a component's rates are solved",
     "fast": "the fast mode: where it decides to skip, and how it jumps",
@@ -168,3 +169,46 @@ def test_rates_are_solved_in_one_room_and_the_fast_mode_skips_in_one() -> None:
     assert {p for p in solvers if p.startswith("loop/")} <= {"loop/flatloop.py"}, solvers
     jumps = _calls("move") | _calls("apply_jump")
     assert jumps and {p.split("/")[0] for p in jumps} == {"fast"}, jumps
+
+
+#: room -> the rooms its modules may import (``engine``: the root's ``engine.py``), one way between any two:
+#: bottom up, ``jobs`` (the run state; it reaches the kernel, the counters and the pacing through the
+#: protocols of ``jobs/hooks.py``), ``results`` (reads the run state), ``rates`` (paces the steps),
+#: ``loop`` (the kernel: its compiled helpers are ``rates/flowlayout.py``'s; the compiled loop runs the
+#: cycle and the step change), then ``decide`` and ``fast`` side by side, and the engine that wires them all
+ROOM_IMPORTS: dict[str, set[str]] = {
+    "engine": {"decide", "fast", "jobs", "loop", "rates", "results"},
+    "fast": {"jobs", "loop", "rates", "results"},
+    "decide": {"jobs", "loop", "rates", "results"},
+    "loop": {"jobs", "rates", "results"},
+    "rates": {"jobs", "results"},
+    "results": {"jobs"},
+    "jobs": set(),
+    "reference": set(),
+}
+
+
+def room_edges() -> dict[tuple[str, str], list[str]]:
+    """(room, room it imports) -> the imports, ``a -> b`` by module, between two rooms."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for a, targets in sim_graph().items():
+        for b in targets:
+            ra, rb = a.split(".")[2], b.split(".")[2]
+            if ra != rb:
+                out.setdefault((ra, rb), []).append(f"{a} -> {b}")
+    return out
+
+
+def test_each_room_imports_the_rooms_it_may() -> None:
+    edges = room_edges()
+    assert set(ROOM_IMPORTS) == {*ROOMS, "engine"}
+    bad = [e for (a, b), es in sorted(edges.items()) if b not in ROOM_IMPORTS[a] for e in es]
+    assert not bad, f"imports against the rooms' direction: {bad}"
+
+
+def test_no_two_rooms_import_each_other() -> None:
+    both = [(a, b) for a, bs in ROOM_IMPORTS.items() for b in bs if a in ROOM_IMPORTS[b]]
+    assert not both, f"ROOM_IMPORTS lets rooms import each other: {both}"
+    edges = room_edges()
+    two_way = sorted({tuple(sorted((a, b))) for a, b in edges if (b, a) in edges})
+    assert not two_way, f"rooms importing each other: {two_way}"

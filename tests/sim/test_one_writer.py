@@ -1,12 +1,10 @@
-"""Who writes each field of :class:`commsched.sim.jobs.runs.JobRun`: each field with one writer, and the
-fields that still have several held to the writers they have (a ratchet: a new writer fails).
+"""Who writes each field of :class:`commsched.sim.jobs.runs.JobRun`: each field with one writer.
 
 Every assignment ``x.field = ...`` (plain, augmented, annotated, or inside a tuple target) to a field of
-``JobRun`` in ``src/commsched/sim`` is found by walking the syntax trees; the record's own constructor
-(``jobs/runs.py``) is left out. A field in :data:`OWNER` must be assigned in its owner only (or nowhere);
-a field in :data:`SHARED` in no module outside its listed writers. The issue that asked for one writer per
-field (the simulator as rooms) got as far as :data:`OWNER`; :data:`SHARED` is what remains, each entry
-with the reason it is shared.
+``JobRun`` in ``src/commsched/sim`` is found by walking the syntax trees; the record's own module
+(``jobs/runs.py``: its constructor) is left out. A field in :data:`OWNER` must be assigned in its owner only
+(or nowhere): a second writer fails. A grouped job's stream (``StreamRun``) holds none of the fields decided
+for its job; it reads them from its job, and writing them on the stream raises.
 """
 
 from __future__ import annotations
@@ -14,6 +12,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+from commsched.sim.jobs.runs import JobRun, companion_of
+from commsched.workload import JobId, JobSpec, ModelProfile
 from tests.test_layers import SRC
 
 SIM = SRC / "commsched" / "sim"
@@ -39,6 +41,10 @@ OWNER: dict[str, str | None] = {
     "stop_step": "jobs/iteration.py",
     **dict.fromkeys(_CYCLE_FIELDS, "jobs/iteration.py"),
     "step_version": "rates/pacing.py",
+    "priority_class": "decide/decisions.py",
+    "intensity": "decide/decisions.py",
+    "component": "decide/decisions.py",
+    "finished": "jobs/lifecycle.py",
     "pending_delay_s": "jobs/iteration.py",
     "traffic": "jobs/iteration.py",
     "index": None,
@@ -48,25 +54,20 @@ OWNER: dict[str, str | None] = {
     "companion": None,
     "parent": None,
 }
-#: fields with several writers still: field -> the modules that may write it
-SHARED: dict[str, frozenset[str]] = {
-    # a grouped job's overlapped stream follows its job's (rates/pacing.py: Pacing._follow)
-    "priority_class": frozenset({"decide/decisions.py", "rates/pacing.py"}),
-    "intensity": frozenset({"decide/decisions.py", "rates/pacing.py"}),
-    "component": frozenset({"decide/decisions.py", "rates/pacing.py"}),
-    "finished": frozenset({"jobs/lifecycle.py", "rates/pacing.py"}),
-}
+
+
+def declared_writers() -> dict[str, str | None]:
+    """Field -> the writer its record (a class of ``JobRun``'s chain, by concern) declares."""
+    out: dict[str, str | None] = {}
+    for cls in JobRun.__mro__:
+        for field in cls.__dict__.get("__slots__", ()):
+            assert field not in out, f"{field} declared twice"
+            out[field] = cls.__dict__["WRITER"]
+    return out
 
 
 def record_fields() -> list[str]:
-    tree = ast.parse((SIM / RECORD).read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.name == "JobRun":
-            for stmt in node.body:
-                if isinstance(stmt, ast.Assign) and getattr(stmt.targets[0], "id", "") == "__slots__":
-                    assert isinstance(stmt.value, ast.Tuple)
-                    return [str(ast.literal_eval(e)) for e in stmt.value.elts]
-    raise AssertionError("JobRun.__slots__ not found")
+    return sorted(declared_writers())
 
 
 def writers(root: Path, fields: set[str], skip: str = RECORD) -> dict[str, set[str]]:
@@ -93,22 +94,63 @@ def writers(root: Path, fields: set[str], skip: str = RECORD) -> dict[str, set[s
 
 
 def test_every_field_is_listed_once() -> None:
-    fields = set(record_fields())
-    assert set(OWNER) | set(SHARED) == fields
-    assert not set(OWNER) & set(SHARED)
+    assert set(OWNER) == set(record_fields())
+
+
+def test_each_record_of_the_run_state_is_one_writers() -> None:
+    """``JobRun`` is split by concern: each of its records (lifecycle, decisions, iteration cycle, pace)
+    holds the fields of one writer, the one it names."""
+    assert declared_writers() == OWNER
+    assert [c.__name__ for c in JobRun.__mro__[:-1]] == [
+        "JobRun",
+        "Cycle",
+        "Decided",
+        "Placement",
+        "JobSetup",
+    ]
+
+
+def second_writers(root: Path, owners: dict[str, str | None]) -> list[str]:
+    """The fields of ``owners`` assigned under ``root`` outside their one writer, as messages."""
+    bad = []
+    for field, mods in sorted(writers(root, set(owners)).items()):
+        owner = owners[field]
+        if mods - ({owner} if owner else set()):
+            bad.append(f"{field}: written in {sorted(mods)}, its one writer is {owner}")
+    return bad
 
 
 def test_each_field_has_its_writers_only() -> None:
-    found = writers(SIM, set(record_fields()))
-    bad = []
-    for field, mods in sorted(found.items()):
-        if field in OWNER:
-            owner = OWNER[field]
-            if mods - ({owner} if owner else set()):
-                bad.append(f"{field}: written in {sorted(mods)}, its one writer is {owner}")
-        elif mods - SHARED[field]:
-            bad.append(f"{field}: new writers {sorted(mods - SHARED[field])}")
+    bad = second_writers(SIM, OWNER)
     assert not bad, "\n".join(bad)
+
+
+def test_a_second_writer_fails(tmp_path: Path) -> None:
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "rates").mkdir()
+    (tmp_path / "jobs" / "lifecycle.py").write_text("r.finished = True\n")
+    assert second_writers(tmp_path, {"finished": "jobs/lifecycle.py", "index": None}) == []
+    (tmp_path / "rates" / "pacing.py").write_text("c.component, c.finished = p.component, p.finished\n")
+    assert second_writers(tmp_path, {"finished": "jobs/lifecycle.py", "index": None}) == [
+        "finished: written in ['jobs/lifecycle.py', 'rates/pacing.py'], its one writer is jobs/lifecycle.py"
+    ]
+
+
+def test_a_stream_reads_the_fields_decided_for_its_job() -> None:
+    """A grouped job's stream holds no class, intensity, component or end of its own: it reads its job's."""
+    p = ModelProfile(name="toy", gpu="A100", compute_s=0.2, sync_bytes=1e9, overlap=1.0, source="test")
+    spec = JobSpec(id=JobId("a"), profile=p, gpus=16, iterations=100)
+    job = JobRun(3, spec)
+    stream = companion_of(job, 5)
+    assert (stream.index, stream.parent, job.companion) == (5, job, stream)
+    assert (stream.priority_class, stream.intensity, stream.component, stream.finished) == (0, 0.0, -1, False)
+    job.priority_class, job.intensity, job.component, job.finished = 2, 0.25, 11, True
+    assert (stream.priority_class, stream.intensity, stream.component, stream.finished) == (2, 0.25, 11, True)
+    for field in ("priority_class", "intensity", "component", "finished"):
+        with pytest.raises(AttributeError, match=f"stream's {field} is its job's"):
+            setattr(stream, field, getattr(job, field))
+    stream.step = 4  # its own slot's fields stay its own
+    assert (stream.step, job.step) == (4, -1)
 
 
 def test_the_walk_sees_every_kind_of_assignment(tmp_path: Path) -> None:

@@ -26,11 +26,12 @@ Where each concern lives: the rooms of ``sim/``
 * ``sim/loop/``: the clock and the pending events (:mod:`commsched.sim.loop.kernel`: the clock is set
   there only) and exact mode's compiled loop (:mod:`commsched.sim.loop.flatloop`, its Python side
   :mod:`commsched.sim.loop.compiled`);
-* ``sim/jobs/``: each job's run state and the event kinds (:mod:`commsched.sim.jobs.runs`); arrivals,
-  the queue, placement, starts and departures (:mod:`commsched.sim.jobs.lifecycle`); the compute /
-  release / step cycle (:mod:`commsched.sim.jobs.iteration`); a grouped job's two streams
-  (:mod:`commsched.sim.jobs.streams`); the protocols through which the cycle and the decisions reach the
-  fast mode (:mod:`commsched.sim.jobs.hooks`);
+* ``sim/jobs/``: each job's run state, one record per writer, and the event kinds
+  (:mod:`commsched.sim.jobs.runs`); arrivals, the queue, placement, starts and departures
+  (:mod:`commsched.sim.jobs.lifecycle`); the compute / release / step cycle
+  (:mod:`commsched.sim.jobs.iteration`); a grouped job's two streams (:mod:`commsched.sim.jobs.streams`);
+  the protocols through which the cycle, the lifecycle, the pacing and the decisions reach the fast mode,
+  the kernel and the counters (:mod:`commsched.sim.jobs.hooks`);
 * ``sim/decide/``: asking the policy per contention domain and applying its routes, classes and time
   shifts (:mod:`commsched.sim.decide.decisions`); the domains (:mod:`commsched.sim.decide.domains`) and
   the components, cut at the links that can saturate (:mod:`commsched.sim.decide.partition`);
@@ -55,6 +56,9 @@ Where each concern lives: the rooms of ``sim/``
 * ``sim/reference/``: what the engine is held to in tests: the reference rate allocation
   (:mod:`commsched.sim.reference.maxmin`) and the chunk-by-chunk ring
   (:mod:`commsched.sim.reference.validation`).
+
+The rooms import one way, bottom up: ``jobs``, ``results``, ``rates``, ``loop``, then ``decide`` and
+``fast`` side by side, then this engine (``tests/test_sim_layout.py``'s ``ROOM_IMPORTS``).
 """
 
 from __future__ import annotations

@@ -4,5 +4,6 @@
 * :mod:`.lifecycle`: arrivals, the queue, placement, starts and departures;
 * :mod:`.iteration`: the compute / release / step cycle of a running job;
 * :mod:`.streams`: a grouped job's two streams (its blocking steps and its overlapped ones);
-* :mod:`.hooks`: the protocols through which the cycle and the decisions reach the fast mode.
+* :mod:`.hooks`: the protocols through which the cycle, the lifecycle, the pacing and the decisions reach
+  the fast mode, the event kernel and the counters (this room imports no other).
 """

@@ -4,6 +4,11 @@ The fast mode (:class:`commsched.sim.fast.mode.FastMode`, :class:`commsched.sim.
 wired in by the engine alone; the iteration cycle (:mod:`commsched.sim.jobs.iteration`) and the decisions
 (:mod:`commsched.sim.decide.decisions`) reach it only through these, so that neither imports it, and exact
 mode runs the same cycle and decisions with the fast mode's parts doing nothing.
+
+:class:`Counters` is what the lifecycle and the cycle add to of the engine's counters, and :class:`Events`
+what they and the pacing ask of the event kernel, so that ``jobs/`` imports neither ``results/`` nor
+``loop/`` and ``rates/`` does not import ``loop/``: those rooms read the run state and run the cycle and the
+pacing, one direction each.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from commsched.scheduling.traffic import JobTraffic
-from commsched.sim.jobs.runs import JobRun
+from commsched.sim.jobs.runs import EventKind, JobRun
 from commsched.sim.jobs.streams import StreamPlan
 
 
@@ -80,4 +85,35 @@ class Fluids(Protocol):
 
     def apply(self, comps: dict[int, list[int]], keep: set[int]) -> set[int]:
         """After a decision: which components run as fluids."""
+        ...
+
+
+class Counters(Protocol):
+    """The cumulative counters the lifecycle and the iteration cycle add to
+    (:class:`commsched.sim.results.accounting.Ledger`)."""
+
+    #: busy GPU-seconds of the completed computations
+    busy_done_gpu_s: float
+    #: GPUs allocated now
+    alloc_gpus: int
+
+    def advance_alloc(self, now: float) -> None:
+        """Integrate the allocated GPUs up to ``now``."""
+        ...
+
+
+class Events(Protocol):
+    """What the lifecycle, the iteration cycle and the pacing ask of the event kernel
+    (:class:`commsched.sim.loop.kernel.EventKernel`): the clock, which they read only, and a push."""
+
+    #: events found stale (dropped by their handler)
+    stale: int
+
+    @property
+    def now(self) -> float:
+        """The simulated clock (set by the kernel alone)."""
+        ...
+
+    def push(self, t: float, kind: EventKind, job: int = -1, version: int = 0) -> None:
+        """Schedule an event."""
         ...

@@ -18,10 +18,8 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from commsched.scheduling.traffic import JobTraffic
-from commsched.sim.jobs.hooks import IterationWatch, Paces
+from commsched.sim.jobs.hooks import Counters, Events, IterationWatch, Paces
 from commsched.sim.jobs.runs import EventKind, JobRun
-from commsched.sim.loop.kernel import EventKernel
-from commsched.sim.results.accounting import Ledger
 
 
 class CycleFields(NamedTuple):
@@ -125,8 +123,8 @@ class Iterations:
     def __init__(
         self,
         *,
-        kernel: EventKernel,
-        ledger: Ledger,
+        kernel: Events,
+        ledger: Counters,
         pacing: Paces,
         fast: IterationWatch,
         jumps: bool,

@@ -15,9 +15,8 @@ from commsched.scheduling.freegpus import FreeGpus
 from commsched.scheduling.inorder import OrderRules, place_in_order
 from commsched.scheduling.interfaces import PlacementFn, QueueOrderFn
 from commsched.scheduling.state import PlacedJob
+from commsched.sim.jobs.hooks import Counters, Events
 from commsched.sim.jobs.runs import JobRun
-from commsched.sim.loop.kernel import EventKernel
-from commsched.sim.results.accounting import Ledger
 from commsched.topology import NodeId, Topology
 
 
@@ -67,8 +66,8 @@ class JobLifecycle:
         runs: Sequence[JobRun],
         explicit: Sequence[tuple[NodeId, ...]],
         rules: QueueRules,
-        kernel: EventKernel,
-        ledger: Ledger,
+        kernel: Events,
+        ledger: Counters,
         hooks: LifecycleHooks,
     ) -> None:
         self._topology = topology

@@ -30,10 +30,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from commsched.scheduling.traffic import JobTraffic
+from commsched.sim.jobs.hooks import Events
 from commsched.sim.jobs.iteration import run_traffic
 from commsched.sim.jobs.runs import EventKind, JobRun
 from commsched.sim.jobs.streams import DP_SUBCLASS, StreamPlan, stream_plan
-from commsched.sim.loop.kernel import EventKernel
 from commsched.sim.rates import flowkernel as fk
 from commsched.sim.rates import flowlayout as fl
 from commsched.sim.rates.binding import Binding, SlotTraffic
@@ -66,7 +66,7 @@ class Pacing:
         *,
         link_bits_per_s: NDArray[np.float64],
         runs: Sequence[JobRun],
-        kernel: EventKernel,
+        kernel: Events,
         ledger: Ledger,
         network_links: NDArray[np.int64] | None = None,
     ) -> None:
@@ -138,15 +138,6 @@ class Pacing:
             self._pool.stretch[id(plan.traffic)] = plan.stretch
         return hit[1]
 
-    @staticmethod
-    def _follow(r: JobRun) -> None:
-        """An overlapped stream takes its job's class, intensity, component and end."""
-        p = r.parent
-        assert p is not None
-        r.priority_class, r.intensity, r.component, r.finished = (
-            p.priority_class, p.intensity, p.component, p.finished,
-        )  # fmt: skip
-
     # ------------------------------------------------------------------ reading
     def settle(self, r: JobRun) -> None:
         """Advance an active step's progress and byte counters to ``now`` at its current pace."""
@@ -177,8 +168,6 @@ class Pacing:
     def begin(self, r: JobRun) -> None:
         """``r`` starts step ``r.step`` of ``r.traffic`` now: re-solve what it can change."""
         assert r.traffic is not None
-        if r.parent is not None:
-            self._follow(r)
         sf, s = self._sf, r.index
         sf[s, fl.CLS] = r.priority_class if r.parent is None else r.priority_class + DP_SUBCLASS
         sf[s, fl.INTENS] = r.intensity
@@ -189,8 +178,6 @@ class Pacing:
         communication is done), which the iteration cycle records."""
         tr = r.traffic
         assert tr is not None
-        if r.parent is not None:
-            self._follow(r)
         pend = self._pending.get(r.component)
         if pend is not None and pend[0] == r.index:
             del self._pending[r.component]
@@ -207,8 +194,6 @@ class Pacing:
 
     def drop(self, r: JobRun) -> None:
         """Forget ``r``'s slot without re-solving (a job leaving the fluid starts a new iteration)."""
-        if r.parent is not None:
-            self._follow(r)
         if self._key[r.index]:
             self._key[r.index] = 0
             self.components.hashes.pop(r.component, None)
@@ -289,7 +274,6 @@ class Pacing:
             r.step_version += 1  # an end pending for it (under its former component) is stale
             if r.companion is not None:
                 c = r.companion
-                self._follow(c)
                 sf[c.index, fl.CLS] = c.priority_class + DP_SUBCLASS
                 sf[c.index, fl.INTENS] = c.intensity
                 self._rekey(c.index)
@@ -304,8 +288,6 @@ class Pacing:
     def reschedule_step(self, r: JobRun, settled_s: float | None = None) -> None:
         """``r``'s step was moved (:meth:`advance`; a jump: its slot now settled up to ``settled_s``):
         reschedule its end."""
-        if r.parent is not None:
-            self._follow(r)
         sf, s = self._sf, r.index
         if settled_s is not None:
             sf[s, fl.SETTLED] = settled_s
