@@ -143,6 +143,7 @@ MUTANTS: tuple[Mutant, ...] = (
         replacement="key=lambda f: (f.intensity.value, f.job.id)",
         tests=(
             f"{_CRUX}::test_a16_two_most_intensive_jobs_get_disjoint_paths",
+            f"{_CRUX}::test_the_most_intensive_of_three_jobs_on_two_paths_gets_its_path_alone",
             f"{_GOLDEN}[crux-fig19--crux-full-h60]",
         ),
     ),

@@ -166,3 +166,23 @@ def test_policies_are_deterministic_per_seed_and_epoch() -> None:
     st = state(topo, jobs, levels=2)
     for name in ("crux-full", "cassini", "ecmp-fair"):
         assert check_determinism(communication_policies()[name], st, CTX) == []
+
+
+@pytest.mark.parametrize("name", ["crux-ps-pa", "crux-full"])
+def test_the_most_intensive_of_three_jobs_on_two_paths_gets_its_path_alone(name: str) -> None:
+    """Crux picks paths job by job in decreasing intensity, each on the least-loaded candidate
+    (crux-spec §2.2 item 4). Two ToRs joined by two Aggs give every cross-ToR flow two paths. The most
+    intensive job (16 GPUs) moves the most bytes per second; it picks first, the next job takes the
+    other path, and the third joins the lighter of the two, so the most intensive job runs alone.
+    Taken in any order where it is not first, it would share a path with whichever job it follows."""
+    topo = two_layer_clos(tors=2, aggs=2, hosts_per_tor=4, uplinks_per_tor=2)
+    jobs = [
+        PlacedJob(spec=spec("wide", compute_s=0.4, comm_bytes=4e9, gpus=16), gpus=host_gpus(topo, [0, 4])),
+        PlacedJob(spec=spec("pair", compute_s=0.4, comm_bytes=2e9, gpus=2), gpus=host_gpus(topo, [1, 5], 1)),
+        PlacedJob(spec=spec("thin", compute_s=0.4, comm_bytes=1e9, gpus=2), gpus=host_gpus(topo, [2, 6], 1)),
+    ]
+    plan = communication_plans()[name](state(topo, jobs, levels=3), CTX)
+    assert max(plan.intensity, key=lambda j: plan.intensity[j]) == "wide", plan.intensity
+    links = _fabric_links(topo, jobs, plan.decisions)
+    assert links["wide"] and links["pair"] and links["thin"]
+    assert not links["wide"] & (links["pair"] | links["thin"]), links
