@@ -144,7 +144,9 @@ class FastMode:
             self._maybe_jump(r.component)
 
     # ------------------------------------------------------------------ jumps
-    def _signature(self, comp: int) -> tuple[Signature, NDArray[np.int64]]:
+    def _signature(self, comp: int) -> tuple[Signature, NDArray[np.int64], NDArray[np.float64]]:
+        """The component's signature now, its links, and its per-job fields in the order of
+        :class:`History`'s stacks (phase, step, done, start: one row each)."""
         runs = [self._runs[i] for i in self._pacing.components[comp]]
         now = self._kernel.now
         pool, sf, lf, _ = self._pacing.arrays
@@ -201,7 +203,7 @@ class FastMode:
             link_bytes=self._ledger.link_bytes[links],  # fancy indexing: copies
             link_iw_bytes=self._ledger.link_iw_bytes[links],
         )
-        return sig, links
+        return sig, links, fields[:4]
 
     def _maybe_jump(self, comp: int) -> None:
         """At an anchor iteration start: look for a period or a measured regime and jump over it."""
@@ -209,10 +211,11 @@ class FastMode:
         partner = self._pacing.components.partner
         if partner and any(r.index in partner for r in runs):
             return  # a grouped job's two streams: simulated in detail (no signature of its overlapped stream)
-        sig, links = self._signature(comp)
+        sig, links, rows = self._signature(comp)
         hist = self._history.get(comp)
         if hist is None:
             hist = self._history[comp] = History()
+        hist.seed_now(sig, rows)
         if self._regimes.check(comp, runs, hist, sig, links):
             return
         cfg = self._config

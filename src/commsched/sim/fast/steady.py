@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from commsched.sim.fast.searches import match, measured_opening, relative_match
+from commsched.sim.fast.searches import match, measured_opening, relative_match, thinned
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -124,8 +124,12 @@ class History:
                 rows[:, :n], t[:n] = self._rows[:, :n], self._t[:n]
             self._rows, self._t, self._jobs = rows, t, k
         self._t[n] = sig.t
-        for j, f in enumerate(_STACKED):
-            self._rows[j, n] = getattr(sig, f)
+        memo = self._now_memo
+        if memo is not None and memo[0] is sig:
+            self._rows[:, n] = memo[1]
+        else:
+            for j, f in enumerate(_STACKED):
+                self._rows[j, n] = getattr(sig, f)
 
     def __delitem__(self, i: int) -> None:
         n = len(self._sigs)
@@ -160,6 +164,10 @@ class History:
         rows: NDArray[np.float64] = np.stack([getattr(now, f) for f in _STACKED]).astype(np.float64)
         self._now_memo = (now, rows)
         return rows
+
+    def seed_now(self, now: Signature, rows: NDArray[np.float64]) -> None:
+        """``now``'s fields in the order of the stacks, as its maker has them (float64, one row each)."""
+        self._now_memo = (now, rows)
 
     def _candidates(self, now: Signature) -> Candidates | None:
         n = len(self._sigs)
@@ -345,7 +353,5 @@ def remember(hist: History, sig: Signature, *, keep: int) -> None:
     """
     hist.append(sig)
     if len(hist) > 2 * keep:
-        t = hist.times()
         cut = len(hist) - keep  # candidates 1 .. cut - 1: neither the first nor the latest ones
-        merged = (t[2 : cut + 1] - t[: cut - 1]) / np.maximum(sig.t - t[1:cut], 1e-300)
-        del hist[1 + int(np.argmin(merged))]
+        del hist[thinned(hist.times(), cut, sig.t)]
