@@ -8,7 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commsched.sim.fast.steady import History, MeasuredRates, Signature, measured_rates
+from commsched.sim.fast.searches import thinned
+from commsched.sim.fast.steady import History, MeasuredRates, Signature, measured_rates, remember
 
 
 def _vectorised(  # the NumPy form the compiled search replaced (over a plain list of signatures)
@@ -126,3 +127,45 @@ def test_the_random_histories_reach_every_outcome() -> None:
         found += m is not None
         creeping += m is not None and bool(m.creeping.any())
     assert found >= 30 and creeping >= 5, (found, creeping)
+
+
+def _thinned_vectorised(t: np.ndarray, cut: int, now_t: float) -> int:  # the NumPy form of remember's pick
+    merged = (t[2 : cut + 1] - t[: cut - 1]) / np.maximum(now_t - t[1:cut], 1e-300)
+    return 1 + int(np.argmin(merged))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    gaps=st.lists(
+        st.sampled_from([0.0, 0.25, 0.5, 1.0, 1e-9, 3.0, 7.5]) | st.floats(0.0, 100.0),
+        min_size=5,
+        max_size=60,
+    ),
+    keep=st.integers(1, 24),
+    tail=st.sampled_from([0.0, 1e-12, 0.5, 2.0]),
+)
+def test_thinned_is_the_vectorised_pick(gaps: list[float], keep: int, tail: float) -> None:
+    """The signature ``remember`` drops is the one the NumPy form picked (ties in time, equal ratios and
+    a latest signature at the time of ``now`` included)."""
+    t = np.cumsum(np.array(gaps))
+    cut = t.size - keep
+    if cut < 2:
+        return
+    now_t = float(t[-1]) + tail
+    assert thinned(t, cut, now_t) == _thinned_vectorised(t, cut, now_t)
+
+
+def test_remember_keeps_the_same_history_as_the_vectorised_pick() -> None:
+    """Appending 200 signatures at irregular times to a history of at most ``2 * keep``: the same
+    signatures are kept as with the NumPy pick."""
+    rng = np.random.default_rng(3)
+    z = np.zeros(2)
+    hist, kept = History(), []
+    for t in np.cumsum(rng.choice([0.5, 1.0, 1.0, 2.0, 4.0], size=200)).tolist():
+        sig = Signature(t=t, phase=z, step=z, done=np.full(2, t), start=z, busy=z, last_end=z,
+                        link_bytes=z, link_iw_bytes=z)  # fmt: skip
+        remember(hist, sig, keep=6)
+        kept.append(t)
+        if len(kept) > 12:
+            del kept[_thinned_vectorised(np.array(kept), len(kept) - 6, t)]
+        assert [h.t for h in hist] == kept

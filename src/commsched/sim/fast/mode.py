@@ -30,6 +30,8 @@ from commsched.sim.fast.measured import MeasuredRegimes
 from commsched.sim.fast.steady import History, Signature, best_match, best_relative_match, remember
 from commsched.sim.jobs.runs import JobRun
 from commsched.sim.loop.kernel import EventKernel
+from commsched.sim.rates import flowkernel as fk
+from commsched.sim.rates import flowlayout as fl
 from commsched.sim.rates.pacing import Pacing
 from commsched.sim.results.accounting import Jump, Ledger
 from commsched.sim.results.records import SimConfig, SimResult
@@ -142,10 +144,19 @@ class FastMode:
             self._maybe_jump(r.component)
 
     # ------------------------------------------------------------------ jumps
-    def _signature(self, comp: int) -> tuple[Signature, NDArray[np.int64]]:
+    def _signature(self, comp: int) -> tuple[Signature, NDArray[np.int64], NDArray[np.float64]]:
+        """The component's signature now, its links, and its per-job fields in the order of
+        :class:`History`'s stacks (phase, step, done, start: one row each)."""
         runs = [self._runs[i] for i in self._pacing.components[comp]]
-        for r in runs:
-            self._pacing.settle(r)
+        now = self._kernel.now
+        pool, sf, lf, _ = self._pacing.arrays
+        if any(r.companion is not None for r in runs):  # pragma: no cover - grouped jobs take no signature
+            for r in runs:
+                self._pacing.settle(r)
+        else:  # Pacing.settle of each job with a step in flight, in the component's order, in one call
+            live = [r.index for r in runs if r.active and r.traffic is not None]
+            if live:
+                fk.settle_flush(sf, pool.pf, lf, np.array(live, dtype=np.int64), now)
         traffics = tuple(r.traffic for r in runs)
         cached = self._sig_links.get(comp)
         if (
@@ -161,24 +172,38 @@ class FastMode:
             if cached is not None and not np.array_equal(cached[1], links):
                 self._history[comp] = History()  # a job's routes changed: its counters are of other links
             self._sig_links[comp] = (traffics, links)
-        now = self._kernel.now
+        prog = sf[:, fl.PROG]
+        # per job: phase, step (+ progress; -1 before release, -2 once done), done, start, busy, last end
+        fields = (
+            np.array(
+                [
+                    (
+                        (now - r.iteration_start_s) / max(r.standalone_s, 1e-12),
+                        (r.step + prog[r.index]) if r.active else (-1.0 if not r.released else -2.0),
+                        r.iterations_done,
+                        r.iteration_start_s,
+                        r.busy_gpu_s,
+                        r.last_end_s,
+                    )
+                    for r in runs
+                ],
+                dtype=np.float64,
+            )
+            .reshape(len(runs), 6)
+            .T.copy()
+        )
         sig = Signature(
             t=now,
-            phase=np.array([(now - r.iteration_start_s) / max(r.standalone_s, 1e-12) for r in runs]),
-            step=np.array(
-                [
-                    (r.step + self._pacing.progress(r)) if r.active else (-1.0 if not r.released else -2.0)
-                    for r in runs
-                ]
-            ),
-            done=np.array([r.iterations_done for r in runs]),
-            start=np.array([r.iteration_start_s for r in runs]),
-            busy=np.array([r.busy_gpu_s for r in runs]),
-            last_end=np.array([r.last_end_s for r in runs]),
-            link_bytes=self._ledger.link_bytes[links].copy(),
-            link_iw_bytes=self._ledger.link_iw_bytes[links].copy(),
+            phase=fields[0],
+            step=fields[1],
+            done=fields[2],
+            start=fields[3],
+            busy=fields[4],
+            last_end=fields[5],
+            link_bytes=self._ledger.link_bytes[links],  # fancy indexing: copies
+            link_iw_bytes=self._ledger.link_iw_bytes[links],
         )
-        return sig, links
+        return sig, links, fields[:4]
 
     def _maybe_jump(self, comp: int) -> None:
         """At an anchor iteration start: look for a period or a measured regime and jump over it."""
@@ -186,10 +211,11 @@ class FastMode:
         partner = self._pacing.components.partner
         if partner and any(r.index in partner for r in runs):
             return  # a grouped job's two streams: simulated in detail (no signature of its overlapped stream)
-        sig, links = self._signature(comp)
+        sig, links, rows = self._signature(comp)
         hist = self._history.get(comp)
         if hist is None:
             hist = self._history[comp] = History()
+        hist.seed_now(sig, rows)
         if self._regimes.check(comp, runs, hist, sig, links):
             return
         cfg = self._config

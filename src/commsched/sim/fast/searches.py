@@ -41,8 +41,12 @@ RATE, GAP, CREEP, HALF, AGREES, CREEPS = range(6)
 
 @_jit
 def _advanced(done: F64, now: F64, i: int) -> bool:
-    """Whether every job completed a whole iteration since candidate ``i``."""
-    return bool(np.all(now[DONE] - done[i] >= 1))
+    """Whether every job completed a whole iteration since candidate ``i`` (element by element: no
+    array made per candidate)."""
+    for j in range(done.shape[1]):  # noqa: SIM110 -- a generator numba does not compile
+        if not now[DONE, j] - done[i, j] >= 1:
+            return False
+    return True
 
 
 @_jit
@@ -148,3 +152,18 @@ def measured_opening(times: F64, rows: F64, now: F64, params: F64, out: F64) -> 
         if good and any_agree:
             return a
     return -1
+
+
+@_jit
+def thinned(times: F64, cut: int, now_t: float) -> int:
+    """The signature :func:`commsched.sim.fast.steady.remember` drops, among rows ``1 .. cut - 1``: the one
+    whose neighbours lie closest together for its age, ``(times[k + 1] - times[k - 1]) / (now_t -
+    times[k])`` least (the first of equal ones, a NaN first, as ``np.argmin``)."""
+    best, best_v = 1, np.inf
+    for k in range(1, cut):
+        v = (times[k + 1] - times[k - 1]) / max(now_t - times[k], 1e-300)
+        if np.isnan(v):
+            return k
+        if v < best_v or k == 1:
+            best, best_v = k, v
+    return best

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from commsched.sim.fast.searches import match, measured_opening, relative_match
+from commsched.sim.fast.searches import match, measured_opening, relative_match, thinned
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -82,13 +82,16 @@ class History:
     (2, [0.0, 2.0], [[0.0, 0.0]])
     """
 
-    __slots__ = ("_jobs", "_rows", "_sigs", "_t")
+    __slots__ = ("_jobs", "_memo", "_now_memo", "_rows", "_sigs", "_t", "_ver")
 
     def __init__(self, sigs: Iterable[Signature] = ()) -> None:
         self._sigs: list[Signature] = []
         self._t = np.empty(0)
         self._rows = np.empty((len(_STACKED), 0, 0))  # (field, capacity, job)
         self._jobs = -1  # jobs per signature; -1: none yet, -2: of several shapes (no stacks)
+        self._ver = 0  # bumped by every change: the searches of one ``now`` share its candidates
+        self._memo: tuple[Signature, int, Candidates | None] | None = None
+        self._now_memo: tuple[Signature, NDArray[np.float64]] | None = None
         for s in sigs:
             self.append(s)
 
@@ -108,6 +111,7 @@ class History:
         """Add ``sig`` (the latest) at the end."""
         n, k = len(self._sigs), sig.done.size
         self._sigs.append(sig)
+        self._ver += 1
         if self._jobs == -2:
             return
         if not all(getattr(sig, f).shape == (k,) for f in _STACKED) or (self._jobs >= 0 and k != self._jobs):
@@ -120,13 +124,18 @@ class History:
                 rows[:, :n], t[:n] = self._rows[:, :n], self._t[:n]
             self._rows, self._t, self._jobs = rows, t, k
         self._t[n] = sig.t
-        for j, f in enumerate(_STACKED):
-            self._rows[j, n] = getattr(sig, f)
+        memo = self._now_memo
+        if memo is not None and memo[0] is sig:
+            self._rows[:, n] = memo[1]
+        else:
+            for j, f in enumerate(_STACKED):
+                self._rows[j, n] = getattr(sig, f)
 
     def __delitem__(self, i: int) -> None:
         n = len(self._sigs)
         i = i + n if i < 0 else i
         del self._sigs[i]
+        self._ver += 1
         if self._jobs >= 0:
             self._t[i : n - 1] = self._t[i + 1 : n]
             self._rows[:, i : n - 1] = self._rows[:, i + 1 : n]
@@ -138,7 +147,29 @@ class History:
         return np.array([h.t for h in self._sigs])
 
     def candidates(self, now: Signature) -> Candidates | None:
-        """The signatures before ``now`` of its shape, stacked; ``None`` when there is none."""
+        """The signatures before ``now`` of its shape, stacked; ``None`` when there is none (the same
+        object for every search of one ``now`` while the history does not change)."""
+        memo = self._memo
+        if memo is not None and memo[0] is now and memo[1] == self._ver:
+            return memo[2]
+        c = self._candidates(now)
+        self._memo = (now, self._ver, c)
+        return c
+
+    def now_rows(self, now: Signature) -> NDArray[np.float64]:
+        """``now``'s fields in the order of the stacks, one row each (made once per ``now``)."""
+        memo = self._now_memo
+        if memo is not None and memo[0] is now:
+            return memo[1]
+        rows: NDArray[np.float64] = np.stack([getattr(now, f) for f in _STACKED]).astype(np.float64)
+        self._now_memo = (now, rows)
+        return rows
+
+    def seed_now(self, now: Signature, rows: NDArray[np.float64]) -> None:
+        """``now``'s fields in the order of the stacks, as its maker has them (float64, one row each)."""
+        self._now_memo = (now, rows)
+
+    def _candidates(self, now: Signature) -> Candidates | None:
         n = len(self._sigs)
         if self._jobs >= 0 and all(getattr(now, f).shape == (self._jobs,) for f in _STACKED):
             t = self._t[:n]
@@ -169,22 +200,17 @@ def _history(history: History | Sequence[Signature]) -> History:
     return history if isinstance(history, History) else History(history)
 
 
-def _now(now: Signature, *more: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``now``'s fields in the order of the stacks (then ``more``), one row each."""
-    rows: NDArray[np.float64] = np.stack([*(getattr(now, f) for f in _STACKED), *more]).astype(np.float64)
-    return rows
-
-
 def best_match(history: History | Sequence[Signature], now: Signature) -> tuple[int, float]:
     """Index and distance of the earlier signature closest to ``now`` (latest wins ties).
 
     Only earlier signatures of the same shape after which every job has advanced by at least one
     whole iteration are candidates; ``(-1, inf)`` when there is none.
     """
-    c = _history(history).candidates(now)
+    h = _history(history)
+    c = h.candidates(now)
     if c is None:
         return -1, float("inf")
-    row, d = match(c.rows, _now(now))
+    row, d = match(c.rows, h.now_rows(now))
     return (int(c.idx[row]), float(d)) if row >= 0 else (-1, float("inf"))
 
 
@@ -196,10 +222,11 @@ def best_relative_match(history: History | Sequence[Signature], now: Signature) 
     misstates a job's throughput by about that fraction. Same candidates as :func:`best_match`;
     ``(-1, inf)`` when there is none.
     """
-    c = _history(history).candidates(now)
+    h = _history(history)
+    c = h.candidates(now)
     if c is None or not now.done.size:
         return -1, float("inf")
-    row, rel = relative_match(c.rows, _now(now))
+    row, rel = relative_match(c.rows, h.now_rows(now))
     return (int(c.idx[row]), float(rel)) if row >= 0 else (-1, float("inf"))
 
 
@@ -291,14 +318,17 @@ def measured_rates(
     ...                min_window_s=25.0) is None
     True
     """
-    c = _history(history).candidates(now) if now.done.size else None
+    h = _history(history)
+    c = h.candidates(now) if now.done.size else None
     if c is None or c.idx.size < 2:
         return None
     n = now.done.size
-    limit = np.full(n, np.inf) if starved is None else np.asarray(starved, dtype=np.float64)
+    rows = np.empty((len(_STACKED) + 1, n))
+    rows[: len(_STACKED)] = h.now_rows(now)
+    rows[len(_STACKED)] = np.inf if starved is None else starved
     params = np.array([now.t, min_iterations, tolerance, min_window_s], dtype=np.float64)
     out = np.zeros((6, n))
-    a = measured_opening(c.t, c.rows, _now(now, limit), params, out)
+    a = measured_opening(c.t, c.rows, rows, params, out)
     if a < 0:
         return None
     agree, creeping = out[4] != 0, out[5] != 0
@@ -323,7 +353,5 @@ def remember(hist: History, sig: Signature, *, keep: int) -> None:
     """
     hist.append(sig)
     if len(hist) > 2 * keep:
-        t = hist.times()
         cut = len(hist) - keep  # candidates 1 .. cut - 1: neither the first nor the latest ones
-        merged = (t[2 : cut + 1] - t[: cut - 1]) / np.maximum(sig.t - t[1:cut], 1e-300)
-        del hist[1 + int(np.argmin(merged))]
+        del hist[thinned(hist.times(), cut, sig.t)]

@@ -282,6 +282,15 @@ def settle_many(SF: F64, PF: F64, LF: F64, slots: I64, now: float) -> None:
             flush(SF, PF, LF, s)
 
 
+@jit
+def settle_flush(SF: F64, PF: F64, LF: F64, slots: I64, now: float) -> None:
+    """:func:`settle` and :func:`flush` each slot of ``slots`` in turn (what
+    :meth:`commsched.sim.rates.pacing.Pacing.settle` does for a job with a step in flight)."""
+    for s in slots:
+        settle(SF, PF, s, now)
+        flush(SF, PF, LF, s)
+
+
 def warm_up() -> list[float]:
     """Compile (or load from numba's cache) every kernel on a tiny problem; returns the paces.
 
@@ -308,6 +317,7 @@ def warm_up() -> list[float]:
     io[HIT] = 1.0
     step_change(SF, PF, BF, LF, members, io, snap)
     settle_many(SF, PF, LF, members, 0.5)
+    settle_flush(SF, PF, LF, members, 0.5)
     bind_rows(PF, BF, LF, np.ones(1, dtype=np.int64), np.arange(2, dtype=np.int64))
     resolve(SF, PF, BF, LF, members, io)
     schedule_end(SF, PF, 0, io)

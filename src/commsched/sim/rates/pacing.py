@@ -43,6 +43,7 @@ from commsched.sim.results.accounting import Ledger
 
 #: configurations whose paces are kept before the cache is cleared
 _PACE_CACHE_MAX = 200_000
+_NOW, _SLOT, _NEWROW, _HIT, _OUT_END, _OUT_SLOT = fl.NOW, fl.SLOT, fl.NEWROW, fl.HIT, fl.OUT_END, fl.OUT_SLOT
 
 
 class Pacing:
@@ -201,27 +202,27 @@ class Pacing:
         self._sf[r.index, fl.END] = math.inf
 
     def _change(self, r: JobRun, row: int) -> None:
-        io, s, comp = self._io, r.index, r.component
-        comps = self.components
-        h = comps.hashes.get(comp)
+        io, s, comp = self._io, r.index, r.component  # every step start and end: names bound once
+        comps, keys, pool, hashes = self.components, self._key, self._pool, self.components.hashes
+        h = hashes.get(comp)
         if h is None:
             h = self._config_hash(comp)
         key = hash((s, row, r.priority_class)) if row >= 0 else 0
-        h ^= self._key[s] ^ key
-        self._key[s] = key
-        comps.hashes[comp] = h
-        io[fl.NOW] = self._kernel.now
-        io[fl.SLOT] = s
-        io[fl.NEWROW] = row
+        h ^= keys[s] ^ key
+        keys[s] = key
+        hashes[comp] = h
+        io[_NOW] = self._kernel.now
+        io[_SLOT] = s
+        io[_NEWROW] = row
         known = self._paces.get(h)
         slots = comps.slots(comp)
         if known is not None:
-            io[fl.HIT] = 1.0
-            fk.step_change(self._sf, self._pool.pf, self._pool.bf, self._lf, slots, io, known)
-        if known is None or io[fl.HIT] < 0.0:  # not known, or (a hash collision) not this one
+            io[_HIT] = 1.0
+            fk.step_change(self._sf, pool.pf, pool.bf, self._lf, slots, io, known)
+        if known is None or io[_HIT] < 0.0:  # not known, or (a hash collision) not this one
             self._bind(comp, r.traffic if row >= 0 else None)
-            io[fl.HIT] = 0.0
-            fk.step_change(self._sf, self._pool.pf, self._pool.bf, self._lf, slots, io, self._snap)
+            io[_HIT] = 0.0
+            fk.step_change(self._sf, pool.pf, pool.bf, self._lf, slots, io, self._snap)
             if len(self._paces) >= _PACE_CACHE_MAX:
                 self._paces.clear()
             self._paces[h] = self._snap[:, : int(io[fl.OUT_COUNT])].copy()
@@ -342,8 +343,8 @@ class Pacing:
 
     def _schedule(self, comp: int, *, force: bool) -> None:
         """Keep one pending end event for ``comp``: the earliest end the kernel left in ``io``."""
-        end, slot = float(self._io[fl.OUT_END]), int(self._io[fl.OUT_SLOT])
-        pend = self._pending.get(comp)
+        end, slot = float(self._io[_OUT_END]), int(self._io[_OUT_SLOT])
+        pend = (pending := self._pending).get(comp)
         if pend is not None:
             job, version, t = pend
             old = self._runs[job]
@@ -351,12 +352,12 @@ class Pacing:
                 if not force and job == slot and t == end:
                     return
                 old.step_version += 1
-            del self._pending[comp]
+            del pending[comp]
         if slot < 0 or end == math.inf:
             return
-        r = self._runs[slot]
-        self._kernel.push(end, EventKind.STEP_END, slot, r.step_version)
-        self._pending[comp] = (slot, r.step_version, end)
+        version = self._runs[slot].step_version
+        self._kernel.push(end, EventKind.STEP_END, slot, version)
+        pending[comp] = (slot, version, end)
 
     def _compact(self) -> dict[int, int]:
         """The transfer schedules still in use (by a running job), for the pool to keep."""
