@@ -32,6 +32,7 @@ __all__ = [
     "in_degrees",
     "is_valid_compression",
     "rank_split",
+    "successor_lists",
     "violating_edges",
 ]
 
@@ -220,23 +221,47 @@ def in_degrees(share: NDArray[np.bool_]) -> NDArray[np.int64]:
     return counts
 
 
+def successor_lists(share: NDArray[np.bool_]) -> list[list[int]]:
+    """Every job's lower-ranked sharing partners (its successors in the DAG), ascending.
+
+    >>> share = np.zeros((3, 3), dtype=bool)
+    >>> share[0, 2] = share[2, 0] = True
+    >>> successor_lists(share)
+    [[2], [], []]
+    """
+    return [np.flatnonzero(row).tolist() for row in np.triu(share, 1)]
+
+
 def bfs_order(
-    share: NDArray[np.bool_], indegrees: NDArray[np.int64], rng: np.random.Generator
+    share: NDArray[np.bool_],
+    indegrees: NDArray[np.int64],
+    rng: np.random.Generator,
+    successors: list[list[int]] | None = None,
 ) -> tuple[int, ...]:
+    """Kahn's algorithm with a FIFO queue: the sources shuffled, then each batch of successors freed by
+    taking a job off the queue (``successors``: :func:`successor_lists` of ``share``, when the caller
+    draws several orders of one DAG). A batch of one is not shuffled: shuffling it draws nothing."""
     n = share.shape[0]
-    indegree = indegrees.copy()
-    sources = np.flatnonzero(indegree == 0)
+    succ = successor_lists(share) if successors is None else successors
+    indegree = indegrees.tolist()
+    sources = np.flatnonzero(indegrees == 0)
     rng.shuffle(sources)
-    queue: deque[int] = deque(int(s) for s in sources)
+    queue: deque[int] = deque(sources.tolist())
     order: list[int] = []
     while queue:
         job = queue.popleft()
         order.append(job)
-        successors = job + 1 + np.flatnonzero(share[job, job + 1 :])
-        indegree[successors] -= 1
-        freed = successors[indegree[successors] == 0]
-        rng.shuffle(freed)
-        queue.extend(int(s) for s in freed)
+        freed = []
+        for s in succ[job]:
+            indegree[s] -= 1
+            if indegree[s] == 0:
+                freed.append(s)
+        if len(freed) > 1:
+            batch = np.array(freed, dtype=np.int64)
+            rng.shuffle(batch)
+            queue.extend(batch.tolist())
+        elif freed:
+            queue.append(freed[0])
     if len(order) != n:  # cannot happen: edges follow the rank order
         raise InputError("the contention graph has a cycle", where="sharing")
     return tuple(order)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
 from commsched.errors import InputError
@@ -28,6 +29,7 @@ from commsched.scheduling.compression.dag import (
     check_levels,
     check_order,
     in_degrees,
+    successor_lists,
 )
 
 __all__ = [
@@ -113,53 +115,54 @@ def max_k_cut_table(
 def _table(
     share: NDArray[np.bool_], inten: NDArray[np.float64], ords: NDArray[np.int64], big_k: int, monotone: bool
 ) -> KCutTable:
-    """Algorithm 1's tables, layer by layer over the whole ``C`` matrix at once (the same floating-point
-    sums as the column-by-column scan :func:`_table_scan`, and the same tables: tested)."""
+    """Algorithm 1's tables, layer by layer over the whole ``C`` matrix (compiled: the same
+    floating-point sums as the column-by-column scan :func:`_table_scan`, and the same tables: tested)."""
     n = share.shape[0]
     if n < 2 or big_k < 2:
         return _table_scan(share, inten, ords, big_k, monotone)
-    weight_in_order = inten[ords]
-    # w[p, i]: weight of the edge a_p -> a_i (p < i); every sharing predecessor in a topological order
-    # is a tail. S[j][i] = sum_{i' <= i} sum_{p < j} w[p, i'], accumulated in the scan's own order
-    w = np.where(np.triu(share[np.ix_(ords, ords)], 1), weight_in_order[:, None], 0.0)
+    best, split = _layers(np.ascontiguousarray(share[np.ix_(ords, ords)]), inten[ords], big_k, monotone)
+    return KCutTable(best=best, split=split)
+
+
+@njit(cache=True, nogil=True)
+def _layers(
+    share_ord: NDArray[np.bool_], weight_in_order: NDArray[np.float64], big_k: int, monotone: bool
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:  # pragma: no cover - compiled (run through _table)
+    """``best`` and ``split`` of Algorithm 1 for the DAG in order (``share_ord``: its sharing matrix with
+    rows and columns in the order). ``S[j][i]`` is accumulated as NumPy's two running sums would (over
+    the tails first, then over the heads), and each entry of layer ``k`` is the largest argmax over the
+    allowed range ``[lo, i)`` (``lo``: ``k - 1``, or the previous column's argmax under the monotone rule)."""
+    n = share_ord.shape[0]
     s_full = np.zeros((n + 1, n + 1))
-    s_full[1:, 1:] = np.cumsum(np.cumsum(w, axis=0), axis=1)
-    s_full[np.arange(1, n + 1), np.arange(1, n + 1)] = s_full[np.arange(0, n), np.arange(1, n + 1)]
-    gain = s_full - np.diagonal(s_full)[:, None]  # gain[j, i] = C[j][i] = S[j][i] - S[j][j]
+    col = np.zeros(n)  # running sum over the tails p <= j of w[p, i], for the current head i
+    for i in range(n):
+        acc = 0.0
+        for p in range(n):
+            if p < i and share_ord[p, i]:
+                acc += weight_in_order[p]
+            col[p] = acc
+        for p in range(n):
+            s_full[p + 1, i + 1] = s_full[p + 1, i] + col[p] if i > 0 else col[p]
+    for d in range(1, n + 1):
+        s_full[d, d] = s_full[d - 1, d]
     best = np.full((big_k + 1, n + 1), -np.inf)
     split = np.full((big_k + 1, n + 1), -1, dtype=np.int64)
     best[1, 1:] = 0.0
     split[1, 1:] = 0
-    rows = np.arange(n + 1)
-    below = rows[:, None] < rows[None, :]  # j < i
     for k in range(2, big_k + 1):
-        values = np.where(below & (rows[:, None] >= k - 1), best[k - 1][:, None] + gain, -np.inf)
-        last = (n - np.argmax(values[::-1, :], axis=0)).tolist()  # the largest argmax of every column
-        _fill_layer(best[k], split[k], values, last, k, monotone=monotone)
-    return KCutTable(best=best, split=split)
-
-
-def _fill_layer(
-    best_k: NDArray[np.float64],
-    split_k: NDArray[np.int64],
-    values: NDArray[np.float64],
-    last: list[int],
-    k: int,
-    *,
-    monotone: bool,
-) -> None:
-    """Layer ``k`` from the full-range maxima: under the monotone rule a column whose largest argmax
-    lies below the previous column's is scanned again over the allowed range only (as the scan does)."""
-    prev = -1
-    for i in range(k, len(last)):
-        lo = max(k - 1, prev) if monotone else k - 1
-        j = last[i]
-        if j < lo:  # the restricted range misses the full-range argmax: its own largest argmax
-            seg = values[lo:i, i]
-            j = lo + seg.size - 1 - int(np.argmax(seg[::-1]))
-        best_k[i] = values[j, i]
-        split_k[i] = j
-        prev = j
+        prev = -1
+        for i in range(k, n + 1):
+            lo = max(k - 1, prev) if monotone else k - 1
+            j_best = -1
+            v_best = -np.inf
+            for j in range(lo, i):
+                v = best[k - 1, j] + (s_full[j, i] - s_full[j, j])
+                if j_best < 0 or v >= v_best:
+                    j_best, v_best = j, v
+            best[k, i] = v_best
+            split[k, i] = j_best
+            prev = j_best
+    return best, split
 
 
 def _table_scan(
@@ -284,10 +287,10 @@ def crux_compression(
     if isinstance(orders, bool) or not isinstance(orders, int) or orders < 1:
         raise InputError(f"{orders!r}", where="orders", expected="an integer >= 1")
     gen = np.random.default_rng(rng)
-    indegrees = in_degrees(share)
+    indegrees, successors = in_degrees(share), successor_lists(share)
 
     def sample() -> Compression:
-        order = np.asarray(bfs_order(share, indegrees, gen), dtype=np.int64)
+        order = np.asarray(bfs_order(share, indegrees, gen, successors), dtype=np.int64)
         return _sequence(share, inten, order, int(levels), True)
 
     best = sample()
