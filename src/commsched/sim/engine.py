@@ -89,6 +89,14 @@ from commsched.topology.records import NETWORK_LINK_KINDS
 
 __all__ = ["SimJob", "Simulation"]
 
+# the event kinds as plain integers (the loop compares them once per event)
+_STEP_END, _COMPUTE_END, _RELEASE = (
+    int(EventKind.STEP_END),
+    int(EventKind.COMPUTE_END),
+    int(EventKind.RELEASE),
+)
+_ARRIVAL, _SAMPLE, _HORIZON = int(EventKind.ARRIVAL), int(EventKind.SAMPLE), int(EventKind.HORIZON)
+
 
 class Simulation:
     """Plays decisions forward in time and measures GPU utilisation, JCT and link load.
@@ -301,49 +309,56 @@ class Simulation:
         ``until``, until the horizon or the end of the work; returns the time the run ends there (else the
         clock). The fast mode's catch-ups run it too, on one component's events set aside
         (:meth:`commsched.sim.fast.mode.FastMode.catch_up`); the compiled loop (exact mode) takes the flat
-        events at the head of the queue first (:mod:`commsched.sim.loop.compiled`)."""
-        kernel, flat, n_jobs = self._kernel, self._flat, len(self._runs)
+        events at the head of the queue first (:mod:`commsched.sim.loop.compiled`). A job's own events
+        (its compute end, release and step end) are handled here, the rest in :meth:`_dispatch`."""
+        kernel, flat, runs, n_jobs = self._kernel, self._flat, self._runs, len(self._runs)
         active = self._lifecycle.active_work
-        while kernel and kernel.next_time() < until:
+        while True:
+            head = kernel.head()
+            if head is None or head[0] >= until:
+                break
             if flat is not None:
                 flat.run_flat(n_jobs)
-                if not kernel:
+                head = kernel.head()
+                if head is None:
                     break
-            if kernel.next_kind() == EventKind.SAMPLE and not active():
+            if head[1] == _SAMPLE and not active():
                 kernel.pop()  # nothing to sample: dropped, uncounted
                 continue
             t, kind, _, job, version = kernel.step()
-            if kind == EventKind.HORIZON:
+            if kind == _HORIZON:
                 return t
-            self._dispatch(EventKind(kind), job, version)
+            if kind > _RELEASE or job >= n_jobs:
+                self._dispatch(kind, job, version)
+            else:
+                self._job_event(kind, runs[job], version)
             if not active():
                 return kernel.now
         return self.config.horizon_s if not kernel else kernel.now
 
-    def _dispatch(self, kind: EventKind, job: int, version: int) -> None:
-        if kind == EventKind.SAMPLE:
-            self._sample()
-            return
-        if kind == EventKind.ARRIVAL:
-            self._lifecycle.arrive(job)
-            return
-        if job >= len(self._runs):  # a grouped job's overlapped stream
-            self._iterations.on_stream_event(kind, self._streams[job - len(self._runs)], version)
-            return
-        r = self._runs[job]
-        if r.finished or version != (r.step_version if kind == EventKind.STEP_END else r.version):
+    def _job_event(self, kind: int, r: JobRun, version: int) -> None:
+        """A job's compute end, release or step end (dropped when stale)."""
+        if r.finished or version != (r.step_version if kind == _STEP_END else r.version):
             self._kernel.stale += 1
-            return
-        if self._fluid.is_fluid(job):
-            if kind == EventKind.COMPUTE_END:  # a job run as a fluid completes its last iteration
+        elif r.index in self._fluid.state:
+            if kind == _COMPUTE_END:  # a job run as a fluid completes its last iteration
                 self._fluid.on_finish(r)
                 self._depart(r)
-        elif kind == EventKind.COMPUTE_END:
-            self._iterations.on_compute_end(r)
-        elif kind == EventKind.RELEASE:
-            self._iterations.on_release(r)
-        elif kind == EventKind.STEP_END:
+        elif kind == _STEP_END:
             self._iterations.on_step_end(r)
+        elif kind == _COMPUTE_END:
+            self._iterations.on_compute_end(r)
+        else:
+            self._iterations.on_release(r)
+
+    def _dispatch(self, kind: int, job: int, version: int) -> None:
+        """A sample, an arrival, or an event of a grouped job's overlapped stream."""
+        if kind == _SAMPLE:
+            self._sample()
+        elif kind == _ARRIVAL:
+            self._lifecycle.arrive(job)
+        else:  # a grouped job's overlapped stream
+            self._iterations.on_stream_event(EventKind(kind), self._streams[job - len(self._runs)], version)
 
     def _sample(self) -> None:
         self._pacing.settle_all(self._lifecycle.running)

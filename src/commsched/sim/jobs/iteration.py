@@ -21,6 +21,9 @@ from commsched.scheduling.traffic import JobTraffic
 from commsched.sim.jobs.hooks import Counters, Events, IterationWatch, Paces
 from commsched.sim.jobs.runs import EventKind, JobRun
 
+#: the kinds an iteration's start schedules (bound once: every iteration start pushes them)
+_COMPUTE_END, _RELEASE = EventKind.COMPUTE_END, EventKind.RELEASE
+
 
 class CycleFields(NamedTuple):
     """A job's iteration-cycle fields as another loop hands them back (:mod:`commsched.sim.loop.compiled`)."""
@@ -162,10 +165,10 @@ class Iterations:
         r.step = -1
         self._pacing.drop(r)  # a step abandoned (a job back from the fluid) leaves no slot behind
         r.version += 1
-        self._kernel.push(r.compute_end_s, EventKind.COMPUTE_END, r.index, r.version)
+        self._kernel.push(r.compute_end_s, _COMPUTE_END, r.index, r.version)
         if not r.comm_done:
             r.release_s = t + r.overlap * c
-            self._kernel.push(r.release_s, EventKind.RELEASE, r.index, r.version)
+            self._kernel.push(r.release_s, _RELEASE, r.index, r.version)
         if self._jumps:
             self._fast.on_iteration_start(r, t)
 
@@ -189,10 +192,10 @@ class Iterations:
         r.comm_done = plan.blocking_steps == 0
         dp.comm_done = plan.blocking_steps == n
         dp.stop_step = plan.steady_end if plan.steady_end > plan.blocking_steps else n
-        self._kernel.push(r.compute_end_s, EventKind.COMPUTE_END, r.index, r.version)
+        self._kernel.push(r.compute_end_s, _COMPUTE_END, r.index, r.version)
         if not r.comm_done:
             r.release_s = r.compute_end_s
-            self._kernel.push(r.release_s, EventKind.RELEASE, r.index, r.version)
+            self._kernel.push(r.release_s, _RELEASE, r.index, r.version)
         dp.release_s = t + plan.dp_start_s(c, r.overlap)  # its DP steps: in the last micro-batch
         if plan.steady_end > plan.blocking_steps:  # the steady-state sends, from the start
             self._kernel.push(t, EventKind.RELEASE, dp.index, dp.version)

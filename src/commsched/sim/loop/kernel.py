@@ -54,12 +54,13 @@ class EventKernel:
         self._seq = 0
         self._heap: list[Event] = []
 
-    def push(self, t: float, kind: EventKind, job: int = -1, version: int = 0) -> None:
+    def push(self, t: float, kind: EventKind | int, job: int = -1, version: int = 0) -> None:
         """Schedule an event."""
         self._seq += 1
         heap = self._heap
         heapq.heappush(heap, (t, int(kind), self._seq, job, version))
-        self.peak = max(self.peak, len(heap))
+        if len(heap) > self.peak:  # noqa: PLR1730 -- every push: a comparison, not a call of max
+            self.peak = len(heap)
 
     @property
     def handled(self) -> int:
@@ -77,6 +78,11 @@ class EventKernel:
         self.now = ev[0]
         self.events += 1
         return ev
+
+    def head(self) -> Event | None:
+        """The earliest pending event, left pending (None: none is)."""
+        heap = self._heap
+        return heap[0] if heap else None
 
     def next_kind(self) -> int:
         """Kind of the earliest pending event (the heap must not be empty)."""

@@ -44,6 +44,7 @@ from commsched.sim.results.accounting import Ledger
 #: configurations whose paces are kept before the cache is cleared
 _PACE_CACHE_MAX = 200_000
 _NOW, _SLOT, _NEWROW, _HIT, _OUT_END, _OUT_SLOT = fl.NOW, fl.SLOT, fl.NEWROW, fl.HIT, fl.OUT_END, fl.OUT_SLOT
+_STEP_END = EventKind.STEP_END
 
 
 class Pacing:
@@ -215,7 +216,9 @@ class Pacing:
         io[_SLOT] = s
         io[_NEWROW] = row
         known = self._paces.get(h)
-        slots = comps.slots(comp)
+        slots = comps.arrays.get(comp)
+        if slots is None:
+            slots = comps.slots(comp)
         if known is not None:
             io[_HIT] = 1.0
             fk.step_change(self._sf, pool.pf, pool.bf, self._lf, slots, io, known)
@@ -356,7 +359,7 @@ class Pacing:
         if slot < 0 or end == math.inf:
             return
         version = self._runs[slot].step_version
-        self._kernel.push(end, EventKind.STEP_END, slot, version)
+        self._kernel.push(end, _STEP_END, slot, version)
         pending[comp] = (slot, version, end)
 
     def _compact(self) -> dict[int, int]:
