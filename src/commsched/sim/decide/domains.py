@@ -38,6 +38,7 @@ class DomainIndex:
     def __init__(self) -> None:
         self._users: dict[int, set[int]] = {}
         self._reach: dict[int, list[int]] = {}
+        self._reach_ids: dict[int, NDArray[np.int64]] = {}  # the same links, as an array
         self._of: dict[int, int] = {}
         #: domain id -> indices of its jobs
         self.members: dict[int, set[int]] = {}
@@ -55,6 +56,7 @@ class DomainIndex:
         for link in links:
             self._users.setdefault(link, set()).add(job)
         self._reach[job] = links
+        self._reach_ids[job] = np.asarray(reach, dtype=np.int64)
         if not met:
             return self._new({job})
         keep = max(met, key=lambda d: (len(self.members[d]), -d))
@@ -72,6 +74,7 @@ class DomainIndex:
     def remove(self, job: int) -> list[int]:
         """A job leaves: returns the ids of the domains its remaining neighbours now form."""
         d = self._of.pop(job)
+        del self._reach_ids[job]
         for link in self._reach.pop(job):
             users = self._users[link]
             users.discard(job)
@@ -102,14 +105,15 @@ class DomainIndex:
             yield part
 
     def _sparse_parts(self, jobs: set[int]) -> Iterable[set[int]]:
+        """The connected groups of ``jobs`` by a sparse search over the graph of jobs and link ids (a
+        node per id up to the largest: the ids need no renumbering)."""
         order = sorted(jobs)
-        reach = [np.asarray(self._reach[i], dtype=np.int64) for i in order]
+        reach = [self._reach_ids[i] for i in order]
         rows = np.repeat(np.arange(len(order)), [r.size for r in reach])
-        links, cols = np.unique(np.concatenate(reach), return_inverse=True)
-        size = len(order) + links.size
+        cols = np.concatenate(reach)
+        size = len(order) + (int(cols.max()) + 1 if cols.size else 0)
         adj = sparse.csr_matrix(
-            (np.ones(rows.size, dtype=np.int8), (rows, cols.astype(np.int64) + len(order))),
-            shape=(size, size),
+            (np.ones(rows.size, dtype=np.int8), (rows, cols + len(order))), shape=(size, size)
         )
         _, labels = connected_components(adj, directed=False)
         groups: dict[int, set[int]] = {}
