@@ -105,15 +105,14 @@ class DomainIndex:
             yield part
 
     def _sparse_parts(self, jobs: set[int]) -> Iterable[set[int]]:
-        """The connected groups of ``jobs`` by a sparse search over the graph of jobs and link ids (a
-        node per id up to the largest: the ids need no renumbering)."""
         order = sorted(jobs)
         reach = [self._reach_ids[i] for i in order]
         rows = np.repeat(np.arange(len(order)), [r.size for r in reach])
-        cols = np.concatenate(reach)
-        size = len(order) + (int(cols.max()) + 1 if cols.size else 0)
+        links, cols = np.unique(np.concatenate(reach), return_inverse=True)
+        size = len(order) + links.size
         adj = sparse.csr_matrix(
-            (np.ones(rows.size, dtype=np.int8), (rows, cols + len(order))), shape=(size, size)
+            (np.ones(rows.size, dtype=np.int8), (rows, cols.astype(np.int64) + len(order))),
+            shape=(size, size),
         )
         _, labels = connected_components(adj, directed=False)
         groups: dict[int, set[int]] = {}

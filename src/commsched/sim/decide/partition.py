@@ -99,14 +99,15 @@ class Partition:
         if not rows:
             return [[i] for i, _, _ in jobs]
         r_all, c_all = np.concatenate(rows), np.concatenate(cols)
-        m = int(c_all.max()) + 1  # link ids index the counts directly (the same sums, in the same order)
-        total = np.bincount(c_all, weights=np.concatenate(loads), minlength=m)
-        users = np.bincount(c_all, minlength=m)
-        can = (users >= 2) & (total >= capacity_bytes_per_s[:m] * (1.0 - SATURATION_MARGIN))
-        keep = can[c_all]
+        links, local = np.unique(c_all, return_inverse=True)  # the links of these jobs only
+        total = np.bincount(local, weights=np.concatenate(loads), minlength=links.size)
+        users = np.bincount(local, minlength=links.size)
+        can = (users >= 2) & (total >= capacity_bytes_per_s[links] * (1.0 - SATURATION_MARGIN))
+        keep = can[local]
         n = len(jobs)
         adj = sparse.csr_matrix(
-            (np.ones(int(keep.sum()), dtype=np.int8), (r_all[keep], c_all[keep] + n)), shape=(n + m, n + m)
+            (np.ones(int(keep.sum()), dtype=np.int8), (r_all[keep], local[keep].astype(np.int64) + n)),
+            shape=(n + links.size, n + links.size),
         )
         _, labels = connected_components(adj, directed=False)
         comps: dict[int, list[int]] = {}
