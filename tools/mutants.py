@@ -178,8 +178,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="k-cut gain subtracted",
         path="src/commsched/scheduling/compression/kcut.py",
-        original="best[k - 1][:, None] + gain, -np.inf)",
-        replacement="best[k - 1][:, None] - gain, -np.inf)",
+        original="v = best[k - 1, j] + (s_full[j, i] - s_full[j, j])",
+        replacement="v = best[k - 1, j] - (s_full[j, i] - s_full[j, j])",
         tests=("tests/scheduling/test_sched_compression.py::test_fig13_optimum_and_baselines",),
     ),
     # --- the house-keeping issue's blind spots (planted by hand; killed by whole folders, not a chosen test)
