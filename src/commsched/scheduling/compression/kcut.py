@@ -14,10 +14,12 @@ References
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
-from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
 from commsched.errors import InputError
@@ -32,7 +34,11 @@ from commsched.scheduling.compression.dag import (
     successor_lists,
 )
 
+#: DAGs of this many jobs or more solve their layers compiled (the simulator's large domains)
+COMPILED_FROM = 16
+
 __all__ = [
+    "COMPILED_FROM",
     "KCutTable",
     "crux_compression",
     "max_k_cut_table",
@@ -115,19 +121,76 @@ def max_k_cut_table(
 def _table(
     share: NDArray[np.bool_], inten: NDArray[np.float64], ords: NDArray[np.int64], big_k: int, monotone: bool
 ) -> KCutTable:
-    """Algorithm 1's tables, layer by layer over the whole ``C`` matrix (compiled: the same
-    floating-point sums as the column-by-column scan :func:`_table_scan`, and the same tables: tested)."""
+    """Algorithm 1's tables, layer by layer over the whole ``C`` matrix (the same floating-point sums as
+    the column-by-column scan :func:`_table_scan`, and the same tables: tested): compiled from
+    :data:`COMPILED_FROM` jobs, vectorised below (a daemon deciding for a few jobs never loads numba)."""
     n = share.shape[0]
     if n < 2 or big_k < 2:
         return _table_scan(share, inten, ords, big_k, monotone)
-    best, split = _layers(np.ascontiguousarray(share[np.ix_(ords, ords)]), inten[ords], big_k, monotone)
+    if n >= COMPILED_FROM:
+        layers = _compiled_layers()
+        best, split = layers(np.ascontiguousarray(share[np.ix_(ords, ords)]), inten[ords], big_k, monotone)
+        return KCutTable(best=best, split=split)
+    weight_in_order = inten[ords]
+    # w[p, i]: weight of the edge a_p -> a_i (p < i); every sharing predecessor in a topological order
+    # is a tail. S[j][i] = sum_{i' <= i} sum_{p < j} w[p, i'], accumulated in the scan's own order
+    w = np.where(np.triu(share[np.ix_(ords, ords)], 1), weight_in_order[:, None], 0.0)
+    s_full = np.zeros((n + 1, n + 1))
+    s_full[1:, 1:] = np.cumsum(np.cumsum(w, axis=0), axis=1)
+    s_full[np.arange(1, n + 1), np.arange(1, n + 1)] = s_full[np.arange(0, n), np.arange(1, n + 1)]
+    gain = s_full - np.diagonal(s_full)[:, None]  # gain[j, i] = C[j][i] = S[j][i] - S[j][j]
+    best = np.full((big_k + 1, n + 1), -np.inf)
+    split = np.full((big_k + 1, n + 1), -1, dtype=np.int64)
+    best[1, 1:] = 0.0
+    split[1, 1:] = 0
+    rows = np.arange(n + 1)
+    below = rows[:, None] < rows[None, :]  # j < i
+    for k in range(2, big_k + 1):
+        values = np.where(below & (rows[:, None] >= k - 1), best[k - 1][:, None] + gain, -np.inf)
+        last = (n - np.argmax(values[::-1, :], axis=0)).tolist()  # the largest argmax of every column
+        _fill_layer(best[k], split[k], values, last, k, monotone=monotone)
     return KCutTable(best=best, split=split)
 
 
-@njit(cache=True, nogil=True)
+def _fill_layer(
+    best_k: NDArray[np.float64],
+    split_k: NDArray[np.int64],
+    values: NDArray[np.float64],
+    last: list[int],
+    k: int,
+    *,
+    monotone: bool,
+) -> None:
+    """Layer ``k`` from the full-range maxima: under the monotone rule a column whose largest argmax
+    lies below the previous column's is scanned again over the allowed range only (as the scan does)."""
+    prev = -1
+    for i in range(k, len(last)):
+        lo = max(k - 1, prev) if monotone else k - 1
+        j = last[i]
+        if j < lo:  # the restricted range misses the full-range argmax: its own largest argmax
+            seg = values[lo:i, i]
+            j = lo + seg.size - 1 - int(np.argmax(seg[::-1]))
+        best_k[i] = values[j, i]
+        split_k[i] = j
+        prev = j
+
+
+_Layers = Callable[
+    [NDArray[np.bool_], NDArray[np.float64], int, bool], tuple[NDArray[np.float64], NDArray[np.int64]]
+]
+
+
+@functools.cache
+def _compiled_layers() -> _Layers:
+    """:func:`_layers` compiled by numba (cached on disk), loaded on first use."""
+    from numba import njit
+
+    return cast(_Layers, njit(cache=True, nogil=True)(_layers))
+
+
 def _layers(
     share_ord: NDArray[np.bool_], weight_in_order: NDArray[np.float64], big_k: int, monotone: bool
-) -> tuple[NDArray[np.float64], NDArray[np.int64]]:  # pragma: no cover - compiled (run through _table)
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:  # pragma: no cover - run compiled (_compiled_layers)
     """``best`` and ``split`` of Algorithm 1 for the DAG in order (``share_ord``: its sharing matrix with
     rows and columns in the order). ``S[j][i]`` is accumulated as NumPy's two running sums would (over
     the tails first, then over the heads), and each entry of layer ``k`` is the largest argmax over the
