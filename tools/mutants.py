@@ -187,7 +187,9 @@ MUTANTS: tuple[Mutant, ...] = (
         path="src/commsched/scheduling/compression/kcut.py",
         original="v = best[k - 1, j] + (s_full[j, i] - s_full[j, j])",
         replacement="v = best[k - 1, j] - (s_full[j, i] - s_full[j, j])",
-        tests=("tests/scheduling/test_sched_compression.py::test_the_layerwise_tables_equal_the_column_scan",),
+        tests=(
+            "tests/scheduling/test_sched_compression.py::test_the_layerwise_tables_equal_the_column_scan",
+        ),
     ),
     # --- the house-keeping issue's blind spots (planted by hand; killed by whole folders, not a chosen test)
     Mutant(
