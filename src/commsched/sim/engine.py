@@ -340,7 +340,7 @@ class Simulation:
         """A job's compute end, release or step end (dropped when stale)."""
         if r.finished or version != (r.step_version if kind == _STEP_END else r.version):
             self._kernel.stale += 1
-        elif r.index in self._fluid.state:
+        elif self._fluid.is_fluid(r.index):
             if kind == _COMPUTE_END:  # a job run as a fluid completes its last iteration
                 self._fluid.on_finish(r)
                 self._depart(r)

@@ -54,7 +54,7 @@ class EventKernel:
         self._seq = 0
         self._heap: list[Event] = []
 
-    def push(self, t: float, kind: EventKind | int, job: int = -1, version: int = 0) -> None:
+    def push(self, t: float, kind: EventKind, job: int = -1, version: int = 0) -> None:
         """Schedule an event."""
         self._seq += 1
         heap = self._heap
@@ -84,10 +84,6 @@ class EventKernel:
         heap = self._heap
         return heap[0] if heap else None
 
-    def next_kind(self) -> int:
-        """Kind of the earliest pending event (the heap must not be empty)."""
-        return self._heap[0][1]
-
     def move_to(self, t: float) -> None:
         """Set the clock to ``t``: the end of a run, and the fast mode's stretches (a component moved
         ahead and brought back, inside :meth:`aside`). Nothing outside this module sets the clock."""
@@ -95,10 +91,6 @@ class EventKernel:
 
     def __bool__(self) -> bool:
         return bool(self._heap)
-
-    def next_time(self) -> float:
-        """Time of the earliest pending event (the heap must not be empty)."""
-        return self._heap[0][0]
 
     def to_arrays(self, room: int, cells: int) -> tuple[F64, F64]:
         """The heap as rows ``(time, kind, sequence, job, version)`` with ``room`` rows to spare, and the
