@@ -12,7 +12,8 @@ What is checked, each against Slurm's own word or the kernel's counters:
   allocated them (``scontrol show job -d``), every data byte of each on loopback at the DSCP the
   daemon decided for it (nftables counters of a table of the test's own, by the connection mark the
   agent gave the job), both gone from the daemon within 10 s of Slurm saying they ended;
-* ``scancel`` and a job that exits 3: both deregistered;
+* ``scancel`` of a running job and a job that exits 3: both deregistered; a job cancelled the moment it
+  is registered (its hooks possibly killed by Slurm): dropped within the heartbeat time-out;
 * the daemon stopped during a job and the agent killed and restarted: the job completes, the restarted
   agent keeps its packets at its DSCP, and a job submitted while the daemon is down runs unscheduled;
 * the finished jobs as a ``trace: {kind: slurm}``: their ids, GPUs and durations come back.
@@ -294,11 +295,25 @@ def test_slurm_jobs_registered_marked_and_dropped(tmp_path: Path) -> None:  # no
         d = cluster.sbatch("#!/bin/bash\n#SBATCH --gres=gpu:1\nsleep 2\nexit 3\n", "--job-name", "fail-me")
         _wait(lambda: _registered(daemon, c), 30, f"job {c} registered")
         _wait(lambda: _registered(daemon, d), 30, f"job {d} registered")
+        # running: its script started (so its PrologSlurmctld is over) and the agent has its processes
+        _wait(lambda: (agent.get(f"/v1/jobs/{c}") or {}).get("pids"), 15, f"job {c} running, adopted")
         cluster.ns_run(["scancel", c], check=True)
         assert _gone_within(cluster, daemon, c) < 10
         assert _gone_within(cluster, daemon, d) < 10
         assert cluster.job_state(c) == "CANCELLED"
         assert cluster.job_state(d) == "FAILED"
+
+        # ---- cancelled the moment it is registered: its PrologSlurmctld may still be running, and then
+        # Slurm kills both hooks (slurmctld.log: "PrologSlurmctld killed by signal 9", "EpilogSlurmctld
+        # killed by signal 9"); either its epilog drops it or, no process ever beating for it, the
+        # daemon's heartbeat time-out (10 s, checked every second) does
+        g = cluster.sbatch("#!/bin/bash\n#SBATCH --gres=gpu:1\nsrun sleep 120\n", "--job-name", "cancel-early")
+        _wait(lambda: _registered(daemon, g), 30, f"job {g} registered", step=0.01)
+        seen = time.monotonic()
+        cluster.ns_run(["scancel", g], check=True)
+        _wait(lambda: g not in daemon.jobs(), 15, f"job {g} dropped", step=0.2)
+        assert time.monotonic() - seen < 10 + 1 + 1.5, "neither its epilog nor its heartbeat time-out dropped it"
+        assert cluster.wait_state(g, ("CANCELLED",), 30) == "CANCELLED"
 
         # ---- the daemon stopped and the agent restarted during a job: it completes, still marked
         e = cluster.sbatch(_ddp(45), "--comment", "model=bert", "--job-name", "bert-e")
