@@ -191,6 +191,24 @@ MUTANTS: tuple[Mutant, ...] = (
             "tests/scheduling/test_sched_compression.py::test_the_layerwise_tables_equal_the_column_scan",
         ),
     ),
+    Mutant(
+        name="listed frozen members summed out of the class's order",
+        path="src/commsched/sim/rates/flowfill.py",
+        original="    frozen[:n].sort()  # the group's order, as the full scan meets them",
+        replacement="    pass",
+        tests=(
+            "tests/sim/test_bound_solve.py::test_listed_freezing_is_the_scan_bit_for_bit_in_any_order_of_sums",
+        ),
+    ),
+    Mutant(
+        name="listed freezing reads one saturated link only",
+        path="src/commsched/sim/rates/flowfill.py",
+        original="    for link in sat:\n        p = int(LF[link, POS])",
+        replacement="    for link in sat[:1]:\n        p = int(LF[link, POS])",
+        tests=(
+            "tests/sim/test_bound_solve.py::test_large_classes_listed_by_link_are_the_reference_bit_for_bit",
+        ),
+    ),
     # --- the house-keeping issue's blind spots (planted by hand; killed by whole folders, not a chosen test)
     Mutant(
         name="job reach drops the candidate paths",

@@ -51,9 +51,10 @@ POOL_ROWS = 8
 # its kept entries (BHI = HI: every entry kept, the pool as copied in)
 BLINK, BSHARE, BHI = range(3)
 BIND_ROWS = 3
-# per-link columns (LF): capacity, the ledger's counters, scratch (residual, demand, flags, sums)
-CAP, BYTES, IW_BYTES, RES, DEM, SEEN, SUB = range(7)
-LINK_ROWS = 8  # (one spare: a link's fields fill one 64-byte cache line)
+# per-link columns (LF): capacity, the ledger's counters, scratch (residual, demand, flags, sums, the
+# link's place among the links a solve uses)
+CAP, BYTES, IW_BYTES, RES, DEM, SEEN, SUB, POS = range(8)
+LINK_ROWS = 8  # (a link's fields fill one 64-byte cache line)
 # the control vector (io): in: now, slot, new step row (-1: none), cache hit (1: the cache argument
 # holds the paces of this configuration; out: 1 if it did, 0 if a snapshot was written, -1 on a
 # mismatch); out: earliest end and its slot, snapshot size; the counter of ends set
