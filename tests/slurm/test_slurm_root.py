@@ -303,10 +303,10 @@ def test_slurm_jobs_registered_marked_and_dropped(tmp_path: Path) -> None:  # no
         assert cluster.job_state(c) == "CANCELLED"
         assert cluster.job_state(d) == "FAILED"
 
-        # ---- cancelled the moment it is registered: its PrologSlurmctld may still be running, and then
-        # Slurm kills both hooks (slurmctld.log: "PrologSlurmctld killed by signal 9", "EpilogSlurmctld
-        # killed by signal 9"); either its epilog drops it or, no process ever beating for it, the
-        # daemon's heartbeat time-out (10 s, checked every second) does
+        # ---- cancelled the moment it is registered: its PrologSlurmctld may still be running; Slurm then
+        # kills it, and an epilog started in the same instant with it (slurmctld.log: "PrologSlurmctld
+        # killed by signal 9", "EpilogSlurmctld killed by signal 9"); either its epilog drops it or, no
+        # process ever beating for it, the daemon's heartbeat time-out (10 s, checked every second) does
         g = cluster.sbatch(
             "#!/bin/bash\n#SBATCH --gres=gpu:1\nsrun sleep 120\n", "--job-name", "cancel-at-once"
         )
